@@ -1,0 +1,152 @@
+package base
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+)
+
+// SeqNum is a sequence number. Every write is assigned the next one; a reader
+// at sequence number s sees exactly the writes numbered s or below. Only the
+// low 56 bits are used, so a SeqNum and a Kind fit one uint64 trailer.
+type SeqNum uint64
+
+// MaxSeqNum is the largest sequence number a trailer can hold.
+const MaxSeqNum SeqNum = 1<<56 - 1
+
+// String formats the sequence number in decimal.
+func (s SeqNum) String() string { return strconv.FormatUint(uint64(s), 10) }
+
+// Kind is the kind of an internal key: a value or a tombstone.
+//
+// These constants are part of the file format, and should not be changed.
+type Kind uint8
+
+const (
+	// KindDelete is a tombstone: the user key has no value at this sequence
+	// number.
+	KindDelete Kind = 0
+	// KindSet carries a value.
+	KindSet Kind = 1
+
+	// KindMax is the largest kind. A search key (userKey, seq, KindMax) sorts
+	// before every entry of userKey at seq, so seeking to it finds the
+	// newest entry visible at seq.
+	KindMax = KindSet
+
+	// kindInvalid is returned when a trailer's kind byte names no kind.
+	kindInvalid Kind = 0xFF
+)
+
+// String returns "DEL", "SET" or "INVALID".
+func (k Kind) String() string {
+	switch k {
+	case KindDelete:
+		return "DEL"
+	case KindSet:
+		return "SET"
+	}
+	return "INVALID"
+}
+
+// TrailerLen is the length of an encoded internal key's trailer.
+const TrailerLen = 8
+
+// MakeTrailer packs a sequence number and a kind into a trailer.
+func MakeTrailer(seq SeqNum, kind Kind) uint64 { return uint64(seq)<<8 | uint64(kind) }
+
+// InternalKey is a user key with its sequence number and kind. UserKey is not
+// copied: the key is only valid as long as the bytes it points to are.
+type InternalKey struct {
+	UserKey []byte
+	Trailer uint64
+}
+
+// MakeInternalKey returns the internal key for userKey at seq with kind.
+func MakeInternalKey(userKey []byte, seq SeqNum, kind Kind) InternalKey {
+	return InternalKey{UserKey: userKey, Trailer: MakeTrailer(seq, kind)}
+}
+
+// MakeSearchKey returns the key that sorts before every entry of userKey
+// visible at seq: (userKey, seq, KindMax).
+func MakeSearchKey(userKey []byte, seq SeqNum) InternalKey {
+	return MakeInternalKey(userKey, seq, KindMax)
+}
+
+// SeqNum returns the key's sequence number.
+func (k InternalKey) SeqNum() SeqNum { return SeqNum(k.Trailer >> 8) }
+
+// Kind returns the key's kind.
+func (k InternalKey) Kind() Kind {
+	if kind := Kind(k.Trailer & 0xff); kind <= KindMax {
+		return kind
+	}
+	return kindInvalid
+}
+
+// Valid reports whether the key's kind is one shale knows.
+func (k InternalKey) Valid() bool { return Kind(k.Trailer&0xff) <= KindMax }
+
+// Size returns the length of the key's encoding.
+func (k InternalKey) Size() int { return len(k.UserKey) + TrailerLen }
+
+// Encode writes the key's encoding into buf, which must be at least Size()
+// bytes long.
+func (k InternalKey) Encode(buf []byte) {
+	n := copy(buf, k.UserKey)
+	binary.LittleEndian.PutUint64(buf[n:], k.Trailer)
+}
+
+// Append appends the key's encoding to dst.
+func (k InternalKey) Append(dst []byte) []byte {
+	dst = append(dst, k.UserKey...)
+	return binary.LittleEndian.AppendUint64(dst, k.Trailer)
+}
+
+// Clone returns a copy of the key that owns its user key.
+func (k InternalKey) Clone() InternalKey {
+	return InternalKey{UserKey: bytes.Clone(k.UserKey), Trailer: k.Trailer}
+}
+
+// String formats the key as "user#seq,KIND" with the user key quoted.
+func (k InternalKey) String() string {
+	return fmt.Sprintf("%q#%d,%s", k.UserKey, k.SeqNum(), k.Kind())
+}
+
+// DecodeInternalKey decodes an encoded internal key. The result points into
+// enc. ok is false when enc is shorter than a trailer; callers report that as
+// corruption.
+func DecodeInternalKey(enc []byte) (k InternalKey, ok bool) {
+	n := len(enc) - TrailerLen
+	if n < 0 {
+		return InternalKey{}, false
+	}
+	return InternalKey{UserKey: enc[:n:n], Trailer: binary.LittleEndian.Uint64(enc[n:])}, true
+}
+
+// CompareInternal orders internal keys: user keys ascending, then trailers
+// descending (newest first).
+func CompareInternal(a, b InternalKey) int {
+	if c := bytes.Compare(a.UserKey, b.UserKey); c != 0 {
+		return c
+	}
+	switch {
+	case a.Trailer > b.Trailer:
+		return -1
+	case a.Trailer < b.Trailer:
+		return 1
+	}
+	return 0
+}
+
+// CompareEncoded orders two encoded internal keys as CompareInternal orders
+// the decoded ones. Keys shorter than a trailer sort by their bytes.
+func CompareEncoded(a, b []byte) int {
+	ka, oka := DecodeInternalKey(a)
+	kb, okb := DecodeInternalKey(b)
+	if !oka || !okb {
+		return bytes.Compare(a, b)
+	}
+	return CompareInternal(ka, kb)
+}

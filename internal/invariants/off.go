@@ -1,0 +1,6 @@
+//go:build !invariants && !race
+
+package invariants
+
+// Enabled is false: this build does not check invariants.
+const Enabled = false

@@ -1,0 +1,30 @@
+// Package ioctx carries per-request read options from a public API call down
+// to the file reader: which activity a read serves (its IO activity tag, as
+// in RocksDB's Env::IOActivity) and at which priority it is charged to the
+// rate limiter.
+//
+// # Contract
+//
+// A public read (Get, MultiGet, NewIterator, VerifyChecksum,
+// VerifyFileChecksums) takes its [ReadOptions] from the context once, with
+// [ReadOptionsFrom], checks the activity with [ReadOptions.CheckAndTag] and
+// passes the tagged options down by value. Nothing below the API boundary
+// looks in the context again: a context lookup walks the context chain, which
+// is too slow for a block-read loop.
+//
+// [ReadOptions] becomes [IOOptions] in exactly one place,
+// [ReadOptions.IOOptions]: a deadline already past is an error, and the
+// per-IO timeout is the smaller of the time left and [ReadOptions.IOTimeout].
+//
+// # Zero values
+//
+// The zero [ReadOptions] means RocksDB's defaults: activity Unknown,
+// priority Total (reads are not charged to the rate limiter), checksums
+// verified, blocks added to the cache. For that to hold, the numeric values of
+// [Activity] and [Priority] differ from RocksDB's: Unknown and Total are 0
+// here. Compare activities by name ([Activity.String]) or with
+// [Activity.RocksDBValue], never by number across the two systems.
+//
+// This package imports only the standard library, so every layer of shale
+// may use its types.
+package ioctx

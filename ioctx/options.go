@@ -1,0 +1,144 @@
+package ioctx
+
+import (
+	"context"
+	"time"
+)
+
+// ReadOptions are the per-request options of a read. The zero value is
+// RocksDB's default ReadOptions: activity Unknown (the API tags it),
+// priority Total (not charged to the rate limiter), no deadline, no per-IO
+// timeout, checksums verified, blocks added to the block cache, synchronous
+// IO and automatic readahead.
+//
+// ReadOptions is a small value: pass it by value, never by pointer, so a
+// callee cannot change its caller's options.
+type ReadOptions struct {
+	// Activity tags every file read the request makes. Leave it Unknown: each
+	// public API sets its own (Get, MultiGet, DBIterator, VerifyDBChecksum,
+	// VerifyFileChecksums) and rejects any other.
+	Activity Activity
+
+	// RateLimiterPriority is the priority at which the request's file reads
+	// are charged to the database's rate limiter. PriorityTotal, the default,
+	// does not charge them.
+	RateLimiterPriority Priority
+
+	// Deadline, when not zero, bounds the whole call: a file read that would
+	// start after it fails with an error for which errors.Is(err,
+	// context.DeadlineExceeded) holds. A context's deadline counts as well
+	// (see [ReadOptions.WithContextDeadline]).
+	Deadline time.Time
+
+	// IOTimeout, when not zero, bounds each file read: its waits (the rate
+	// limiter, a concurrent load of the same block) give up after it, and a
+	// read the operating system finishes later than that fails. A read
+	// already issued to the operating system is not interrupted.
+	IOTimeout time.Duration
+
+	// DontVerifyChecksums skips verifying block checksums on read. Explicit
+	// verification (VerifyChecksum) always verifies.
+	DontVerifyChecksums bool
+
+	// DontFillCache reads blocks without adding them to the block cache, for
+	// scans that would evict the working set. Blocks already cached are used.
+	DontFillCache bool
+
+	// AsyncIO lets MultiGet read different tables concurrently and lets an
+	// iterator read the next block while the caller consumes the current one.
+	AsyncIO bool
+
+	// ReadaheadSize is the iterator and verification readahead in bytes. Zero
+	// means automatic: iterators start small and double on sequential access,
+	// verification reads 256 KiB at a time.
+	ReadaheadSize int64
+}
+
+// WithContextDeadline returns ro with its Deadline set to the earlier of its
+// own and ctx's, so a context deadline bounds file reads the same way.
+func (ro ReadOptions) WithContextDeadline(ctx context.Context) ReadOptions {
+	if d, ok := ctx.Deadline(); ok && (ro.Deadline.IsZero() || d.Before(ro.Deadline)) {
+		ro.Deadline = d
+	}
+	return ro
+}
+
+// Merge returns defaults overridden by every field that over sets: a
+// non-Unknown activity, a priority other than Total, the earlier deadline,
+// the smaller non-zero timeout, a non-zero readahead, and each flag that is
+// set in either. A session (driver.Conn) merges the context's options over its
+// own defaults this way.
+func Merge(defaults, over ReadOptions) ReadOptions {
+	ro := defaults
+	if over.Activity != ActivityUnknown {
+		ro.Activity = over.Activity
+	}
+	if over.RateLimiterPriority != PriorityTotal {
+		ro.RateLimiterPriority = over.RateLimiterPriority
+	}
+	if !over.Deadline.IsZero() && (ro.Deadline.IsZero() || over.Deadline.Before(ro.Deadline)) {
+		ro.Deadline = over.Deadline
+	}
+	if over.IOTimeout != 0 && (ro.IOTimeout == 0 || over.IOTimeout < ro.IOTimeout) {
+		ro.IOTimeout = over.IOTimeout
+	}
+	if over.ReadaheadSize != 0 {
+		ro.ReadaheadSize = over.ReadaheadSize
+	}
+	ro.DontVerifyChecksums = ro.DontVerifyChecksums || over.DontVerifyChecksums
+	ro.DontFillCache = ro.DontFillCache || over.DontFillCache
+	ro.AsyncIO = ro.AsyncIO || over.AsyncIO
+	return ro
+}
+
+// IOOptions are the options of one file read, derived from ReadOptions by
+// [ReadOptions.IOOptions] (RocksDB's IOOptions).
+type IOOptions struct {
+	// Timeout bounds the read; zero means none.
+	Timeout time.Duration
+	// RateLimiterPriority is the priority the read is charged at;
+	// PriorityTotal means it is not charged.
+	RateLimiterPriority Priority
+	// Activity is the read's IO activity tag.
+	Activity Activity
+}
+
+// IOOptions converts ro into the options of a file read at the current time.
+// It is the only conversion from ReadOptions to IOOptions (RocksDB's
+// PrepareIOFromReadOptions). It reads the clock only when ro has a deadline.
+func (ro ReadOptions) IOOptions() (IOOptions, error) {
+	if ro.Deadline.IsZero() {
+		return IOOptions{
+			Timeout:             ro.IOTimeout,
+			RateLimiterPriority: ro.RateLimiterPriority,
+			Activity:            ro.Activity,
+		}, nil
+	}
+	return ro.IOOptionsAt(time.Now())
+}
+
+// IOOptionsAt is IOOptions with the current time given:
+//   - a deadline at or before now is an error (ErrTimedOut, which also
+//     matches context.DeadlineExceeded);
+//   - otherwise the timeout is the time left before the deadline, at least
+//     one microsecond, lowered to IOTimeout when that is set and smaller;
+//   - priority and activity are copied.
+func (ro ReadOptions) IOOptionsAt(now time.Time) (IOOptions, error) {
+	opts := IOOptions{RateLimiterPriority: ro.RateLimiterPriority, Activity: ro.Activity}
+	if !ro.Deadline.IsZero() {
+		left := ro.Deadline.Sub(now)
+		if left <= 0 {
+			return IOOptions{}, errDeadlineExceeded
+		}
+		// RocksDB keeps the timeout in whole microseconds, and zero would
+		// mean "no timeout"; round the time left up so it never reaches zero.
+		opts.Timeout = left.Round(time.Microsecond)
+		if opts.Timeout < left {
+			opts.Timeout += time.Microsecond
+		}
+	}
+	if ro.IOTimeout != 0 && (opts.Timeout == 0 || ro.IOTimeout < opts.Timeout) {
+		opts.Timeout = ro.IOTimeout
+	}
+	return opts, nil
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ioctx
+
+const raceEnabled = false
