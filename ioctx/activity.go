@@ -34,17 +34,17 @@ const (
 )
 
 var activityNames = [NumActivities]string{
-	ActivityUnknown:                             "Unknown",
-	ActivityFlush:                               "Flush",
-	ActivityCompaction:                          "Compaction",
-	ActivityDBOpen:                              "DBOpen",
-	ActivityGet:                                 "Get",
-	ActivityMultiGet:                            "MultiGet",
-	ActivityDBIterator:                          "DBIterator",
-	ActivityVerifyDBChecksum:                    "VerifyDBChecksum",
-	ActivityVerifyFileChecksums:                 "VerifyFileChecksums",
-	ActivityGetEntity:                           "GetEntity",
-	ActivityMultiGetEntity:                      "MultiGetEntity",
+	ActivityUnknown:             "Unknown",
+	ActivityFlush:               "Flush",
+	ActivityCompaction:          "Compaction",
+	ActivityDBOpen:              "DBOpen",
+	ActivityGet:                 "Get",
+	ActivityMultiGet:            "MultiGet",
+	ActivityDBIterator:          "DBIterator",
+	ActivityVerifyDBChecksum:    "VerifyDBChecksum",
+	ActivityVerifyFileChecksums: "VerifyFileChecksums",
+	ActivityGetEntity:           "GetEntity",
+	ActivityMultiGetEntity:      "MultiGetEntity",
 	ActivityGetFileChecksumsFromCurrentManifest: "GetFileChecksumsFromCurrentManifest",
 	ActivityLazyResolve:                         "LazyResolve",
 }
