@@ -1,6 +1,8 @@
 package base
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/ioctx"
@@ -25,25 +27,49 @@ var (
 	ErrConflict = errors.New("shale: transaction conflict")
 )
 
-// CorruptionErrorf formats an error marked ErrCorruption.
-func CorruptionErrorf(format string, args ...any) error {
-	return errors.Mark(errors.Newf(format, args...), ErrCorruption)
-}
-
-// MarkCorruption marks err as corruption, keeping its message and causes.
-func MarkCorruption(err error) error {
+// Mark returns err marked with the class mark: errors.Is(result, mark)
+// holds, with the standard library's errors.Is as with cockroachdb/errors',
+// and errors.Is(result, c) still holds for every cause c of err. The message
+// is err's. Use it instead of cockroachdb/errors.Mark, whose marks the
+// standard errors.Is does not see.
+func Mark(err, mark error) error {
 	if err == nil {
 		return nil
 	}
-	return errors.Mark(err, ErrCorruption)
+	return &markedError{cause: err, mark: mark}
 }
+
+// markedError carries a class mark. Is reports the mark; Unwrap exposes the
+// cause, so both the mark and the cause chain match.
+type markedError struct {
+	cause error
+	mark  error
+}
+
+func (e *markedError) Error() string        { return e.cause.Error() }
+func (e *markedError) Unwrap() error        { return e.cause }
+func (e *markedError) Is(target error) bool { return target == e.mark }
+
+// Format prints the cause's details (stack traces with %+v).
+func (e *markedError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
+
+// SafeFormatError lets cockroachdb/errors print the cause under %+v.
+func (e *markedError) SafeFormatError(p errors.Printer) (next error) { return e.cause }
+
+// CorruptionErrorf formats an error marked ErrCorruption.
+func CorruptionErrorf(format string, args ...any) error {
+	return Mark(errors.Newf(format, args...), ErrCorruption)
+}
+
+// MarkCorruption marks err as corruption, keeping its message and causes.
+func MarkCorruption(err error) error { return Mark(err, ErrCorruption) }
 
 // IsCorruption reports whether err is marked ErrCorruption.
 func IsCorruption(err error) bool { return errors.Is(err, ErrCorruption) }
 
 // InvalidArgumentf formats an error marked ErrInvalidArgument.
 func InvalidArgumentf(format string, args ...any) error {
-	return errors.Mark(errors.Newf(format, args...), ErrInvalidArgument)
+	return Mark(errors.Newf(format, args...), ErrInvalidArgument)
 }
 
 // AssertionFailedf reports a bug: it panics in invariants builds and returns

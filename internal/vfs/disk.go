@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
 )
 
 // diskFS is the operating system's filesystem. It is stateless apart from
@@ -83,7 +84,7 @@ func (diskFS) Lock(name string) (io.Closer, error) {
 		return nil, errors.Wrapf(err, "vfs: lock %s", name)
 	}
 	if !processLocks.acquire(key) {
-		return nil, errors.Mark(errors.Newf("vfs: lock %s: already held by this process", name), ErrLocked)
+		return nil, base.Mark(errors.Newf("vfs: lock %s: already held by this process", name), ErrLocked)
 	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

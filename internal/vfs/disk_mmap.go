@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
 )
 
 var _ Mappable = (*diskFile)(nil)
@@ -24,7 +25,7 @@ func lockFile(f *os.File) error {
 		return err
 	}
 	if lerr == syscall.EWOULDBLOCK || lerr == syscall.EAGAIN {
-		return errors.Mark(lerr, ErrLocked)
+		return base.Mark(lerr, ErrLocked)
 	}
 	return lerr
 }

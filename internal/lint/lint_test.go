@@ -1,0 +1,262 @@
+// Package lint holds tests that enforce the project's structure: imports point
+// down (DESIGN.md, "Layout and dependency direction"), errors come from
+// cockroachdb/errors outside the leaf packages, and atomics use the typed
+// wrappers. The compiler cannot enforce these, because any package of the
+// module may import any internal package.
+package lint
+
+import (
+	"bufio"
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/shaledb/shale"
+
+type pkgInfo struct {
+	path    string // import path relative to the module ("" for the root)
+	dir     string
+	imports []string // module-relative paths of module imports (non-test)
+	stdlib  []string // other imports
+	goFiles []string
+}
+
+// listPackages runs `go list` over the module and returns every package with
+// its non-test imports.
+func listPackages(t *testing.T) []pkgInfo {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{.Dir}}|{{join .Imports \",\"}}|{{join .GoFiles \",\"}}", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkgInfo
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		parts := strings.Split(sc.Text(), "|")
+		if len(parts) != 4 {
+			t.Fatalf("unexpected go list line %q", sc.Text())
+		}
+		p := pkgInfo{path: rel(parts[0]), dir: parts[1]}
+		for _, imp := range splitList(parts[2]) {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				p.imports = append(p.imports, rel(imp))
+			} else {
+				p.stdlib = append(p.stdlib, imp)
+			}
+		}
+		p.goFiles = splitList(parts[3])
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no packages")
+	}
+	return pkgs
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func rel(importPath string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(importPath, module), "/")
+}
+
+// under reports whether pkg is dir or below it.
+func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+
+// rule says which module packages a group of packages may import. A package
+// matches the first rule whose prefix it is under.
+type rule struct {
+	prefix string
+	// allowed lists module directories the package may import (itself and
+	// its own subpackages are always allowed); nil with leaf=true means none.
+	allowed []string
+	// denied lists directories it must never import, checked even when
+	// allowed is nil (meaning "anything not denied").
+	denied []string
+}
+
+var rules = []rule{
+	{prefix: "ioctx", allowed: []string{}},
+	{prefix: "statistics", allowed: []string{}},
+	{prefix: "ratelimit", allowed: []string{"ioctx", "statistics"}},
+	{prefix: "internal/invariants", allowed: []string{}},
+	{prefix: "internal/base", allowed: []string{"internal/invariants", "ioctx"}},
+	{prefix: "internal/lint", allowed: []string{}},
+	{prefix: "internal", denied: []string{"readpath", "engine", "driver", "conformance", "examples", "cmd"}},
+	{prefix: "readpath", denied: []string{"engine", "driver", "conformance", "examples", "cmd"}},
+	{prefix: "engine", denied: []string{"conformance", "examples", "cmd"}},
+	{prefix: "driver", allowed: []string{"ioctx", "statistics"}},
+	{prefix: "conformance", allowed: []string{"driver", "ioctx", "statistics"}},
+	{prefix: "examples", denied: []string{"internal", "readpath"}},
+	{prefix: "cmd", denied: []string{"readpath"}},
+}
+
+func TestImportDirection(t *testing.T) {
+	for _, p := range listPackages(t) {
+		var r *rule
+		for i := range rules {
+			if under(p.path, rules[i].prefix) {
+				r = &rules[i]
+				break
+			}
+		}
+		if r == nil {
+			continue
+		}
+		for _, imp := range p.imports {
+			if under(imp, r.prefix) {
+				continue
+			}
+			if violates(*r, imp) {
+				t.Errorf("%s imports %s: imports must point down (see DESIGN.md); %s may import %s",
+					p.path, imp, r.prefix, describe(*r))
+			}
+		}
+	}
+}
+
+func violates(r rule, imp string) bool {
+	for _, d := range r.denied {
+		if under(imp, d) {
+			return true
+		}
+	}
+	if r.allowed == nil {
+		return false
+	}
+	for _, a := range r.allowed {
+		if under(imp, a) {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(r rule) string {
+	switch {
+	case r.allowed != nil && len(r.allowed) == 0:
+		return "nothing of the module"
+	case r.allowed != nil:
+		return "only " + strings.Join(r.allowed, ", ")
+	default:
+		return "anything but " + strings.Join(r.denied, ", ")
+	}
+}
+
+// TestRulesCatchViolations makes sure the rule table is not vacuous.
+func TestRulesCatchViolations(t *testing.T) {
+	for _, tc := range []struct {
+		pkg, imp string
+		bad      bool
+	}{
+		{"driver", "engine", true},
+		{"driver", "ioctx", false},
+		{"ioctx", "statistics", true},
+		{"statistics", "ioctx", true},
+		{"internal/sstable", "engine", true},
+		{"internal/sstable", "internal/cache", false},
+		{"readpath", "engine", true},
+		{"engine", "driver", false},
+		{"conformance", "engine", true},
+		{"examples/quickstart", "internal/vfs", true},
+		{"examples/quickstart", "engine", false},
+	} {
+		var r rule
+		for _, rr := range rules {
+			if under(tc.pkg, rr.prefix) {
+				r = rr
+				break
+			}
+		}
+		if got := violates(r, tc.imp); got != tc.bad {
+			t.Errorf("%s importing %s: violation=%v, want %v", tc.pkg, tc.imp, got, tc.bad)
+		}
+	}
+}
+
+// TestErrorsPackage checks that only the leaf packages (stdlib-only by
+// design) use the standard errors package or fmt.Errorf; everything else uses
+// cockroachdb/errors, so errors carry marks, stacks and safe details.
+func TestErrorsPackage(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if p.path == "ioctx" || p.path == "statistics" || under(p.path, "internal/lint") ||
+			under(p.path, "examples") || under(p.path, "conformance") || under(p.path, "driver") {
+			// driver and conformance import only stdlib plus ioctx and
+			// statistics, so they use the standard errors package too.
+			continue
+		}
+		for _, imp := range p.stdlib {
+			if imp == "errors" {
+				t.Errorf("%s imports the standard errors package; use github.com/cockroachdb/errors", p.path)
+			}
+		}
+		forEachCall(t, p, func(pos token.Position, pkg, fn string) {
+			switch {
+			case pkg == "fmt" && fn == "Errorf":
+				t.Errorf("%s: fmt.Errorf; use errors.Newf / errors.Wrapf", pos)
+			case pkg == "errors" && fn == "Mark" && p.path != "internal/base":
+				// The standard errors.Is does not see cockroachdb marks, and
+				// users test errors with it.
+				t.Errorf("%s: errors.Mark; use base.Mark, which errors.Is sees", pos)
+			}
+		})
+	}
+}
+
+// TestNoRawAtomics bans sync/atomic's functions on plain integers: the typed
+// wrappers (atomic.Uint64, ...) cannot be accessed non-atomically by mistake
+// and are always aligned.
+func TestNoRawAtomics(t *testing.T) {
+	for _, p := range listPackages(t) {
+		forEachCall(t, p, func(pos token.Position, pkg, fn string) {
+			if pkg != "atomic" {
+				return
+			}
+			for _, prefix := range []string{"Add", "Load", "Store", "Swap", "CompareAndSwap", "And", "Or"} {
+				if strings.HasPrefix(fn, prefix) {
+					t.Errorf("%s: atomic.%s on a plain value; use a typed atomic (atomic.Uint64, ...)", pos, fn)
+				}
+			}
+		})
+	}
+}
+
+// forEachCall parses the package's non-test files and calls fn for every
+// call of the form pkg.Fn(...).
+func forEachCall(t *testing.T, p pkgInfo, fn func(pos token.Position, pkg, name string)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	for _, name := range p.goFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(p.dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok {
+				fn(fset.Position(call.Pos()), id.Name, sel.Sel.Name)
+			}
+			return true
+		})
+	}
+}
