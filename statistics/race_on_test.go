@@ -1,0 +1,5 @@
+//go:build race
+
+package statistics
+
+const raceEnabled = true

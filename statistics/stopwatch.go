@@ -1,0 +1,123 @@
+package statistics
+
+import "time"
+
+// monoBase anchors the stopwatch clock. time.Since on a time.Time that carries
+// a monotonic reading reads only the monotonic clock, one clock read instead
+// of time.Now's two (wall and monotonic), and never goes backwards.
+var monoBase = time.Now()
+
+func monoNow() time.Duration { return time.Since(monoBase) }
+
+// StopWatch times one sample for up to two time histograms: an aggregate such
+// as SSTReadMicros and a per-activity one such as FileReadGetMicros, as
+// RocksDB's StopWatch does. It is a value: starting one does not allocate.
+//
+// A disabled StopWatch (the zero value, or one whose histograms were all
+// gated off when it started) never reads the clock, and Stop records nothing.
+//
+// A StopWatch is not safe for concurrent use; it belongs to the goroutine
+// timing the operation.
+type StopWatch struct {
+	s          *Statistics // nil when disabled or already stopped
+	h1, h2     Histogram   // HistogramNone for a slot that was not kept
+	start      time.Duration
+	delayStart time.Duration
+	delay      time.Duration
+	delayOpen  bool
+}
+
+// StartStopWatch starts timing a sample for h1 and h2 (either may be
+// HistogramNone). Each slot is kept only if HistogramEnabled(h) at start, so
+// a per-activity histogram gated off at the current level is skipped while
+// the aggregate is still recorded. If neither slot is kept, or s is nil, the
+// watch is disabled: it never reads the clock and Stop records nothing and
+// returns 0.
+func (s *Statistics) StartStopWatch(h1, h2 Histogram) StopWatch {
+	// Levels below LevelExceptTimers time nothing; this early-out inlines
+	// into the caller.
+	if s == nil || Level(s.level.Load()) < LevelExceptTimers {
+		return StopWatch{}
+	}
+	return s.startStopWatch(h1, h2)
+}
+
+func (s *Statistics) startStopWatch(h1, h2 Histogram) StopWatch {
+	l := Level(s.level.Load())
+	if l < h1.MinLevel() {
+		h1 = HistogramNone
+	}
+	if l < h2.MinLevel() {
+		h2 = HistogramNone
+	}
+	if h1 == HistogramNone && h2 == HistogramNone {
+		return StopWatch{}
+	}
+	return StopWatch{s: s, h1: h1, h2: h2, start: monoNow()}
+}
+
+// Enabled reports whether the watch is running and will record when it
+// stops.
+func (w *StopWatch) Enabled() bool { return w.s != nil }
+
+// DelayStart starts a delay, time that the sample must not include (the
+// read path excludes rate-limiter waits this way). It does nothing when the
+// watch is disabled or a delay is already open.
+func (w *StopWatch) DelayStart() {
+	if w.s == nil || w.delayOpen {
+		return
+	}
+	w.delayStart = monoNow()
+	w.delayOpen = true
+}
+
+// DelayStop ends the open delay, if any, and adds it to the time excluded
+// from the sample.
+func (w *StopWatch) DelayStop() {
+	if w.s == nil || !w.delayOpen {
+		return
+	}
+	w.delay += monoNow() - w.delayStart
+	w.delayOpen = false
+}
+
+// Stop ends the sample: the time since StartStopWatch minus every delay, in
+// whole microseconds (rounded down). It records that one sample into each
+// kept slot, if the level still allows it (see SetLevel), and returns it; the
+// two CompressionTimesNanos/DecompressionTimesNanos histograms, if given a
+// stopwatch, get the same span in nanoseconds. A delay still open at Stop
+// ends there, so it is excluded too.
+//
+// Stop on a disabled or already stopped watch records nothing and returns 0.
+func (w *StopWatch) Stop() uint64 {
+	if w.s == nil {
+		return 0
+	}
+	return w.stop()
+}
+
+func (w *StopWatch) stop() uint64 {
+	s := w.s
+	w.s = nil
+	end := monoNow()
+	if w.delayOpen {
+		w.delay += end - w.delayStart
+		w.delayOpen = false
+	}
+	d := max(end-w.start-w.delay, 0)
+	us := uint64(d / time.Microsecond)
+	s.recordSpan(w.h1, d, us)
+	s.recordSpan(w.h2, d, us)
+	return us
+}
+
+func (s *Statistics) recordSpan(h Histogram, d time.Duration, us uint64) {
+	if h == HistogramNone {
+		return
+	}
+	if h.isNanos() {
+		s.record(h, uint64(d))
+		return
+	}
+	s.record(h, us)
+}
