@@ -3,7 +3,6 @@ package statistics
 import (
 	"strconv"
 	"testing"
-
 )
 
 // skipIfRace skips allocation tests under -race: the race detector

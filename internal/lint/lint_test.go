@@ -91,7 +91,7 @@ type rule struct {
 var rules = []rule{
 	{prefix: "ioctx", allowed: []string{}},
 	{prefix: "statistics", allowed: []string{}},
-	{prefix: "ratelimit", allowed: []string{"ioctx", "statistics"}},
+	{prefix: "ratelimit", allowed: []string{"ioctx", "statistics", "internal/base", "internal/invariants"}},
 	{prefix: "internal/invariants", allowed: []string{}},
 	{prefix: "internal/base", allowed: []string{"internal/invariants", "ioctx"}},
 	{prefix: "internal/lint", allowed: []string{}},
