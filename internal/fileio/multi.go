@@ -1,0 +1,193 @@
+package fileio
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
+	"github.com/shaledb/shale/statistics"
+)
+
+// ReadRequest is one range of a MultiRead or ReadAsync.
+type ReadRequest struct {
+	Offset int64
+	Len    int
+	// Scratch receives the bytes; it must hold Len bytes unless the reader is
+	// mapped.
+	Scratch []byte
+
+	// Result is set by the read: Scratch[:Len] or a slice of the mapping.
+	Result []byte
+	// Err is the request's own error.
+	Err error
+}
+
+// MultiRead reads several ranges of the file in one call, in the order given.
+// Requests must not overlap and must be sorted by offset; MultiGet coalesces
+// neighbouring blocks into one request before calling it. It charges the rate
+// limiter for the sum of the lengths in burst-sized pieces (waits count in the
+// latency sample, as in RocksDB), records one sample for the whole call and
+// the batch size in MultiGetIOBatchSize. Each request's outcome is in its Err;
+// the returned error is the first of them, or the error that stopped the call
+// before any read (a done context, a failed limiter wait).
+func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []ReadRequest) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return r.ctxError(err, reqs[0].Offset, reqs[0].Len)
+	}
+	for i := range reqs {
+		q := &reqs[i]
+		q.Result, q.Err = nil, nil
+		if i > 0 && q.Offset < reqs[i-1].Offset+int64(reqs[i-1].Len) {
+			return base.AssertionFailedf("fileio: MultiRead requests overlap or are unsorted at %d", i)
+		}
+	}
+	start := timeIfTimeout(opts)
+	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, FileReadHistogram(opts.Activity))
+	err := r.chargeAll(ctx, opts, reqs)
+	if err == nil {
+		for i := range reqs {
+			q := &reqs[i]
+			q.Result, q.Err = r.readRequest(opts, q)
+			if q.Err == nil {
+				r.account(q.Len)
+			} else if err == nil {
+				err = q.Err
+			}
+		}
+	}
+	sw.Stop()
+	r.opts.Stats.RecordInHistogram(statistics.MultiGetIOBatchSize, uint64(len(reqs)))
+	if err == nil && opts.Timeout > 0 {
+		if err = r.checkTimeout(start, opts.Timeout, reqs[0].Offset, totalLen(reqs)); err != nil {
+			for i := range reqs {
+				reqs[i].Result, reqs[i].Err = nil, err
+			}
+		}
+	}
+	return err
+}
+
+// chargeAll charges the limiter for every request of a MultiRead, in pieces
+// no larger than a burst.
+func (r *Reader) chargeAll(ctx context.Context, opts ioctx.IOOptions, reqs []ReadRequest) error {
+	if !r.charged(opts) {
+		return nil
+	}
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, ioctx.TimeoutError("rate limiter wait exceeded the IO timeout"))
+		defer cancel()
+	}
+	burst := r.opts.Limiter.SingleBurstBytes()
+	for remaining := int64(totalLen(reqs)); remaining > 0; {
+		piece := min(burst, remaining)
+		if err := r.opts.Limiter.Request(ctx, piece, opts.RateLimiterPriority, nil, ratelimit.OpRead); err != nil {
+			return r.limiterError(ctx, err, reqs[0].Offset, totalLen(reqs))
+		}
+		remaining -= piece
+	}
+	return nil
+}
+
+func (r *Reader) readRequest(opts ioctx.IOOptions, q *ReadRequest) ([]byte, error) {
+	if q.Offset < 0 || q.Len < 0 || q.Offset+int64(q.Len) > r.size {
+		return nil, base.CorruptionErrorf("fileio: %s: read of %d bytes at offset %d is beyond the file's %d bytes",
+			r.name, q.Len, q.Offset, r.size)
+	}
+	end := q.Offset + int64(q.Len)
+	if r.mapped != nil {
+		return r.mapped[q.Offset:end:end], nil
+	}
+	if len(q.Scratch) < q.Len {
+		return nil, base.AssertionFailedf("fileio: scratch of %d bytes for a read of %d", len(q.Scratch), q.Len)
+	}
+	got, err := r.readAt(opts, q.Scratch[:q.Len], q.Offset)
+	if !complete(got, q.Len, err) {
+		return nil, r.readError(err, q.Offset, q.Len, got)
+	}
+	return q.Scratch[:q.Len:q.Len], nil
+}
+
+func totalLen(reqs []ReadRequest) int {
+	n := 0
+	for i := range reqs {
+		n += reqs[i].Len
+	}
+	return n
+}
+
+// ReadAsync submits a read of req and returns at once; done is called, on
+// another goroutine, once the read has finished (req.Result and req.Err are
+// set then). The latency sample in SSTReadMicros and the activity's histogram
+// is the time to submit the read, as in RocksDB; ReadAsyncMicros counts the
+// same time, AsyncReadBytes the bytes of each successful read and
+// AsyncReadErrorCount the failures. The read itself is charged to the rate
+// limiter like a Read, on the reading goroutine. If ReadAsync returns an
+// error, done is not called.
+func (r *Reader) ReadAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadRequest, done func(*ReadRequest)) error {
+	if err := ctx.Err(); err != nil {
+		return r.ctxError(err, req.Offset, req.Len)
+	}
+	req.Result, req.Err = nil, nil
+	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, FileReadHistogram(opts.Activity))
+	go r.completeAsync(ctx, opts, req, done)
+	r.opts.Stats.RecordTick(statistics.ReadAsyncMicros, sw.Stop())
+	return nil
+}
+
+func (r *Reader) completeAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadRequest, done func(*ReadRequest)) {
+	start := timeIfTimeout(opts)
+	var err error
+	if err = ctx.Err(); err != nil {
+		err = r.ctxError(err, req.Offset, req.Len)
+	} else if r.charged(opts) {
+		// The burst bounds a single request; charge larger reads in pieces.
+		burst := r.opts.Limiter.SingleBurstBytes()
+		for remaining := int64(req.Len); remaining > 0 && err == nil; remaining -= burst {
+			if werr := r.opts.Limiter.Request(ctx, min(burst, remaining), opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead); werr != nil {
+				err = r.limiterError(ctx, werr, req.Offset, req.Len)
+			}
+		}
+	}
+	if err == nil {
+		req.Result, err = r.readRequest(opts, req)
+	}
+	if err == nil && opts.Timeout > 0 {
+		err = r.checkTimeout(start, opts.Timeout, req.Offset, req.Len)
+	}
+	if err != nil {
+		req.Result, req.Err = nil, err
+		if !errors.Is(err, context.Canceled) {
+			r.opts.Stats.RecordTick(statistics.AsyncReadErrorCount, 1)
+		}
+	} else {
+		r.account(req.Len)
+		r.opts.Stats.RecordInHistogram(statistics.AsyncReadBytes, uint64(req.Len))
+	}
+	done(req)
+}
+
+// prefetcher is implemented by files that accept a readahead hint.
+type prefetcher interface {
+	Prefetch(off, n int64) error
+}
+
+// Prefetch hints that [off, off+n) will be read soon. Like RocksDB's, it is
+// neither charged nor timed; files that take no hints ignore it.
+func (r *Reader) Prefetch(ctx context.Context, opts ioctx.IOOptions, off int64, n int) error {
+	if err := ctx.Err(); err != nil {
+		return r.ctxError(err, off, n)
+	}
+	if r.mapped != nil {
+		return nil
+	}
+	if p, ok := r.file.(prefetcher); ok {
+		return p.Prefetch(off, int64(n))
+	}
+	return nil
+}

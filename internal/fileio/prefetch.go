@@ -1,0 +1,162 @@
+package fileio
+
+import (
+	"context"
+
+	"github.com/shaledb/shale/ioctx"
+)
+
+// Readahead defaults for automatic mode, RocksDB's (8 KiB initial,
+// max_auto_readahead_size 256 KiB).
+const (
+	DefaultInitialReadahead = 8 << 10
+	DefaultMaxReadahead     = 256 << 10
+)
+
+// PrefetchBuffer serves a mostly sequential stream of reads of one file from
+// a readahead buffer, as RocksDB's FilePrefetchBuffer does for iterators and
+// verification.
+//
+// In automatic mode (fixed size 0) the first read of a run is exact; from the
+// second consecutive sequential read on, each refill reads ahead, starting at
+// the initial size and doubling up to the maximum. A read that is not
+// sequential ends the run. With a fixed size every refill reads that much.
+// With async set, each refill also submits a ReadAsync of the following
+// range, so the next refill usually finds its bytes already read.
+//
+// Every refill is a Reader.Read (or ReadAsync) with the caller's IO options,
+// so readahead is charged, timed and tagged like any other read. A
+// PrefetchBuffer is not safe for concurrent use. The slice Read returns is
+// valid until the next Read or Close.
+type PrefetchBuffer struct {
+	r            *Reader
+	fixed        int
+	initial, max int
+	readahead    int
+	lastEnd      int64
+
+	cur prefetchChunk
+
+	async   bool
+	next    prefetchChunk
+	nextReq ReadRequest
+	pending chan struct{} // non-nil while an async read is in flight
+}
+
+type prefetchChunk struct {
+	off  int64
+	data []byte
+}
+
+func (c *prefetchChunk) covers(off int64, n int) bool {
+	return off >= c.off && off+int64(n) <= c.off+int64(len(c.data))
+}
+
+// NewPrefetchBuffer returns a buffer over r. fixed is the readahead size
+// (ReadOptions.ReadaheadSize); 0 selects automatic readahead between initial
+// and max (0 for either means the default).
+func NewPrefetchBuffer(r *Reader, fixed, initial, max int, async bool) *PrefetchBuffer {
+	if initial <= 0 {
+		initial = DefaultInitialReadahead
+	}
+	if max <= 0 {
+		max = DefaultMaxReadahead
+	}
+	initial = min(initial, max)
+	return &PrefetchBuffer{r: r, fixed: fixed, initial: initial, max: max, readahead: initial, lastEnd: -1, async: async}
+}
+
+// Read returns the n bytes at off, from the buffer when they are there and
+// from the file otherwise.
+func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n int) ([]byte, error) {
+	if p.r.Mapped() {
+		return p.r.Read(ctx, opts, off, n, nil)
+	}
+	sequential := off == p.lastEnd
+	p.lastEnd = off + int64(n)
+	if p.cur.covers(off, n) {
+		return p.slice(off, n), nil
+	}
+	if p.pending != nil {
+		<-p.pending
+		p.pending = nil
+		if p.nextReq.Err == nil {
+			p.cur, p.next = prefetchChunk{off: p.nextReq.Offset, data: p.nextReq.Result}, p.cur
+			if p.cur.covers(off, n) {
+				p.prefetchNext(ctx, opts)
+				return p.slice(off, n), nil
+			}
+		}
+		// A failed or useless async read is not an error of this read: read
+		// synchronously below, which reports any persistent problem.
+	}
+	size := n
+	switch {
+	case p.fixed > 0:
+		size = max(n, p.fixed)
+	case sequential:
+		size = max(n, p.readahead)
+		p.readahead = min(2*p.readahead, p.max)
+	default:
+		p.readahead = p.initial
+	}
+	if rest := p.r.Size() - off; int64(size) > rest {
+		size = max(n, int(rest))
+	}
+	if cap(p.cur.data) < size {
+		p.cur.data = make([]byte, size)
+	}
+	data, err := p.r.Read(ctx, opts, off, size, p.cur.data[:size])
+	if err != nil {
+		p.cur = prefetchChunk{data: p.cur.data[:0]}
+		return nil, err
+	}
+	p.cur = prefetchChunk{off: off, data: data}
+	if size > n {
+		p.prefetchNext(ctx, opts)
+	}
+	return p.slice(off, n), nil
+}
+
+func (p *PrefetchBuffer) slice(off int64, n int) []byte {
+	start := off - p.cur.off
+	return p.cur.data[start : start+int64(n) : start+int64(n)]
+}
+
+// prefetchNext submits an async read of the range after the current chunk.
+func (p *PrefetchBuffer) prefetchNext(ctx context.Context, opts ioctx.IOOptions) {
+	if !p.async {
+		return
+	}
+	off := p.cur.off + int64(len(p.cur.data))
+	size := p.fixed
+	if size == 0 {
+		// The async path is the sequential path: keep growing.
+		size = p.readahead
+		p.readahead = min(2*p.readahead, p.max)
+	}
+	if rest := p.r.Size() - off; int64(size) > rest {
+		size = int(rest)
+	}
+	if size <= 0 {
+		return
+	}
+	if cap(p.next.data) < size {
+		p.next.data = make([]byte, size)
+	}
+	p.nextReq = ReadRequest{Offset: off, Len: size, Scratch: p.next.data[:size]}
+	done := make(chan struct{})
+	if err := p.r.ReadAsync(ctx, opts, &p.nextReq, func(*ReadRequest) { close(done) }); err != nil {
+		return
+	}
+	p.pending = done
+}
+
+// Close waits for an async read still in flight, so the buffers are no
+// longer written to. It does not close the Reader.
+func (p *PrefetchBuffer) Close() {
+	if p.pending != nil {
+		<-p.pending
+		p.pending = nil
+	}
+}

@@ -1,0 +1,272 @@
+package fileio
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
+	"github.com/shaledb/shale/statistics"
+)
+
+// FileReadHistogram returns the per-activity file-read histogram of RocksDB's
+// GetFileReadHistograms: Flush, Compaction and DBOpen map to their own
+// histograms, the five user reads to theirs, and every other activity
+// (Unknown, the entity activities, ...) to none, so those reads count only in
+// the aggregate. The statistics level gates the user-read histograms: at or
+// below LevelExceptDetailedTimers a sample for them is not recorded.
+func FileReadHistogram(a ioctx.Activity) statistics.Histogram {
+	switch a {
+	case ioctx.ActivityFlush:
+		return statistics.FileReadFlushMicros
+	case ioctx.ActivityCompaction:
+		return statistics.FileReadCompactionMicros
+	case ioctx.ActivityDBOpen:
+		return statistics.FileReadDBOpenMicros
+	case ioctx.ActivityGet:
+		return statistics.FileReadGetMicros
+	case ioctx.ActivityMultiGet:
+		return statistics.FileReadMultiGetMicros
+	case ioctx.ActivityDBIterator:
+		return statistics.FileReadDBIteratorMicros
+	case ioctx.ActivityVerifyDBChecksum:
+		return statistics.FileReadVerifyDBChecksumMicros
+	case ioctx.ActivityVerifyFileChecksums:
+		return statistics.FileReadVerifyFileChecksumsMicros
+	}
+	return statistics.HistogramNone
+}
+
+// Options configure a Reader.
+type Options struct {
+	// Stats receives the latency samples and byte counts; nil records
+	// nothing.
+	Stats *statistics.Statistics
+	// Limiter is charged for reads at a priority other than PriorityTotal;
+	// nil charges nothing.
+	Limiter ratelimit.Limiter
+	// Mmap maps the file read-only and serves reads by slicing the mapping
+	// (RocksDB's allow_mmap_reads). The file must implement vfs.Mappable.
+	Mmap bool
+	// LastLevel says the file is in the last level of the tree; it selects
+	// which of the last-level and non-last-level read tickers count its bytes.
+	LastLevel bool
+}
+
+// Reader reads one file. It is safe for concurrent use.
+type Reader struct {
+	file     vfs.File
+	withOpts vfs.ReaderAtWithOptions // file's optional interface, resolved once
+	name     string
+	size     int64
+	opts     Options
+	mapped   []byte // the read-only mapping when opts.Mmap
+
+	bytesTicker, countTicker statistics.Ticker
+	bytesRead                atomic.Int64
+}
+
+// NewReader returns a Reader over f, whose name (for errors) is name and
+// whose size is size. It takes ownership of f: Close closes it.
+func NewReader(f vfs.File, name string, size int64, opts Options) (*Reader, error) {
+	r := &Reader{file: f, name: name, size: size, opts: opts,
+		bytesTicker: statistics.NonLastLevelReadBytes, countTicker: statistics.NonLastLevelReadCount}
+	if opts.LastLevel {
+		r.bytesTicker, r.countTicker = statistics.LastLevelReadBytes, statistics.LastLevelReadCount
+	}
+	r.withOpts, _ = f.(vfs.ReaderAtWithOptions)
+	if opts.Mmap {
+		m, ok := f.(vfs.Mappable)
+		if !ok {
+			return nil, base.Mark(errors.Newf("fileio: %s cannot be memory-mapped", name), base.ErrInvalidArgument)
+		}
+		data, err := m.Map()
+		if err != nil {
+			return nil, errors.Wrapf(err, "fileio: mapping %s", name)
+		}
+		if int64(len(data)) < size {
+			_ = m.Unmap()
+			return nil, base.CorruptionErrorf("fileio: %s: mapped %d bytes, expected %d", name, len(data), size)
+		}
+		r.mapped = data[:size:size]
+	}
+	return r, nil
+}
+
+// Open opens name on fs and returns a Reader over it.
+func Open(fs vfs.FS, name string, opts Options) (*Reader, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, errors.Wrapf(err, "fileio: stat %s", name)
+	}
+	r, err := NewReader(f, name, info.Size(), opts)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Name returns the file's name.
+func (r *Reader) Name() string { return r.name }
+
+// Size returns the file's size.
+func (r *Reader) Size() int64 { return r.size }
+
+// Mapped reports whether reads slice a memory mapping. Slices returned by a
+// mapped reader point into the mapping and stay valid until Close.
+func (r *Reader) Mapped() bool { return r.mapped != nil }
+
+// BytesRead returns the bytes this reader has read so far.
+func (r *Reader) BytesRead() int64 { return r.bytesRead.Load() }
+
+// Close unmaps and closes the file.
+func (r *Reader) Close() error {
+	var err error
+	if r.mapped != nil {
+		err = r.file.(vfs.Mappable).Unmap()
+		r.mapped = nil
+	}
+	return errors.CombineErrors(err, r.file.Close())
+}
+
+// Read reads n bytes at off. The result is scratch[:n] (scratch must hold n
+// bytes) or, for a mapped file, a slice of the mapping; scratch may be nil
+// then. See the package doc for what a read does.
+func (r *Reader) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n int, scratch []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, r.ctxError(err, off, n)
+	}
+	start := timeIfTimeout(opts)
+	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, FileReadHistogram(opts.Activity))
+	result, err := r.read(ctx, &sw, opts, off, n, scratch)
+	sw.Stop()
+	if err == nil && opts.Timeout > 0 {
+		err = r.checkTimeout(start, opts.Timeout, off, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.account(n)
+	return result, nil
+}
+
+func (r *Reader) read(ctx context.Context, sw *statistics.StopWatch, opts ioctx.IOOptions, off int64, n int, scratch []byte) ([]byte, error) {
+	if off < 0 || n < 0 || off+int64(n) > r.size {
+		return nil, base.CorruptionErrorf("fileio: %s: read of %d bytes at offset %d is beyond the file's %d bytes",
+			r.name, n, off, r.size)
+	}
+	limited := r.charged(opts)
+	if limited && opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, ioctx.TimeoutError("rate limiter wait exceeded the IO timeout"))
+		defer cancel()
+	}
+	if r.mapped != nil {
+		// The mapping needs no copy, but the read is still charged.
+		for pos := 0; limited && pos < n; {
+			sw.DelayStart()
+			granted, err := r.opts.Limiter.RequestToken(ctx, int64(n-pos), 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
+			sw.DelayStop()
+			if err != nil {
+				return nil, r.limiterError(ctx, err, off, n)
+			}
+			pos += int(granted)
+		}
+		return r.mapped[off : off+int64(n) : off+int64(n)], nil
+	}
+	if len(scratch) < n {
+		return nil, base.AssertionFailedf("fileio: scratch of %d bytes for a read of %d", len(scratch), n)
+	}
+	for pos := 0; pos < n; {
+		chunk := n - pos
+		if limited {
+			sw.DelayStart()
+			granted, err := r.opts.Limiter.RequestToken(ctx, int64(chunk), 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
+			sw.DelayStop()
+			if err != nil {
+				return nil, r.limiterError(ctx, err, off, n)
+			}
+			chunk = int(granted)
+		}
+		got, err := r.readAt(opts, scratch[pos:pos+chunk], off+int64(pos))
+		pos += got
+		if !complete(got, chunk, err) {
+			return nil, r.readError(err, off, n, pos)
+		}
+	}
+	return scratch[:n:n], nil
+}
+
+func (r *Reader) readAt(opts ioctx.IOOptions, p []byte, off int64) (int, error) {
+	if r.withOpts != nil {
+		return r.withOpts.ReadAtWithOptions(opts, p, off)
+	}
+	return r.file.ReadAt(p, off)
+}
+
+// charged reports whether a read with opts is charged to the limiter.
+func (r *Reader) charged(opts ioctx.IOOptions) bool {
+	return r.opts.Limiter != nil && opts.RateLimiterPriority.Charged() && r.opts.Limiter.IsRateLimited(ratelimit.OpRead)
+}
+
+func (r *Reader) account(n int) {
+	r.bytesRead.Add(int64(n))
+	r.opts.Stats.RecordTick(r.bytesTicker, uint64(n))
+	r.opts.Stats.RecordTick(r.countTicker, 1)
+}
+
+func (r *Reader) checkTimeout(start time.Time, timeout time.Duration, off int64, n int) error {
+	if took := time.Since(start); took > timeout {
+		return errors.WithStack(ioctx.TimeoutError(fmt.Sprintf(
+			"read of %d bytes at offset %d of %s took %s, longer than its IO timeout %s", n, off, r.name, took, timeout)))
+	}
+	return nil
+}
+
+func (r *Reader) ctxError(err error, off int64, n int) error {
+	return errors.Wrapf(err, "fileio: read of %d bytes at offset %d of %s", n, off, r.name)
+}
+
+// limiterError reports a failed rate-limiter wait: the caller's context, the
+// IO timeout (the wait's own deadline), or a closed limiter.
+func (r *Reader) limiterError(ctx context.Context, err error, off int64, n int) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		err = cause
+	}
+	return errors.Wrapf(err, "fileio: rate limiter wait for a read of %d bytes at offset %d of %s", n, off, r.name)
+}
+
+func (r *Reader) readError(err error, off int64, n, got int) error {
+	if err == nil || err == io.EOF {
+		return base.CorruptionErrorf("fileio: %s: short read of %d bytes at offset %d: got %d (file truncated?)",
+			r.name, n, off, got)
+	}
+	return errors.Wrapf(err, "fileio: read of %d bytes at offset %d of %s", n, off, r.name)
+}
+
+// complete reports whether a ReadAt that returned got bytes and err read all
+// of want: io.ReaderAt may report io.EOF along with a full read that ends at
+// the end of the file.
+func complete(got, want int, err error) bool {
+	return got == want && (err == nil || err == io.EOF)
+}
+
+// timeIfTimeout reads the clock only when the read has a timeout to check.
+func timeIfTimeout(opts ioctx.IOOptions) time.Time {
+	if opts.Timeout > 0 {
+		return time.Now()
+	}
+	return time.Time{}
+}
