@@ -1,0 +1,334 @@
+package batch
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+)
+
+// HeaderLen is the length of a batch's header: an 8-byte sequence number and
+// a 4-byte record count. Part of the WAL format; do not change.
+const HeaderLen = 12
+
+// maxVarint32Len is the longest varint32 encoding.
+const maxVarint32Len = 5
+
+// maxFieldLen is the longest key or value a record can hold: its length must
+// fit a varint32.
+const maxFieldLen = math.MaxUint32
+
+// Batch is a sequence of Set and Delete records in the encoding described in
+// the package doc. The zero Batch is empty and ready to use.
+//
+// A Batch is not safe for concurrent use. The read-only methods (Count,
+// Empty, Len, SeqNum, Repr, Reader) may be called from several goroutines at
+// once as long as none modifies the batch.
+type Batch struct {
+	// data is the encoding: nil for a zero batch, otherwise at least HeaderLen
+	// bytes holding the header and the records.
+	data []byte
+	// gen changes whenever the records are replaced rather than appended to
+	// (Reset, SetRepr), so that an Index knows to start over.
+	gen uint64
+}
+
+// New returns an empty batch.
+func New() *Batch {
+	return &Batch{data: make([]byte, HeaderLen, 256)}
+}
+
+// ensureHeader gives a zero batch its header.
+func (b *Batch) ensureHeader() {
+	if b.data == nil {
+		b.data = make([]byte, HeaderLen, 256)
+	}
+}
+
+// Set appends a record that sets key to value. The batch copies key and
+// value; the caller may reuse them at once. It panics if key or value is 4 GiB
+// or longer, which the encoding cannot represent.
+func (b *Batch) Set(key, value []byte) {
+	checkFieldLen(len(key))
+	checkFieldLen(len(value))
+	b.ensureHeader()
+	b.data = slices.Grow(b.data, 1+2*maxVarint32Len+len(key)+len(value))
+	b.data = append(b.data, byte(base.KindSet))
+	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
+	b.data = append(b.data, key...)
+	b.data = binary.AppendUvarint(b.data, uint64(len(value)))
+	b.data = append(b.data, value...)
+	b.addCount(1)
+}
+
+// Delete appends a record that deletes key. The batch copies key. It panics
+// if key is 4 GiB or longer.
+func (b *Batch) Delete(key []byte) {
+	checkFieldLen(len(key))
+	b.ensureHeader()
+	b.data = slices.Grow(b.data, 1+maxVarint32Len+len(key))
+	b.data = append(b.data, byte(base.KindDelete))
+	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
+	b.data = append(b.data, key...)
+	b.addCount(1)
+}
+
+func checkFieldLen(n int) {
+	if uint64(n) > maxFieldLen {
+		panic(errors.AssertionFailedf("batch: a %d-byte key or value does not fit a varint32 length", n))
+	}
+}
+
+// addCount adds n to the header's record count. A batch of 2^32 records
+// would need at least 8 GiB, so overflow is a caller bug, not data.
+func (b *Batch) addCount(n uint32) {
+	c := binary.LittleEndian.Uint32(b.data[8:HeaderLen])
+	if c > math.MaxUint32-n {
+		panic(errors.AssertionFailedf("batch: more than %d records", uint32(math.MaxUint32)))
+	}
+	binary.LittleEndian.PutUint32(b.data[8:HeaderLen], c+n)
+}
+
+// Count returns the number of records.
+func (b *Batch) Count() uint32 {
+	if len(b.data) < HeaderLen {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(b.data[8:HeaderLen])
+}
+
+// Empty reports whether the batch has no records.
+func (b *Batch) Empty() bool { return b.Count() == 0 }
+
+// Len returns the length of the batch's encoding, header included.
+func (b *Batch) Len() int { return max(len(b.data), HeaderLen) }
+
+// SeqNum returns the sequence number in the header: the one the first record
+// gets when the batch is applied.
+func (b *Batch) SeqNum() base.SeqNum {
+	if len(b.data) < HeaderLen {
+		return 0
+	}
+	return base.SeqNum(binary.LittleEndian.Uint64(b.data[:8]))
+}
+
+// SetSeqNum sets the sequence number in the header. The write path calls it
+// once it has assigned the batch its sequence numbers, before writing the
+// batch to the WAL.
+func (b *Batch) SetSeqNum(seq base.SeqNum) {
+	b.ensureHeader()
+	binary.LittleEndian.PutUint64(b.data[:8], uint64(seq))
+}
+
+// Repr returns the batch's encoding. The slice is owned by the batch: the
+// caller must not modify it, and it is valid until the batch is next modified
+// (a later Set or Delete may reallocate it; Reset and SetRepr replace it).
+func (b *Batch) Repr() []byte {
+	if len(b.data) < HeaderLen {
+		// A zero batch has no buffer; read-only methods never give it one, so
+		// they stay safe for concurrent readers.
+		return make([]byte, HeaderLen)
+	}
+	return b.data
+}
+
+// SetRepr replaces the batch's contents with data after checking the header
+// and every record. A malformed encoding returns an error marked
+// base.ErrCorruption that names the offset, and leaves the batch unchanged.
+// On success the batch takes ownership of data: the caller must not modify
+// it afterwards, and the batch may write into it if it is reused after Reset.
+func (b *Batch) SetRepr(data []byte) error {
+	if err := validate(data); err != nil {
+		return err
+	}
+	b.data = data
+	b.gen++
+	return nil
+}
+
+// Append appends other's records to b, as group commit does to write several
+// batches as one. b's sequence number is unchanged; other is not modified.
+func (b *Batch) Append(other *Batch) {
+	n := other.Count()
+	if n == 0 {
+		return
+	}
+	b.ensureHeader()
+	// Appending b to itself is fine: append copies the source before it
+	// writes past len(b.data).
+	b.data = append(b.data, other.data[HeaderLen:]...)
+	b.addCount(n)
+}
+
+// Reset empties the batch and zeroes its sequence number, keeping its buffer
+// for reuse.
+func (b *Batch) Reset() {
+	if b.data != nil {
+		b.data = b.data[:HeaderLen]
+		clear(b.data)
+	}
+	b.gen++
+}
+
+// Reader returns a reader over the batch's records. The batch must not be
+// modified while the reader is in use.
+func (b *Batch) Reader() Reader {
+	if len(b.data) < HeaderLen {
+		return Reader{}
+	}
+	return Reader{data: b.data, off: HeaderLen, left: b.Count()}
+}
+
+// DecodeHeader returns the sequence number and record count in the header of
+// an encoded batch. It reads only the header (SetRepr checks the records) and
+// does not retain data.
+func DecodeHeader(data []byte) (seq base.SeqNum, count uint32, err error) {
+	if len(data) < HeaderLen {
+		return 0, 0, base.CorruptionErrorf("batch: %d bytes is too short for the %d-byte header", len(data), HeaderLen)
+	}
+	return base.SeqNum(binary.LittleEndian.Uint64(data[:8])), binary.LittleEndian.Uint32(data[8:HeaderLen]), nil
+}
+
+// validate checks an encoding as SetRepr promises: a header, exactly count
+// well-formed records, nothing after them, and sequence numbers in range.
+func validate(data []byte) error {
+	seq, count, err := DecodeHeader(data)
+	if err != nil {
+		return err
+	}
+	if seq > base.MaxSeqNum || (count > 0 && seq > base.MaxSeqNum-base.SeqNum(count-1)) {
+		return base.CorruptionErrorf("batch: sequence numbers %d+%d exceed the maximum %d", seq, count, base.MaxSeqNum)
+	}
+	r := Reader{data: data, off: HeaderLen, left: count}
+	for {
+		_, _, _, ok, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+	}
+}
+
+// Reader decodes a batch's records in order. It is not safe for concurrent
+// use. Its zero value has no records.
+type Reader struct {
+	data []byte // the whole encoding, so errors can name absolute offsets
+	off  int    // offset of the next record
+	left uint32 // records the header says remain
+	num  uint32 // records read so far
+	err  error
+}
+
+// Next returns the next record. ok is false at the end of the records or on
+// an error. key and value point into the batch's buffer: they are valid as
+// long as the batch is (until it is Reset or given another encoding) and must
+// not be modified. value is nil for a Delete.
+//
+// A batch built with Set and Delete, or accepted by SetRepr, never makes Next
+// fail. A Reader over bytes that were not checked returns an error marked
+// base.ErrCorruption that names the record and offset, and keeps returning it.
+func (r *Reader) Next() (kind base.Kind, key, value []byte, ok bool, err error) {
+	if r.err != nil {
+		return 0, nil, nil, false, r.err
+	}
+	if r.left == 0 {
+		if r.off < len(r.data) {
+			r.err = base.CorruptionErrorf("batch: %d unexpected bytes at offset %d after the last of %d records",
+				len(r.data)-r.off, r.off, r.num)
+			return 0, nil, nil, false, r.err
+		}
+		return 0, nil, nil, false, nil
+	}
+	if r.off >= len(r.data) {
+		r.err = base.CorruptionErrorf("batch: the header counts %d records but the data ends after %d, at offset %d",
+			r.num+r.left, r.num, r.off)
+		return 0, nil, nil, false, r.err
+	}
+	rec, err := decodeRecord(r.data, r.off, r.num)
+	if err != nil {
+		r.err = err
+		return 0, nil, nil, false, err
+	}
+	r.off = rec.end
+	r.left--
+	r.num++
+	key = r.data[rec.keyOff : rec.keyOff+rec.keyLen : rec.keyOff+rec.keyLen]
+	if rec.kind == base.KindSet {
+		value = r.data[rec.valOff : rec.valOff+rec.valLen : rec.valOff+rec.valLen]
+	}
+	return rec.kind, key, value, true, nil
+}
+
+// record locates one decoded record within a batch's encoding. Offsets, not
+// slices, so an Index can keep them across reallocations of the buffer.
+type record struct {
+	kind           base.Kind
+	keyOff, keyLen int
+	valOff, valLen int
+	end            int // offset just past the record
+}
+
+// decodeRecord decodes the record at data[off:], where off < len(data); num
+// is its index, for error messages. Every length is checked against the bytes
+// that remain, so bad input cannot index out of range or make a caller loop:
+// a record is at least two bytes long.
+func decodeRecord(data []byte, off int, num uint32) (record, error) {
+	rec := record{kind: base.Kind(data[off])}
+	if rec.kind != base.KindSet && rec.kind != base.KindDelete {
+		return record{}, base.CorruptionErrorf("batch: record %d at offset %d: unknown kind %d", num, off, data[off])
+	}
+	var err error
+	if rec.keyOff, rec.keyLen, err = decodeField(data, off+1, num, "key"); err != nil {
+		return record{}, err
+	}
+	rec.end = rec.keyOff + rec.keyLen
+	if rec.kind == base.KindSet {
+		if rec.valOff, rec.valLen, err = decodeField(data, rec.end, num, "value"); err != nil {
+			return record{}, err
+		}
+		rec.end = rec.valOff + rec.valLen
+	}
+	return rec, nil
+}
+
+// decodeField decodes a varint32 length at data[off:] and checks that that
+// many bytes follow it. It returns the offset and length of the bytes.
+func decodeField(data []byte, off int, num uint32, what string) (start, n int, err error) {
+	v, w := uvarint32(data[off:])
+	switch {
+	case w == 0:
+		return 0, 0, base.CorruptionErrorf("batch: record %d: %s length at offset %d: truncated varint", num, what, off)
+	case w < 0:
+		return 0, 0, base.CorruptionErrorf("batch: record %d: %s length at offset %d: varint overflows 32 bits", num, what, off)
+	}
+	start = off + w
+	if uint64(v) > uint64(len(data)-start) {
+		return 0, 0, base.CorruptionErrorf("batch: record %d: %d-byte %s at offset %d overruns the %d-byte batch",
+			num, v, what, start, len(data))
+	}
+	return start, int(v), nil
+}
+
+// uvarint32 decodes an unsigned varint of at most 5 bytes whose value fits in
+// 32 bits. w is the number of bytes read, 0 when buf ends inside the varint,
+// and -1 when the varint is longer than 5 bytes or its value overflows.
+func uvarint32(buf []byte) (v uint32, w int) {
+	for i := 0; i < maxVarint32Len; i++ {
+		if i == len(buf) {
+			return 0, 0
+		}
+		c := buf[i]
+		if c < 0x80 {
+			if i == maxVarint32Len-1 && c > 0x0f {
+				return 0, -1
+			}
+			return v | uint32(c)<<(7*i), i + 1
+		}
+		v |= uint32(c&0x7f) << (7 * i)
+	}
+	return 0, -1
+}

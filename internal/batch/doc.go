@@ -1,0 +1,50 @@
+// Package batch is the write-batch encoding: a sequence of Set and Delete
+// records that is written to the WAL as one unit and applied to the memtable
+// as one unit. It is the LevelDB/RocksDB WriteBatch "rep".
+//
+// # Format
+//
+// The encoding is part of the WAL format; do not change it. All integers are
+// little-endian.
+//
+//	+------------------+-------------+----------+----------+-----+----------+
+//	| seqnum (8 bytes) | count (4 B) | record 1 | record 2 | ... | record n |
+//	+------------------+-------------+----------+----------+-----+----------+
+//
+// The 12-byte header holds the sequence number of the batch's first record
+// (record i gets seqnum+i-1 when the batch is applied) and the number of
+// records, count. Each record is
+//
+//	Set:    kind=0x01 | varint32 key length | key | varint32 value length | value
+//	Delete: kind=0x00 | varint32 key length | key
+//
+// where kind is the base.Kind byte (base.KindSet, base.KindDelete) and
+// varint32 is an unsigned LEB128 varint of at most 5 bytes whose value fits
+// in 32 bits. An encoding is valid when it has exactly count records, no
+// bytes after the last one, and seqnum+count-1 <= base.MaxSeqNum; anything
+// else is reported as an error marked base.ErrCorruption that names the
+// record and its offset.
+//
+// # Use
+//
+//	b := batch.New()
+//	b.Set([]byte("k1"), []byte("v1"))
+//	b.Delete([]byte("k0"))
+//	wal.Write(b.Repr())                 // after b.SetSeqNum(seq)
+//
+//	var r batch.Batch                   // on recovery
+//	if err := r.SetRepr(record); err != nil { ... } // corruption
+//	rd := r.Reader()
+//	for {
+//		kind, key, value, ok, err := rd.Next()
+//		...
+//	}
+//
+// # Indexed batches
+//
+// [Index] gives a transaction read-your-writes over its own batch: a point
+// lookup of the latest write to a key and an ordered [IndexIter] over the
+// latest write to every key, which the transaction layer merges over its
+// snapshot iterator. See [Index] for its costs and the sequence number
+// convention ([IndexSeqNum]).
+package batch

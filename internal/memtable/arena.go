@@ -1,0 +1,121 @@
+package memtable
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+const (
+	// maxHeight bounds a node's tower. With p = 1/4 it serves 4^19 ≈ 2.7e11
+	// entries, far more than an arena of 4 GiB holds.
+	maxHeight = 20
+
+	// nodeAlign is the alignment of nodes in the arena: node.trailer is a
+	// uint64, and the tower's atomics need 4.
+	nodeAlign = 8
+
+	// nodeHeaderSize is a node's size without its tower.
+	nodeHeaderSize = int(unsafe.Offsetof(node{}.next))
+	// maxNodeSize is the size of a node of maxHeight, the head's.
+	maxNodeSize = int(unsafe.Sizeof(node{}))
+	// towerSlack is the part of a full tower a node of height 1 does not
+	// allocate. Every allocation leaves this much room before the end of the
+	// arena, because a node is accessed as a *node of full size (its unused
+	// slots are never touched) and that must not reach past the arena.
+	towerSlack = maxNodeSize - nodeHeaderSize - 4
+
+	// arenaStart is where allocation starts: offset 0 must not be a node, as
+	// 0 means "none".
+	arenaStart = nodeAlign
+
+	// maxArenaSize keeps every offset a node stores, up to the end of its
+	// value, within a uint32.
+	maxArenaSize = math.MaxUint32
+	// minArenaSize holds the head node and the slack after it.
+	minArenaSize = arenaStart + maxNodeSize + towerSlack
+)
+
+// node is an entry's header in the arena; see the package doc for the layout.
+// Only the first height slots of next exist for a node of that height. The
+// fields other than prev and next are written before the node is linked and
+// never change.
+type node struct {
+	keyOffset uint32
+	keySize   uint32
+	valueSize uint32
+	// prev is the level-0 predecessor. A node's insertion sets it first, and
+	// later insertions of nodes just before it move it to them (see link).
+	prev    atomic.Uint32
+	trailer uint64
+	next    [maxHeight]atomic.Uint32
+}
+
+// nodeSize returns the size of a node of height h.
+func nodeSize(h int) uint64 { return uint64(nodeHeaderSize + 4*h) }
+
+// entrySize returns the arena bytes an entry of height h takes, rounded up
+// to nodeAlign so that entries can be laid out back to back.
+func entrySize(h, keyLen, valueLen int) uint64 {
+	return alignUp(nodeSize(h) + uint64(keyLen) + uint64(valueLen))
+}
+
+func alignUp(n uint64) uint64 { return (n + nodeAlign - 1) &^ (nodeAlign - 1) }
+
+// randomHeight turns 64 random bits into a height with P(h > k) = 4^-k: one
+// more level per pair of trailing zero bits.
+func randomHeight(r uint64) int {
+	return min(bits.TrailingZeros64(r)/2+1, maxHeight)
+}
+
+// arena is a lock-free bump allocator over one buffer. It is safe for
+// concurrent use.
+type arena struct {
+	// buf is 8-byte aligned: it is the memory of a []uint64.
+	buf []byte
+	// used is the offset of the first free byte. It only grows, and only up
+	// to a value that leaves towerSlack bytes free.
+	used atomic.Uint64
+}
+
+// init allocates the buffer, size bytes clamped to [minArenaSize,
+// maxArenaSize].
+func (a *arena) init(size int) {
+	size = min(max(size, minArenaSize), maxArenaSize)
+	words := make([]uint64, (size+7)/8)
+	a.buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
+	a.used.Store(arenaStart)
+}
+
+// alloc reserves n bytes at a nodeAlign-aligned offset. It fails, taking
+// nothing, when they do not fit: a failed allocation must not use up the
+// arena, or one oversized entry would make every later Add fail.
+func (a *arena) alloc(n uint64) (off uint32, ok bool) {
+	for {
+		old := a.used.Load()
+		start := alignUp(old)
+		end := start + n
+		if end < start || end > uint64(len(a.buf)-towerSlack) {
+			return 0, false
+		}
+		if a.used.CompareAndSwap(old, end) {
+			return uint32(start), true
+		}
+	}
+}
+
+// size returns the bytes allocated, including the reserved start and the
+// head node.
+func (a *arena) size() int { return int(a.used.Load()) }
+
+// node returns the node at off. off must come from alloc.
+func (a *arena) node(off uint32) *node {
+	return (*node)(unsafe.Pointer(&a.buf[off]))
+}
+
+// bytes returns the n bytes at off, capped so that appending to them cannot
+// write into the arena.
+func (a *arena) bytes(off, n uint32) []byte {
+	return a.buf[off : off+n : off+n]
+}

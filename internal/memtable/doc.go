@@ -1,0 +1,49 @@
+// Package memtable is shale's in-memory write buffer: a concurrent skiplist
+// of internal keys (user key, sequence number, kind) and their values, all
+// stored in one arena that is allocated once, when the memtable is made.
+//
+// # Contract
+//
+// Writers (Add, Apply) and readers (Get, iterators) run concurrently without
+// locks: insertion links a node level by level with compare-and-swap, as in
+// pebble's internal/arenaskl (itself from Badger and RocksDB's
+// InlineSkipList), and readers follow links with atomic loads. Nothing is ever
+// removed or changed in place, so everything a reader gets points into the
+// arena and stays valid while the memtable is alive. A reader sees an entry
+// from the moment it is linked at level 0; an iterator may or may not see an
+// entry added while it runs, but always sees entries in order.
+//
+// Entries sort by base.CompareInternal: user key ascending, then trailer
+// (seqnum<<8 | kind) descending, so the newest version of a key comes first.
+// An internal key can be added once; adding it again is a caller bug (a
+// reused sequence number) and fails with ErrRecordExists.
+//
+// When the arena has no room for an entry, Add returns ErrArenaFull and
+// inserts nothing; the arena is not used up by the failed attempt, so a
+// smaller entry may still fit. The engine sizes the arena as write_buffer_size
+// plus headroom and rotates to a new memtable when ApproximateSize reaches
+// write_buffer_size or an Add or Apply reports ErrArenaFull.
+//
+// # Arena layout
+//
+// The arena is one []byte addressed by uint32 offsets (so it holds at most
+// 4 GiB); offset 0 means "none". It starts with 8 reserved bytes, then the
+// head node (a node of full height with no key), then the entries in
+// allocation order. Each entry is a node, 8-byte aligned, followed at once by
+// its user key and its value:
+//
+//	+------------+-----------+------------+--------+-----------+---------------+-----+-------+
+//	| keyOffset  | keySize   | valueSize  | prev   | trailer   | next[0..h-1]  | key | value |
+//	| uint32     | uint32    | uint32     | uint32 | uint64    | h × uint32    |     |       |
+//	+------------+-----------+------------+--------+-----------+---------------+-----+-------+
+//
+// next[i] is the offset of the following node at level i; prev is the offset
+// of the preceding node at level 0, so Prev is O(1). The height h is random,
+// 1 ≤ h ≤ 20, with P(h > k) = 4^-k. Only the first h tower slots are
+// allocated, so a node is never read past its own tower, and the arena keeps
+// a full tower's worth of slack at its end so that a node viewed as a
+// full-size struct never reaches past the arena. The layout exists only in
+// memory and may change freely.
+//
+// A Set with an empty value has a non-nil empty value; a Delete has none.
+package memtable

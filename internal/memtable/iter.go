@@ -1,0 +1,144 @@
+package memtable
+
+import (
+	"bytes"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Iter iterates over a memtable's entries in base.CompareInternal order,
+// every version of every key, tombstones included, within bounds on user
+// keys. It implements base.InternalIterator.
+//
+// The *base.InternalKV it returns is owned by the iterator and overwritten
+// by the next positioning call; the key and value bytes it points to are in
+// the arena, must not be modified, and stay valid while the memtable is
+// alive. Positioning does not allocate. First, SeekGE and SeekLT are
+// O(log n); Next and Prev are O(1) (Prev follows the level-0 prev links) and
+// Last is O(log n).
+//
+// Once Next or Prev has run off either end, or a seek found nothing, the
+// iterator is exhausted: Next and Prev return nil until it is positioned
+// again with a seek, First or Last.
+//
+// An Iter is not safe for concurrent use, but any number of iterators may
+// run concurrently with each other and with writes to the memtable; see the
+// package doc for what they see.
+type Iter struct {
+	m            *MemTable
+	nd           uint32 // current node; 0 when exhausted or unpositioned
+	lower, upper []byte
+	kv           base.InternalKV
+}
+
+var _ base.InternalIterator = (*Iter)(nil)
+
+// NewIter returns an iterator over the entries whose user keys are in
+// [lower, upper); a nil bound is no bound. The iterator keeps lower and
+// upper, which must not be modified while it is in use.
+func (m *MemTable) NewIter(lower, upper []byte) *Iter {
+	return &Iter{m: m, lower: lower, upper: upper}
+}
+
+// SeekGE moves to the first entry whose user key is >= key (and >= the
+// lower bound).
+func (it *Iter) SeekGE(key []byte) *base.InternalKV {
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	// (key, MaxSeqNum, KindMax) sorts before every entry of key.
+	_, next := it.m.seek(base.MakeSearchKey(key, base.MaxSeqNum))
+	return it.forward(next)
+}
+
+// SeekLT moves to the last entry whose user key is < key (and < the upper
+// bound).
+func (it *Iter) SeekLT(key []byte) *base.InternalKV {
+	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+		key = it.upper
+	}
+	prev, _ := it.m.seek(base.MakeSearchKey(key, base.MaxSeqNum))
+	return it.backward(prev)
+}
+
+// First moves to the first entry within the bounds.
+func (it *Iter) First() *base.InternalKV {
+	if it.lower != nil {
+		return it.SeekGE(it.lower)
+	}
+	return it.forward(it.m.arena.node(it.m.head).next[0].Load())
+}
+
+// Last moves to the last entry within the bounds.
+func (it *Iter) Last() *base.InternalKV {
+	if it.upper != nil {
+		return it.SeekLT(it.upper)
+	}
+	return it.backward(it.m.last())
+}
+
+// Next moves to the following entry.
+func (it *Iter) Next() *base.InternalKV {
+	if it.nd == 0 {
+		return nil
+	}
+	return it.forward(it.m.arena.node(it.nd).next[0].Load())
+}
+
+// Prev moves to the preceding entry.
+func (it *Iter) Prev() *base.InternalKV {
+	if it.nd == 0 {
+		return nil
+	}
+	return it.backward(it.m.arena.node(it.nd).prev.Load())
+}
+
+// Error returns nil: the arena is memory, not input to decode.
+func (it *Iter) Error() error { return nil }
+
+// Close releases the iterator. It always returns nil.
+func (it *Iter) Close() error {
+	*it = Iter{}
+	return nil
+}
+
+// forward positions at off, reached by moving forward, checking the upper
+// bound; off 0 exhausts the iterator.
+func (it *Iter) forward(off uint32) *base.InternalKV {
+	if off == 0 {
+		it.nd = 0
+		return nil
+	}
+	it.set(off)
+	if it.upper != nil && bytes.Compare(it.kv.K.UserKey, it.upper) >= 0 {
+		it.nd = 0
+		return nil
+	}
+	return &it.kv
+}
+
+// backward positions at off, reached by moving backward, checking the lower
+// bound; the head exhausts the iterator.
+func (it *Iter) backward(off uint32) *base.InternalKV {
+	if off == it.m.head {
+		it.nd = 0
+		return nil
+	}
+	it.set(off)
+	if it.lower != nil && bytes.Compare(it.kv.K.UserKey, it.lower) < 0 {
+		it.nd = 0
+		return nil
+	}
+	return &it.kv
+}
+
+func (it *Iter) set(off uint32) {
+	a := &it.m.arena
+	nd := a.node(off)
+	it.nd = off
+	it.kv.K = base.InternalKey{UserKey: a.bytes(nd.keyOffset, nd.keySize), Trailer: nd.trailer}
+	it.kv.V = nil
+	if base.Kind(nd.trailer&0xff) == base.KindSet {
+		it.kv.V = a.bytes(nd.keyOffset+nd.keySize, nd.valueSize)
+	}
+}

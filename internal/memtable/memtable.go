@@ -1,0 +1,381 @@
+package memtable
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/batch"
+)
+
+var (
+	// ErrArenaFull is returned by Add and Apply when the arena has no room for
+	// the entries; nothing was inserted. The engine rotates to a new memtable.
+	ErrArenaFull = errors.New("memtable: arena full")
+	// ErrRecordExists is returned by Add and Apply for an entry whose user
+	// key, sequence number and kind are already in the memtable. Sequence
+	// numbers are never reused, so this is a caller bug.
+	ErrRecordExists = errors.New("memtable: entry with this key, sequence number and kind exists")
+)
+
+// MemTable is a concurrent skiplist of internal keys and values in a
+// fixed-size arena; see the package doc. It is safe for concurrent use: any
+// number of goroutines may call Add, Apply, Get and the other methods, and
+// use iterators, at once.
+type MemTable struct {
+	arena arena
+	head  uint32 // offset of the head node, which has a full tower and no key
+	// height is the tallest tower linked or being linked, 1..maxHeight.
+	// Searches start at this level.
+	height atomic.Uint32
+	count  atomic.Int64
+	// yield, set only by tests, makes inserters yield inside the windows
+	// where links are half updated, so concurrent tests hit them.
+	yield bool
+}
+
+// New returns an empty memtable whose arena has arenaSize bytes, allocated
+// now and never grown. The engine passes write_buffer_size plus headroom.
+// Sizes are clamped to [188 B, 4 GiB): offsets into the arena are uint32s, and
+// a smaller arena could not hold the head node.
+func New(arenaSize int) *MemTable {
+	m := &MemTable{}
+	m.arena.init(arenaSize)
+	head, ok := m.arena.alloc(uint64(maxNodeSize))
+	if !ok {
+		panic(base.AssertionFailedf("memtable: a %d-byte arena has no room for the head node", len(m.arena.buf)))
+	}
+	m.head = head
+	m.height.Store(1)
+	return m
+}
+
+// Add inserts an entry: key at seq with kind, and value for a Set (a Delete
+// has no value, and value is ignored). It copies key and value into the
+// arena; the caller may reuse them at once. It returns ErrArenaFull when the
+// entry does not fit, ErrRecordExists when the internal key is already
+// present, and an error marked base.ErrInvalidArgument for an unknown kind
+// or a sequence number above base.MaxSeqNum; in each case nothing is
+// inserted.
+func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, key, value []byte) error {
+	if err := checkEntry(seq, kind); err != nil {
+		return err
+	}
+	if kind == base.KindDelete {
+		value = nil
+	}
+	h := randomHeight(rand.Uint64())
+	off, ok := m.arena.alloc(entrySize(h, len(key), len(value)))
+	if !ok {
+		return ErrArenaFull
+	}
+	m.initNode(off, h, base.MakeTrailer(seq, kind), key, value)
+	return m.link(off, h)
+}
+
+func checkEntry(seq base.SeqNum, kind base.Kind) error {
+	if kind != base.KindSet && kind != base.KindDelete {
+		return base.InvalidArgumentf("memtable: unknown kind %d", kind)
+	}
+	if seq > base.MaxSeqNum {
+		return base.InvalidArgumentf("memtable: sequence number %d above the maximum %d", seq, base.MaxSeqNum)
+	}
+	return nil
+}
+
+// Apply inserts the records of b with sequence numbers seq, seq+1, ... in
+// batch order. It is all-or-nothing as to space: it reserves arena room for
+// every record in one allocation before it inserts any, and returns
+// ErrArenaFull, having inserted nothing, when they do not fit. The records
+// become visible one by one, so the engine makes the batch's sequence
+// numbers visible to readers only after Apply returns.
+//
+// A malformed batch (one that did not come from Set, Delete or a successful
+// SetRepr) returns its corruption error before anything is inserted.
+// ErrRecordExists part-way through means a sequence number was reused, a
+// caller bug; the records before it stay inserted.
+func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
+	n := b.Count()
+	if n == 0 {
+		return nil
+	}
+	if seq > base.MaxSeqNum || seq > base.MaxSeqNum-base.SeqNum(n-1) {
+		return base.InvalidArgumentf("memtable: sequence numbers %d+%d exceed the maximum %d", seq, n, base.MaxSeqNum)
+	}
+
+	// Two passes draw the same tower heights from one seed: the first sizes
+	// the entries exactly, so the reservation wastes nothing, and no slice
+	// of heights is needed.
+	var rng rand.PCG
+	seed1, seed2 := rand.Uint64(), rand.Uint64()
+	rng.Seed(seed1, seed2)
+	var total uint64
+	r := b.Reader()
+	for {
+		_, key, value, ok, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		total += entrySize(randomHeight(rng.Uint64()), len(key), len(value))
+	}
+	off, ok := m.arena.alloc(total)
+	if !ok {
+		return ErrArenaFull
+	}
+
+	rng.Seed(seed1, seed2)
+	r = b.Reader()
+	for s := seq; ; s++ {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			return base.AssertionFailedf("memtable: batch changed during Apply: %v", err)
+		}
+		if !ok {
+			return nil
+		}
+		h := randomHeight(rng.Uint64())
+		m.initNode(off, h, base.MakeTrailer(s, kind), key, value)
+		if err := m.link(off, h); err != nil {
+			return err
+		}
+		off += uint32(entrySize(h, len(key), len(value)))
+	}
+}
+
+// Fits reports whether Apply(b, ...) would find room for b now. It uses an
+// upper bound on the space (every tower at full height), so Fits implies
+// success when nothing else writes meanwhile; it is cheap, O(1), for deciding
+// to rotate before applying.
+func (m *MemTable) Fits(b *batch.Batch) bool {
+	return alignUp(m.arena.used.Load())+applyBound(b) <= uint64(len(m.arena.buf)-towerSlack)
+}
+
+// ArenaSizeFor returns an arena size that is sure to hold b: New(n) with
+// n >= ArenaSizeFor(b) makes a memtable that Fits b. It counts a full-height
+// node per record, about 110 bytes, plus the memtable's fixed overhead, so it
+// can exceed b.Len() many times over for batches of small records; size a
+// memtable that must take an oversized batch with it rather than with
+// b.Len().
+func ArenaSizeFor(b *batch.Batch) int {
+	return int(applyBound(b)) + minArenaSize
+}
+
+// applyBound bounds the arena bytes Apply(b) allocates: each record's entry
+// is at most a full-height node, its key and value, and alignment padding,
+// and the keys and values take at most the encoding's bytes after the
+// header.
+func applyBound(b *batch.Batch) uint64 {
+	return uint64(b.Count())*uint64(maxNodeSize+nodeAlign-1) + uint64(b.Len()-batch.HeaderLen)
+}
+
+// Get returns the newest entry of key with a sequence number <= seq (a seq
+// above base.MaxSeqNum means all of them). found is false when there is none;
+// otherwise kind is base.KindSet with the value (non-nil, even when empty) or
+// base.KindDelete with a nil value. The value points into the arena: it must
+// not be modified, and it is valid as long as the memtable is alive.
+func (m *MemTable) Get(key []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool) {
+	_, next := m.seek(base.MakeSearchKey(key, min(seq, base.MaxSeqNum)))
+	if next == 0 {
+		return nil, 0, false
+	}
+	nd := m.arena.node(next)
+	if !bytes.Equal(m.arena.bytes(nd.keyOffset, nd.keySize), key) {
+		return nil, 0, false
+	}
+	kind = base.Kind(nd.trailer & 0xff)
+	if kind != base.KindSet {
+		return nil, kind, true
+	}
+	return m.arena.bytes(nd.keyOffset+nd.keySize, nd.valueSize), kind, true
+}
+
+// ApproximateSize returns the arena bytes in use, including the memtable's
+// fixed overhead (a few hundred bytes).
+func (m *MemTable) ApproximateSize() int { return m.arena.size() }
+
+// Capacity returns the arena's size in bytes.
+func (m *MemTable) Capacity() int { return len(m.arena.buf) }
+
+// Count returns the number of entries.
+func (m *MemTable) Count() int { return int(m.count.Load()) }
+
+// Empty reports whether the memtable has no entries.
+func (m *MemTable) Empty() bool { return m.count.Load() == 0 }
+
+// initNode writes an entry at off, which alloc returned with room for it.
+// The arena is zeroed memory that is never reused, so the links start at 0.
+func (m *MemTable) initNode(off uint32, h int, trailer uint64, key, value []byte) {
+	a := &m.arena
+	nd := a.node(off)
+	keyOff := off + uint32(nodeSize(h))
+	nd.keyOffset = keyOff
+	nd.keySize = uint32(len(key))
+	nd.valueSize = uint32(len(value))
+	nd.trailer = trailer
+	copy(a.buf[keyOff:], key)
+	copy(a.buf[keyOff+uint32(len(key)):], value)
+}
+
+// splice is where a key belongs at one level: between prev and next (0 when
+// prev is the last node of the level).
+type splice struct{ prev, next uint32 }
+
+// link inserts the initialized node at off, of height h, into the list. It
+// links level 0 first and then each level up, so that a node reachable at a
+// level is always reachable at every level below it.
+//
+// At level 0 it also keeps prev links, with the protocol of pebble's
+// arenaskl: after nd is linked between prev and next, next.prev moves from
+// prev to nd by CAS. That CAS fails if next's own inserter has not yet moved
+// next.prev to prev, and that inserter's later CAS would then point
+// next.prev past nd for good; so before linking, an inserter that sees
+// next.prev behind while prev.next is next moves next.prev to prev itself.
+// Prev links only ever move forward, to nodes closer to their owner, so the
+// CASes cannot suffer ABA, and a prev link is always some earlier node: a
+// reader going backward during inserts may skip a node being inserted, never
+// see one out of order. Once inserts stop, every prev link is exact.
+func (m *MemTable) link(off uint32, h int) error {
+	a := &m.arena
+	nd := a.node(off)
+	key := base.InternalKey{UserKey: a.bytes(nd.keyOffset, nd.keySize), Trailer: nd.trailer}
+
+	var spl [maxHeight]splice
+	listHeight, found := m.findSplice(key, &spl)
+	if found {
+		return ErrRecordExists
+	}
+	if m.yield {
+		runtime.Gosched()
+	}
+	m.raiseHeight(h)
+
+	for level := range h {
+		prev, next := m.head, uint32(0)
+		if level < listHeight {
+			// Above the height findSplice saw, the level was empty then;
+			// the CAS below notices if it is not any more.
+			prev, next = spl[level].prev, spl[level].next
+		}
+		for {
+			nd.next[level].Store(next)
+			if level == 0 {
+				nd.prev.Store(prev)
+				if next != 0 {
+					nn := a.node(next)
+					if p := nn.prev.Load(); p != prev && a.node(prev).next[0].Load() == next {
+						nn.prev.CompareAndSwap(p, prev)
+					}
+				}
+			}
+			if a.node(prev).next[level].CompareAndSwap(next, off) {
+				if m.yield {
+					runtime.Gosched()
+				}
+				if level == 0 && next != 0 {
+					a.node(next).prev.CompareAndSwap(prev, off)
+				}
+				break
+			}
+			// Another node went in between prev and next. prev is still
+			// before key (nodes are never removed), so search on from it.
+			prev, next, found = m.findSpliceForLevel(key, level, prev)
+			if found {
+				if level != 0 {
+					// The node is unique at level 0, which was linked first.
+					return base.AssertionFailedf("memtable: %s found at level %d after it was linked at level 0", key, level)
+				}
+				return ErrRecordExists
+			}
+		}
+	}
+	m.count.Add(1)
+	return nil
+}
+
+// raiseHeight raises the list height to at least h.
+func (m *MemTable) raiseHeight(h int) {
+	for {
+		cur := m.height.Load()
+		if uint32(h) <= cur || m.height.CompareAndSwap(cur, uint32(h)) {
+			return
+		}
+	}
+}
+
+// findSplice fills spl[:height] with where key belongs at each level, for
+// the list height it read, which it returns. found reports that key itself
+// is in the list.
+func (m *MemTable) findSplice(key base.InternalKey, spl *[maxHeight]splice) (height int, found bool) {
+	height = int(m.height.Load())
+	prev := m.head
+	for level := height - 1; level >= 0; level-- {
+		var next uint32
+		prev, next, found = m.findSpliceForLevel(key, level, prev)
+		spl[level] = splice{prev, next}
+	}
+	return height, found
+}
+
+// findSpliceForLevel walks level from start, which must be before key, to
+// the last node before key (prev) and the first node at or after it (next,
+// 0 at the end of the level). found reports that next is key.
+func (m *MemTable) findSpliceForLevel(key base.InternalKey, level int, start uint32) (prev, next uint32, found bool) {
+	prev = start
+	for {
+		next = m.arena.node(prev).next[level].Load()
+		if next == 0 {
+			return prev, 0, false
+		}
+		if c := m.compare(key, next); c <= 0 {
+			return prev, next, c == 0
+		}
+		prev = next
+	}
+}
+
+// seek returns the last node before key (possibly the head) and the first
+// node at or after it (0 if none).
+func (m *MemTable) seek(key base.InternalKey) (prev, next uint32) {
+	prev = m.head
+	for level := int(m.height.Load()) - 1; level >= 0; level-- {
+		prev, next, _ = m.findSpliceForLevel(key, level, prev)
+	}
+	return prev, next
+}
+
+// last returns the last node, or the head when the list is empty.
+func (m *MemTable) last() uint32 {
+	prev := m.head
+	for level := int(m.height.Load()) - 1; level >= 0; level-- {
+		for {
+			next := m.arena.node(prev).next[level].Load()
+			if next == 0 {
+				break
+			}
+			prev = next
+		}
+	}
+	return prev
+}
+
+// compare orders key against the key of the node at off as
+// base.CompareInternal does.
+func (m *MemTable) compare(key base.InternalKey, off uint32) int {
+	nd := m.arena.node(off)
+	if c := bytes.Compare(key.UserKey, m.arena.bytes(nd.keyOffset, nd.keySize)); c != 0 {
+		return c
+	}
+	switch {
+	case key.Trailer > nd.trailer:
+		return -1
+	case key.Trailer < nd.trailer:
+		return 1
+	}
+	return 0
+}
