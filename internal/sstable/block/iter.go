@@ -1,0 +1,421 @@
+package block
+
+import (
+	"encoding/binary"
+	"strconv"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/invariants"
+)
+
+// Iter iterates over the entries of one uncompressed block.
+//
+// Keys are rebuilt from their shared prefixes in scratch buffers that the
+// Iter keeps across moves and across Init, so once the buffers have grown to
+// the block's longest key no move allocates. Keys that share nothing with
+// their predecessor (every restart point's) point into the block itself.
+//
+// Every read of the block is bounds-checked: a corrupt entry or restart point
+// invalidates the Iter and makes Error return an error marked
+// base.ErrCorruption that names the offset within the block. The error is
+// sticky until the next Init. No input makes the Iter panic or loop forever:
+// each move decodes at most the entries between two restart points, plus a
+// binary search for seeks and Prev (on a block whose restart points are
+// corrupt yet in bounds, at most the whole block).
+//
+// An exhausted Iter (a move returned false) stays exhausted: Next and Prev
+// return false until a First, Last or seek repositions it.
+//
+// The zero Iter is an empty, exhausted iterator. An Iter is not safe for
+// concurrent use; distinct Iters may read one block concurrently.
+type Iter struct {
+	cmp  func(a, b []byte) int
+	data []byte
+	// restarts is the offset of the restart array, which is also the end of
+	// the entries.
+	restarts    int
+	numRestarts int
+
+	// offset and nextOffset are the offsets of the current entry and of the
+	// one after it (restarts when the current entry is the last).
+	offset     int
+	nextOffset int
+	key, value []byte
+	valid      bool
+
+	// keyInBuf says whether key is buf (built from a shared prefix) rather
+	// than block memory. A key that shares a prefix with its predecessor is
+	// built in buf in place, as LevelDB does; spare holds a key that SeekLT
+	// decodes ahead of the current one.
+	keyInBuf   bool
+	buf, spare []byte
+
+	err error
+}
+
+// Init positions i, exhausted, over data, an uncompressed block whose keys
+// are ordered by cmp. It checks the restart array's header (its length, and
+// the first and last restart points) in constant time, so that opening a
+// large index block per lookup stays cheap; every other restart point is
+// checked when a move reads it (and all of them here in invariants builds).
+// A malformed block is an error marked base.ErrCorruption, which Error also
+// returns.
+//
+// data must stay unchanged until the Iter is re-initialised or Reset: Key and
+// Value point into it.
+func (i *Iter) Init(cmp func(a, b []byte) int, data []byte) error {
+	*i = Iter{cmp: cmp, buf: i.buf[:0], spare: i.spare[:0]}
+	if len(data) < 4 {
+		return i.initFail(base.CorruptionErrorf("block: %d bytes are too short to hold a restart count", len(data)))
+	}
+	n := binary.LittleEndian.Uint32(data[len(data)-4:])
+	if uint64(n) > uint64(len(data)-4)/4 {
+		return i.initFail(base.CorruptionErrorf("block: %d restart points do not fit in a %d-byte block", n, len(data)))
+	}
+	i.data = data
+	i.numRestarts = int(n)
+	i.restarts = len(data) - 4 - 4*int(n)
+	if i.restarts == 0 {
+		// An empty block: LevelDB writes one restart point at 0.
+		if n > 1 || (n == 1 && i.restartOffset(0) != 0) {
+			return i.initFail(base.CorruptionErrorf("block: empty block with restart points %s", i.describeRestarts()))
+		}
+		i.numRestarts = 0
+		return nil
+	}
+	if n == 0 {
+		return i.initFail(base.CorruptionErrorf("block: %d bytes of entries but no restart point", i.restarts))
+	}
+	if first := i.restartOffset(0); first != 0 {
+		return i.initFail(base.CorruptionErrorf("block: first restart point is %d, not 0", first))
+	}
+	if last := i.restartOffset(i.numRestarts - 1); last >= i.restarts {
+		return i.initFail(base.CorruptionErrorf("block: restart point %d at %d is beyond the entries, which end at %d",
+			i.numRestarts-1, last, i.restarts))
+	}
+	if invariants.Enabled {
+		// Checking every restart point costs a pass over the array on every
+		// Init, too much for large index blocks in release builds, where a
+		// bad point is caught when it is used.
+		for j := 1; j < i.numRestarts; j++ {
+			if i.restartOffset(j) <= i.restartOffset(j-1) {
+				return i.initFail(base.CorruptionErrorf("block: restart points out of order: %s", i.describeRestarts()))
+			}
+		}
+	}
+	return nil
+}
+
+// Reset releases the block, keeping the scratch buffers for the next Init.
+func (i *Iter) Reset() {
+	*i = Iter{buf: i.buf[:0], spare: i.spare[:0]}
+}
+
+// Valid reports whether i is positioned at an entry.
+func (i *Iter) Valid() bool { return i.valid }
+
+// Key returns the current entry's key, or nil when i is not Valid. It points
+// into the block or into i's scratch memory and is valid until the next move,
+// Init or Reset.
+func (i *Iter) Key() []byte { return i.key }
+
+// Value returns the current entry's value, or nil when i is not Valid. It
+// points into the block and is valid as long as the block's memory is.
+func (i *Iter) Value() []byte { return i.value }
+
+// Error returns the corruption that stopped i, if any.
+func (i *Iter) Error() error { return i.err }
+
+// First moves to the first entry and reports whether there is one.
+func (i *Iter) First() bool {
+	if i.err != nil || i.numRestarts == 0 {
+		return i.exhaust()
+	}
+	return i.loadAt(0, 0)
+}
+
+// Last moves to the last entry and reports whether there is one.
+func (i *Iter) Last() bool {
+	if i.err != nil || i.numRestarts == 0 {
+		return i.exhaust()
+	}
+	if !i.loadAt(i.restartOffset(i.numRestarts-1), 0) {
+		return false
+	}
+	for i.nextOffset < i.restarts {
+		if !i.loadAt(i.nextOffset, len(i.key)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Next moves to the following entry and reports whether there is one.
+func (i *Iter) Next() bool {
+	if !i.valid {
+		return false
+	}
+	if i.nextOffset >= i.restarts {
+		return i.exhaust()
+	}
+	return i.loadAt(i.nextOffset, len(i.key))
+}
+
+// Prev moves to the preceding entry and reports whether there is one. Keys
+// are prefix-compressed forwards, so it re-decodes from the restart point
+// before the current entry (as LevelDB does): with restart interval r a Prev
+// costs about r/2 entry decodes and no allocation.
+func (i *Iter) Prev() bool {
+	if !i.valid {
+		return false
+	}
+	target := i.offset
+	if target == 0 {
+		return i.exhaust()
+	}
+	// Find the last restart point before target. Init checked restart 0 is
+	// 0 < target, so there is one even if later points are out of order.
+	lo, hi := 1, i.numRestarts
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if i.restartOffset(mid) < target {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	off := i.restartOffset(lo - 1)
+	if off >= target {
+		return i.fail(base.CorruptionErrorf("block: restart point %d at %d is not before the entry at %d",
+			lo-1, off, target))
+	}
+	if !i.loadAt(off, 0) {
+		return false
+	}
+	for i.nextOffset < target {
+		if !i.loadAt(i.nextOffset, len(i.key)) {
+			return false
+		}
+	}
+	if i.nextOffset != target {
+		return i.fail(base.CorruptionErrorf("block: entry at %d runs past the entry at %d: restart points and entries disagree",
+			i.offset, target))
+	}
+	return true
+}
+
+// SeekGE moves to the first entry whose key is >= key and reports whether
+// there is one.
+func (i *Iter) SeekGE(key []byte) bool {
+	if i.err != nil || i.numRestarts == 0 {
+		return i.exhaust()
+	}
+	r, ok := i.searchRestarts(key)
+	if !ok || !i.loadAt(i.restartOffset(r), 0) {
+		return false
+	}
+	for i.cmp(i.key, key) < 0 {
+		if !i.Next() {
+			return false
+		}
+	}
+	return true
+}
+
+// SeekLT moves to the last entry whose key is < key and reports whether there
+// is one.
+func (i *Iter) SeekLT(key []byte) bool {
+	if i.err != nil || i.numRestarts == 0 {
+		return i.exhaust()
+	}
+	r, ok := i.searchRestarts(key)
+	if !ok || !i.loadAt(i.restartOffset(r), 0) {
+		return false
+	}
+	if i.cmp(i.key, key) >= 0 {
+		// Only possible at restart 0: every key is >= key.
+		return i.exhaust()
+	}
+	// Peek at each following entry, building its key in the spare buffer so
+	// that the current key survives when the peeked one is >= key.
+	for i.nextOffset < i.restarts {
+		off := i.nextOffset
+		shared, keyStart, keyEnd, next, err := i.header(off, len(i.key))
+		if err != nil {
+			return i.fail(err)
+		}
+		var k []byte
+		if shared == 0 {
+			k = i.data[keyStart:keyEnd:keyEnd]
+		} else {
+			i.spare = append(append(i.spare[:0], i.key[:shared]...), i.data[keyStart:keyEnd]...)
+			k = i.spare[:len(i.spare):len(i.spare)]
+		}
+		if i.cmp(k, key) >= 0 {
+			break
+		}
+		if shared != 0 {
+			i.buf, i.spare = i.spare, i.buf
+		}
+		i.keyInBuf = shared != 0
+		i.key, i.value = k, i.data[keyEnd:next:next]
+		i.offset, i.nextOffset = off, next
+	}
+	return true
+}
+
+// searchRestarts returns the last restart point whose key is < key, or 0 when
+// there is none. It returns false, with i failed, on a corrupt restart point.
+func (i *Iter) searchRestarts(key []byte) (int, bool) {
+	lo, hi := 0, i.numRestarts-1
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		off := i.restartOffset(mid)
+		if off >= i.restarts {
+			return 0, i.fail(base.CorruptionErrorf("block: restart point %d at %d is beyond the entries, which end at %d",
+				mid, off, i.restarts))
+		}
+		_, keyStart, keyEnd, _, err := i.header(off, 0)
+		if err != nil {
+			return 0, i.fail(err)
+		}
+		if i.cmp(i.data[keyStart:keyEnd:keyEnd], key) < 0 {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, true
+}
+
+// restartOffset returns restart point j; j must be < numRestarts.
+func (i *Iter) restartOffset(j int) int {
+	return int(binary.LittleEndian.Uint32(i.data[i.restarts+4*j:]))
+}
+
+// loadAt decodes the entry at off, whose predecessor's key has prevLen bytes
+// (0 at a restart point) and is the current key, and makes it current.
+// off >= i.restarts exhausts i.
+func (i *Iter) loadAt(off, prevLen int) bool {
+	if off >= i.restarts {
+		return i.exhaust()
+	}
+	shared, keyStart, keyEnd, next, err := i.header(off, prevLen)
+	if err != nil {
+		return i.fail(err)
+	}
+	if shared == 0 {
+		i.key = i.data[keyStart:keyEnd:keyEnd]
+		i.keyInBuf = false
+	} else {
+		if i.keyInBuf {
+			i.buf = i.buf[:shared]
+		} else {
+			i.buf = append(i.buf[:0], i.key[:shared]...)
+		}
+		i.buf = append(i.buf, i.data[keyStart:keyEnd]...)
+		i.key = i.buf[:len(i.buf):len(i.buf)]
+		i.keyInBuf = true
+	}
+	i.value = i.data[keyEnd:next:next]
+	i.offset, i.nextOffset = off, next
+	i.valid = true
+	return true
+}
+
+// header decodes the lengths of the entry at off, whose predecessor's key
+// has prevLen bytes, and checks them against the block: the entry's key is
+// prev[:shared] followed by data[keyStart:keyEnd], its value runs from keyEnd
+// to next.
+func (i *Iter) header(off, prevLen int) (shared, keyStart, keyEnd, next int, err error) {
+	end := i.restarts
+	s, p, ok := uvarint32(i.data, off, end)
+	if !ok {
+		return 0, 0, 0, 0, i.corruptEntry(off, "bad shared-prefix length")
+	}
+	unshared, p, ok := uvarint32(i.data, p, end)
+	if !ok {
+		return 0, 0, 0, 0, i.corruptEntry(off, "bad key length")
+	}
+	valueLen, p, ok := uvarint32(i.data, p, end)
+	if !ok {
+		return 0, 0, 0, 0, i.corruptEntry(off, "bad value length")
+	}
+	if uint64(s) > uint64(prevLen) {
+		return 0, 0, 0, 0, i.corruptEntry(off, "shares more bytes than the previous key has")
+	}
+	if uint64(unshared) > uint64(end-p) {
+		return 0, 0, 0, 0, i.corruptEntry(off, "key runs past the entries")
+	}
+	keyEnd = p + int(unshared)
+	if uint64(valueLen) > uint64(end-keyEnd) {
+		return 0, 0, 0, 0, i.corruptEntry(off, "value runs past the entries")
+	}
+	return int(s), p, keyEnd, keyEnd + int(valueLen), nil
+}
+
+func (i *Iter) corruptEntry(off int, what string) error {
+	return base.CorruptionErrorf("block: corrupt entry at offset %d of %d-byte block: %s", off, len(i.data), what)
+}
+
+// exhaust leaves i unpositioned without an error and returns false.
+func (i *Iter) exhaust() bool {
+	i.valid = false
+	i.key, i.value = nil, nil
+	return false
+}
+
+// initFail records err as Init's result and leaves i empty.
+func (i *Iter) initFail(err error) error {
+	i.data, i.restarts, i.numRestarts = nil, 0, 0
+	i.err = err
+	return err
+}
+
+// fail records err (the first one sticks), invalidates i and returns false.
+func (i *Iter) fail(err error) bool {
+	if i.err == nil {
+		i.err = err
+	}
+	return i.exhaust()
+}
+
+// describeRestarts formats (a prefix of) the restart array for errors.
+func (i *Iter) describeRestarts() string {
+	const limit = 8
+	s := "["
+	for j := 0; j < i.numRestarts && j < limit; j++ {
+		if j > 0 {
+			s += " "
+		}
+		s += strconv.Itoa(i.restartOffset(j))
+	}
+	if i.numRestarts > limit {
+		s += " ..."
+	}
+	return s + "]"
+}
+
+// uvarint32 decodes a varint32 from b[p:end] and returns it with the offset
+// after it. It fails on truncation and on values above 32 bits.
+func uvarint32(b []byte, p, end int) (uint32, int, bool) {
+	if p < end && b[p] < 0x80 {
+		return uint32(b[p]), p + 1, true
+	}
+	var v uint32
+	for shift := uint(0); shift <= 28; shift += 7 {
+		if p >= end {
+			return 0, 0, false
+		}
+		c := b[p]
+		p++
+		if shift == 28 && c > 0x0f {
+			return 0, 0, false
+		}
+		v |= uint32(c&0x7f) << shift
+		if c < 0x80 {
+			return v, p, true
+		}
+	}
+	return 0, 0, false
+}

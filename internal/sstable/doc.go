@@ -1,0 +1,92 @@
+// Package sstable implements shale's table files: immutable, sorted runs of
+// internal keys and their values. This comment is the format's
+// specification; Writer writes it.
+//
+// # File layout
+//
+// A table is a sequence of blocks, each followed by a 5-byte trailer (see
+// package block), and a fixed-size footer:
+//
+//	data block 0       | trailer
+//	...
+//	data block n-1     | trailer
+//	filter block       | trailer   present when bloom bits per key > 0
+//	properties block   | trailer
+//	metaindex block    | trailer
+//	index block        | trailer
+//	footer             (FooterLen = 53 bytes)
+//
+// Data blocks hold encoded internal keys (user key, then the 8-byte
+// little-endian trailer (seqnum << 8) | kind; see package base) and their
+// values, in increasing internal-key order, with a restart point every 16
+// entries by default. A data block is cut once its estimated encoded size
+// reaches the block size (4096 bytes by default), so blocks run slightly
+// over it.
+//
+// The index block has one entry per data block, with restart interval 1. Its
+// key k for block i is an encoded internal key with
+// last(block i) <= k < first(block i+1): when the two blocks' user keys
+// allow a physically shorter user key u between them (LevelDB's
+// FindShortestSeparator: the first differing byte of last(block i) plus
+// one), k is (u, MaxSeqNum, KindMax), the smallest internal key of u;
+// otherwise k is last(block i). The last block's key is built the same way
+// from LevelDB's FindShortSuccessor of its last user key. The value is the
+// data block's block.Handle. So the first index entry >= a search key names
+// the only data block that can hold the first entry >= that key.
+//
+// The filter block is a bloom filter (package bloom) over every distinct user
+// key of the table; it is never compressed.
+//
+// The properties block maps "shale.<name>" to a value, sorted, restart
+// interval 1, never compressed. Integers are varint64; the compression and
+// checksum types are their names ("snappy", "xxh64", ...):
+//
+//	shale.block.size           target data block size the table was written with
+//	shale.bloom.bits.per.key   0 when there is no filter block
+//	shale.checksum.type        block checksum type (as in the footer)
+//	shale.compression          compression the writer was asked for; each block's
+//	                           trailer says whether that block is compressed
+//	shale.data.size            bytes of all data blocks, trailers included
+//	shale.filter.size          bytes of the filter block, trailer included (0 if none)
+//	shale.format.version       FormatVersion
+//	shale.index.size           bytes of the index block as stored, trailer included
+//	shale.largest.seqno        largest sequence number of any entry
+//	shale.num.data.blocks      number of data blocks
+//	shale.num.deletions        number of tombstones (KindDelete entries)
+//	shale.num.entries          number of entries
+//	shale.raw.key.size         sum of the encoded internal key lengths
+//	shale.raw.value.size       sum of the value lengths
+//	shale.smallest.seqno       smallest sequence number of any entry
+//
+// Readers ignore names they do not know, so properties can be added without a
+// new format version. Nothing time- or host-dependent is stored: the same
+// entries and options always produce the same bytes.
+//
+// The metaindex block maps meta block names to their handles, sorted, restart
+// interval 1, never compressed: MetaFilterName ("shale.filter.bloom", when
+// there is a filter) and MetaPropertiesName ("shale.properties").
+//
+// Data and index blocks are compressed with the table's compression when that
+// saves at least an eighth of the block (package compress).
+//
+// # Footer
+//
+//	offset  size  field
+//	0       1     checksum type of every block trailer (checksum.Type)
+//	1       <=20  metaindex block handle (two varint64s)
+//	        <=20  index block handle (two varint64s)
+//	...           zero padding up to offset 41
+//	41      4     format version, uint32 LE (= FormatVersion = 1)
+//	45      8     magic, uint64 LE (= Magic = 0x5348414c45535354, "SHALESST"
+//	              read as a big-endian string)
+//
+// All of the above is part of the file format; do not change it. A change
+// needs a new FormatVersion that readers can tell apart.
+//
+// # Checksums
+//
+// Every block is checked by its trailer. The Writer also computes the CRC-32C
+// (unmasked, as RocksDB's FileChecksumCrc32c) of the whole file while
+// writing it and returns it in WriterMetadata, so the engine can record it in
+// the MANIFEST without reading the file back.
+package sstable

@@ -1,0 +1,32 @@
+package sstable
+
+// Magic ends every table file: "SHALESST" as a big-endian uint64, stored
+// little-endian. Part of the file format; do not change.
+const Magic uint64 = 0x5348414c45535354
+
+// FooterLen is the length of the footer at the end of every table file. Part
+// of the file format; do not change.
+const FooterLen = 53
+
+// FormatVersion is the table format version this package writes and reads.
+// Part of the file format; do not change.
+const FormatVersion = 1
+
+// footerVersionOffset is where the format version starts in the footer; the
+// bytes between the handles and it are zero. Part of the file format.
+const footerVersionOffset = 41
+
+// Meta block names, the keys of the metaindex block. Part of the file format;
+// do not change.
+const (
+	MetaFilterName     = "shale.filter.bloom"
+	MetaPropertiesName = "shale.properties"
+)
+
+// Restart intervals. Every index, metaindex and properties entry is a
+// restart point, so seeks in them are pure binary searches.
+const (
+	defaultBlockSize       = 4096
+	defaultRestartInterval = 16
+	metaRestartInterval    = 1
+)

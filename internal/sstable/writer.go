@@ -1,0 +1,385 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/checksum"
+	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/crc"
+	"github.com/shaledb/shale/internal/sstable/block"
+)
+
+// WriterOptions configure a Writer. The zero value is valid: 4 KiB blocks,
+// restart interval 16, no filter, no compression, no checksums. The engine
+// passes its own defaults (bloom 10 bits per key, Snappy, XXHash64).
+// WriterOptions is a plain value.
+type WriterOptions struct {
+	// BlockSize is the target size of an uncompressed data block; a block is
+	// cut once its estimated size reaches it. 0 means 4096.
+	BlockSize int
+	// BlockRestartInterval is the number of entries between restart points in
+	// data blocks. 0 means 16.
+	BlockRestartInterval int
+	// BloomBitsPerKey sizes the table's bloom filter; 0 writes no filter.
+	BloomBitsPerKey int
+	// Compression compresses data and index blocks.
+	Compression compress.Type
+	// Checksum is the block checksum type.
+	Checksum checksum.Type
+}
+
+func (o WriterOptions) ensureDefaults() WriterOptions {
+	if o.BlockSize == 0 {
+		o.BlockSize = defaultBlockSize
+	}
+	if o.BlockRestartInterval == 0 {
+		o.BlockRestartInterval = defaultRestartInterval
+	}
+	return o
+}
+
+func (o WriterOptions) validate() error {
+	switch {
+	case o.BlockSize < 0:
+		return base.InvalidArgumentf("sstable: negative block size %d", o.BlockSize)
+	case o.BlockRestartInterval < 0:
+		return base.InvalidArgumentf("sstable: negative block restart interval %d", o.BlockRestartInterval)
+	case o.BloomBitsPerKey < 0:
+		return base.InvalidArgumentf("sstable: negative bloom bits per key %d", o.BloomBitsPerKey)
+	case !o.Compression.Supported():
+		return base.InvalidArgumentf("sstable: unsupported compression %s", o.Compression)
+	case !o.Checksum.Supported():
+		return base.InvalidArgumentf("sstable: unsupported checksum type %s", o.Checksum)
+	}
+	return nil
+}
+
+// WriterMetadata describes a table the Writer finished. It is a plain value
+// that owns its memory.
+type WriterMetadata struct {
+	// Size is the file's length in bytes.
+	Size uint64
+	// Smallest and Largest are the table's first and last internal keys;
+	// they own their memory.
+	Smallest, Largest base.InternalKey
+	// SmallestSeqNum and LargestSeqNum bound the entries' sequence numbers.
+	SmallestSeqNum, LargestSeqNum base.SeqNum
+	NumEntries, NumDeletions      uint64
+	// FileChecksum is the unmasked CRC-32C of the whole file, computed while
+	// writing it.
+	FileChecksum uint32
+	// Properties is what the properties block holds.
+	Properties Properties
+}
+
+// Writer writes a table file: Add every entry in order, then Close.
+//
+// Blocks go out as they fill, each block and its trailer in one Write call;
+// the Writer keeps only the current data block, the index and the filter's
+// key hashes in memory. The first write error sticks: every later call
+// returns it.
+//
+// A Writer is not safe for concurrent use.
+type Writer struct {
+	w    io.Writer
+	opts WriterOptions
+	err  error
+
+	offset  uint64
+	fileCRC crc.CRC
+
+	data   block.Builder
+	index  block.Builder
+	filter *bloom.Builder
+
+	// pending is the handle of the last finished data block. Its index entry
+	// is added when the next key arrives, so that the separator can be
+	// shorter than the block's last key.
+	pending    block.Handle
+	hasPending bool
+
+	// lastKey is the encoded internal key of the last entry added.
+	lastKey []byte
+	meta    WriterMetadata
+	props   Properties
+
+	// Scratch buffers, reused across blocks.
+	keyBuf      []byte
+	sepBuf      []byte
+	handleBuf   []byte
+	compressBuf []byte
+	writeBuf    []byte
+	indexBuf    []byte
+	filterBuf   []byte
+}
+
+// errWriterClosed is returned by calls on a closed Writer.
+var errWriterClosed = base.Mark(errors.New("sstable: writer is closed"), base.ErrClosed)
+
+// NewWriter returns a Writer that writes a table to w with opts. It never
+// syncs or closes w. Invalid options are reported by the first Add or Close,
+// as an error marked base.ErrInvalidArgument.
+func NewWriter(w io.Writer, opts WriterOptions) *Writer {
+	opts = opts.ensureDefaults()
+	tw := &Writer{w: w, opts: opts, err: opts.validate()}
+	tw.data.Init(opts.BlockRestartInterval)
+	tw.index.Init(metaRestartInterval)
+	if opts.BloomBitsPerKey > 0 {
+		tw.filter = bloom.NewBuilder(opts.BloomBitsPerKey)
+	}
+	return tw
+}
+
+// Add appends an entry. Keys must be strictly increasing in
+// base.CompareInternal order and of a known kind: anything else is a bug in
+// the caller, reported with base.AssertionFailedf naming the keys, and the
+// entry is not added. key and value are copied.
+func (w *Writer) Add(key base.InternalKey, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if !key.Valid() {
+		return base.AssertionFailedf("sstable: key %s has kind %d, which is not a known kind", key, key.Trailer&0xff)
+	}
+	if w.meta.NumEntries > 0 {
+		last, _ := base.DecodeInternalKey(w.lastKey)
+		if base.CompareInternal(last, key) >= 0 {
+			return base.AssertionFailedf("sstable: keys must be added in strictly increasing order: %s, then %s", last, key)
+		}
+	}
+	w.keyBuf = key.Append(w.keyBuf[:0])
+	if w.hasPending {
+		w.addIndexEntry(w.separator(w.lastKey, w.keyBuf), w.pending)
+		w.hasPending = false
+	}
+	if w.filter != nil && (w.meta.NumEntries == 0 || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
+		w.filter.AddKey(key.UserKey)
+	}
+	w.data.Add(w.keyBuf, value)
+
+	seq := key.SeqNum()
+	if w.meta.NumEntries == 0 {
+		w.meta.Smallest = key.Clone()
+		w.meta.SmallestSeqNum, w.meta.LargestSeqNum = seq, seq
+	} else {
+		w.meta.SmallestSeqNum = min(w.meta.SmallestSeqNum, seq)
+		w.meta.LargestSeqNum = max(w.meta.LargestSeqNum, seq)
+	}
+	w.meta.NumEntries++
+	if key.Kind() == base.KindDelete {
+		w.meta.NumDeletions++
+	}
+	w.props.RawKeySize += uint64(len(w.keyBuf))
+	w.props.RawValueSize += uint64(len(value))
+	w.lastKey = append(w.lastKey[:0], w.keyBuf...)
+
+	if w.data.EstimatedSize() >= w.opts.BlockSize {
+		return w.finishDataBlock()
+	}
+	return nil
+}
+
+// EstimatedSize returns the approximate size the file would have if closed
+// now.
+func (w *Writer) EstimatedSize() uint64 {
+	size := w.offset + uint64(w.data.EstimatedSize()) + uint64(w.index.EstimatedSize()) + FooterLen
+	if w.filter != nil {
+		size += uint64(w.filter.NumKeys()*w.opts.BloomBitsPerKey/8) + 1
+	}
+	return size
+}
+
+// Close finishes the table: it writes the last data block, the filter,
+// properties, metaindex and index blocks and the footer. It does not sync or
+// close the underlying writer. A table with no entries is an error marked
+// base.ErrInvalidArgument (the engine never writes one). After Close the
+// Writer accepts no more calls.
+func (w *Writer) Close() (WriterMetadata, error) {
+	if w.err != nil {
+		return WriterMetadata{}, w.err
+	}
+	if err := w.close(); err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		return WriterMetadata{}, err
+	}
+	w.err = errWriterClosed
+	return w.meta, nil
+}
+
+func (w *Writer) close() error {
+	if w.meta.NumEntries == 0 {
+		return base.InvalidArgumentf("sstable: cannot write a table with no entries")
+	}
+	if !w.data.Empty() {
+		if err := w.finishDataBlock(); err != nil {
+			return err
+		}
+	}
+	if w.hasPending {
+		w.addIndexEntry(w.successor(w.lastKey), w.pending)
+		w.hasPending = false
+	}
+
+	var filterHandle block.Handle
+	if w.filter != nil {
+		var err error
+		if filterHandle, err = w.writeBlock(w.filter.Finish(w.filterBuf[:0]), compress.None); err != nil {
+			return err
+		}
+		w.props.FilterSize = filterHandle.Length + block.TrailerLen
+	}
+
+	// The index is written last but its size is a property, so encode it
+	// now and keep it.
+	indexLen := w.prepareBlock(&w.indexBuf, w.index.Finish(), w.opts.Compression)
+	w.props.IndexSize = uint64(len(w.indexBuf))
+
+	w.props.BlockSize = uint64(w.opts.BlockSize)
+	w.props.BloomBitsPerKey = uint64(w.opts.BloomBitsPerKey)
+	w.props.Checksum = w.opts.Checksum
+	w.props.Compression = w.opts.Compression
+	w.props.NumDeletions = w.meta.NumDeletions
+	w.props.NumEntries = w.meta.NumEntries
+	w.props.SmallestSeqNum = w.meta.SmallestSeqNum
+	w.props.LargestSeqNum = w.meta.LargestSeqNum
+	w.props.FormatVersion = FormatVersion
+	propsHandle, err := w.writeBlock(w.props.Encode(), compress.None)
+	if err != nil {
+		return err
+	}
+
+	var meta block.Builder
+	meta.Init(metaRestartInterval)
+	if w.filter != nil {
+		meta.Add([]byte(MetaFilterName), filterHandle.Append(nil))
+	}
+	meta.Add([]byte(MetaPropertiesName), propsHandle.Append(nil))
+	metaHandle, err := w.writeBlock(meta.Finish(), compress.None)
+	if err != nil {
+		return err
+	}
+
+	indexHandle := block.Handle{Offset: w.offset, Length: uint64(indexLen)}
+	if err := w.write(w.indexBuf); err != nil {
+		return err
+	}
+
+	footer := Footer{Checksum: w.opts.Checksum, MetaIndex: metaHandle, Index: indexHandle, FormatVersion: FormatVersion}
+	w.writeBuf = footer.Encode(w.writeBuf[:0])
+	if err := w.write(w.writeBuf); err != nil {
+		return err
+	}
+
+	last, _ := base.DecodeInternalKey(w.lastKey)
+	w.meta.Largest = last.Clone()
+	w.meta.Size = w.offset
+	w.meta.FileChecksum = uint32(w.fileCRC)
+	w.meta.Properties = w.props
+	return nil
+}
+
+// finishDataBlock writes the current data block and leaves its index entry
+// pending.
+func (w *Writer) finishDataBlock() error {
+	h, err := w.writeBlock(w.data.Finish(), w.opts.Compression)
+	w.data.Reset()
+	if err != nil {
+		return err
+	}
+	w.pending, w.hasPending = h, true
+	w.props.NumDataBlocks++
+	w.props.DataSize += h.Length + block.TrailerLen
+	return nil
+}
+
+func (w *Writer) addIndexEntry(key []byte, h block.Handle) {
+	w.handleBuf = h.Append(w.handleBuf[:0])
+	w.index.Add(key, w.handleBuf)
+}
+
+// prepareBlock compresses raw with comp if that pays, and sets *dst to the
+// stored block followed by its trailer. It returns the stored block's length
+// (the handle's Length).
+func (w *Writer) prepareBlock(dst *[]byte, raw []byte, comp compress.Type) int {
+	payload, ct := compress.Compress(comp, w.compressBuf, raw)
+	if ct != compress.None {
+		w.compressBuf = payload[:0]
+	}
+	buf := append((*dst)[:0], payload...)
+	*dst = block.AppendTrailer(buf, w.opts.Checksum, ct, buf)
+	return len(payload)
+}
+
+// writeBlock writes raw as the next block, compressed with comp if that pays.
+func (w *Writer) writeBlock(raw []byte, comp compress.Type) (block.Handle, error) {
+	n := w.prepareBlock(&w.writeBuf, raw, comp)
+	h := block.Handle{Offset: w.offset, Length: uint64(n)}
+	return h, w.write(w.writeBuf)
+}
+
+// write writes b at the current offset and folds it into the file checksum.
+// Errors stick.
+func (w *Writer) write(b []byte) error {
+	n, err := w.w.Write(b)
+	if err == nil && n != len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = errors.Wrapf(err, "sstable: writing %d bytes at offset %d", len(b), w.offset)
+		return w.err
+	}
+	w.fileCRC = w.fileCRC.Update(b)
+	w.offset += uint64(n)
+	return nil
+}
+
+// separator returns an index key k for the boundary between two data blocks
+// whose last and first encoded internal keys are a and b:
+// a <= k < b. See the package doc.
+func (w *Writer) separator(a, b []byte) []byte {
+	ua, ub := a[:len(a)-base.TrailerLen], b[:len(b)-base.TrailerLen]
+	n := min(len(ua), len(ub))
+	i := 0
+	for i < n && ua[i] == ub[i] {
+		i++
+	}
+	// LevelDB's rule: shorten only when ua[:i+1] with its last byte
+	// incremented is physically shorter than ua and still below ub.
+	if i < n && ua[i] < 0xff && ua[i]+1 < ub[i] && i+1 < len(ua) {
+		return w.shortKey(ua[:i+1])
+	}
+	w.sepBuf = append(w.sepBuf[:0], a...)
+	return w.sepBuf
+}
+
+// successor returns an index key k >= a for the last data block, whose last
+// encoded internal key is a. See the package doc.
+func (w *Writer) successor(a []byte) []byte {
+	ua := a[:len(a)-base.TrailerLen]
+	for i, c := range ua {
+		if c != 0xff {
+			if i+1 < len(ua) {
+				return w.shortKey(ua[:i+1])
+			}
+			break
+		}
+	}
+	w.sepBuf = append(w.sepBuf[:0], a...)
+	return w.sepBuf
+}
+
+// shortKey returns the internal key (prefix with its last byte incremented,
+// MaxSeqNum, KindMax): the smallest internal key of that user key.
+func (w *Writer) shortKey(prefix []byte) []byte {
+	w.sepBuf = append(w.sepBuf[:0], prefix...)
+	w.sepBuf[len(w.sepBuf)-1]++
+	w.sepBuf = binary.LittleEndian.AppendUint64(w.sepBuf, base.MakeTrailer(base.MaxSeqNum, base.KindMax))
+	return w.sepBuf
+}
