@@ -1,0 +1,118 @@
+package cache
+
+import (
+	"math/bits"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/invariants"
+)
+
+// Buffers are recycled by size class. Each power of two from 64 B to 16 MiB is
+// split into 8 classes (64, 72, 80, ..., 120, 128, 144, ...), so a buffer from
+// Alloc wastes less than 1/8 of its length (or 63 bytes below 64 B). Larger
+// buffers are allocated and dropped as usual.
+const (
+	minClassShift = 6  // smallest class: 64 B
+	maxClassShift = 24 // largest class: 16 MiB
+	classStepBits = 3  // 1<<classStepBits classes per power of two
+	classSteps    = 1 << classStepBits
+	numClasses    = (maxClassShift-minClassShift)*classSteps + 1
+)
+
+// classSize returns the size of class cl.
+func classSize(cl int) int {
+	b := minClassShift + cl/classSteps
+	return 1<<b + (cl%classSteps)<<(b-classStepBits)
+}
+
+// ceilClass returns the smallest class whose size is at least n, or -1 when n
+// is not positive or exceeds the largest class.
+func ceilClass(n int) int {
+	if n <= 0 || n > 1<<maxClassShift {
+		return -1
+	}
+	if n <= 1<<minClassShift {
+		return 0
+	}
+	b := bits.Len(uint(n)) - 1 // 1<<b <= n < 1<<(b+1)
+	s := b - classStepBits
+	j := (n - 1<<b + 1<<s - 1) >> s // 0..8; 8 is the next power's first class
+	return (b-minClassShift)*classSteps + j
+}
+
+// floorClass returns the largest class whose size is at most c, or -1 when c
+// is below the smallest class or above the largest.
+func floorClass(c int) int {
+	if c < 1<<minClassShift || c > 1<<maxClassShift {
+		return -1
+	}
+	b := bits.Len(uint(c)) - 1
+	return (b-minClassShift)*classSteps + (c-1<<b)>>(b-classStepBits)
+}
+
+// Alloc returns a buffer of length n for the caller to fill and then hand to
+// Set, or return from a GetOrLoad load; once that entry is gone and every
+// handle to it released, the cache reuses the buffer for a later Alloc. The
+// contents are unspecified. Until it is handed over the buffer belongs to the
+// caller, who may also simply drop it (the garbage collector reclaims it).
+// Its capacity may exceed n (by less than n/8 + 64 bytes); that slack is not
+// charged to the cache.
+//
+// On a nil *Cache, Alloc is make([]byte, n).
+func (c *Cache) Alloc(n int) []byte {
+	cl := ceilClass(n)
+	if c == nil || cl < 0 {
+		return make([]byte, n)
+	}
+	x := c.bufs[cl].Get()
+	if x == nil {
+		return make([]byte, n, classSize(cl))
+	}
+	e := x.(*entry)
+	b := e.buf[:n]
+	e.buf = nil
+	c.spares.Put(e)
+	if invariants.Enabled && !checkPoison(b[:cap(b)]) {
+		panic(base.AssertionFailedf("cache: a %d-byte buffer was written after its last handle was released", cap(b)))
+	}
+	return b
+}
+
+// recycle keeps a freed entry for reuse: with its buffer in the pool of the
+// largest class the buffer can serve, or without it among the spare entry
+// structs.
+func (c *Cache) recycle(e *entry) {
+	if invariants.Enabled {
+		c.live.Add(-1)
+	}
+	if cl := floorClass(cap(e.buf)); cl >= 0 {
+		c.bufs[cl].Put(e)
+		return
+	}
+	e.buf = nil
+	c.spares.Put(e)
+}
+
+// newEntry returns an unpublished entry for (k, v) with refs references.
+// It reuses a spare struct when there is one; the struct keeps its generation
+// counter, so handles to its previous life stay recognisable.
+func (c *Cache) newEntry(k Key, v []byte, refs int32) *entry {
+	var e *entry
+	if x := c.spares.Get(); x != nil {
+		e = x.(*entry)
+	} else {
+		e = new(entry)
+	}
+	if invariants.Enabled {
+		c.live.Add(1)
+	}
+	e.key = k
+	e.buf = v
+	e.cache = c
+	e.charge = int64(len(v)) + EntryOverhead
+	e.refs.Store(refs)
+	e.referenced.Store(false)
+	e.indexed.Store(false)
+	e.next, e.prev, e.fileNext, e.filePrev = nil, nil, nil, nil
+	return e
+}

@@ -1,0 +1,88 @@
+// Package cache is shale's block cache: a sharded, size-bounded map from
+// (DB, table file, block offset) to block contents, handing out
+// reference-counted handles, filling misses through single-flight loads and
+// recycling the buffers of evicted blocks.
+//
+// # Keys, sharding and eviction
+//
+// A [Key] is (ID, FileNum, Offset). ID tells apart DBs that share one cache;
+// each DB takes one from [Cache.NewID]. A multiplicative hash spreads keys
+// over a power-of-two number of shards: 4 per GOMAXPROCS, between 4 and 256,
+// but halved (down to 4) while a shard would get less than 256 KiB. Each
+// shard has its own lock, index and eviction state; no lock is global.
+//
+// Each shard holds capacity/shards bytes and evicts with CLOCK (second
+// chance): a hit sets the entry's reference bit with an atomic store; when a
+// shard is over its share, a hand sweeps its entries in insertion order,
+// clearing set bits and removing the first entry whose bit is clear. New
+// entries join just behind the hand with a clear bit, so a block read once is
+// the first to go and a block hit between two sweeps stays. Because a hit
+// only sets a bit, where LRU would move the entry within a list, it takes its
+// shard's lock shared, never exclusively: readers of one shard do not wait
+// for each other, only for inserts and evictions.
+//
+// An entry is charged len(value) + [EntryOverhead] bytes. [Cache.Size] sums
+// the charges of the entries in the index and stays within
+// [Cache.Capacity] (each shard within its share) whenever no insert is in
+// progress. A value charged more than a shard's share is never cached: Set and
+// GetOrLoad return it in a detached handle.
+//
+// # Handles and reference counts
+//
+// Every entry carries a reference count: one reference for the index while
+// the entry is in it, plus one for every outstanding [Handle]. Get, Set and
+// GetOrLoad each return a handle holding one reference, and the caller must
+// call [Handle.Release] exactly once. Eviction, replacement by a later Set of
+// the same key and [Cache.EvictFile] remove the entry from the index and drop
+// the index's reference, so a later Get misses at once; but the value a
+// handle returns stays valid and unchanged until that handle is released. When
+// the count reaches zero the entry is freed and its buffer may be reused by
+// [Cache.Alloc] (see below).
+//
+// A Handle is a small value; copies share its one reference, so only one
+// copy may be released. Values are read-only: the cache never writes to a
+// buffer while any handle references it, and callers must not write to it
+// either.
+//
+// # Single flight
+//
+// [Cache.GetOrLoad] calls its load function once for all concurrent callers
+// that miss the same key; the others wait and each gets its own handle. A
+// waiter whose context ends stops waiting with an error for which
+// errors.Is(err, ctx.Err()) holds, while the load continues for the rest. A
+// load error is returned to every caller and nothing is cached.
+//
+// # Bypassing the cache and the nil cache
+//
+// A read that must not fill the cache (ioctx.ReadOptions.DontFillCache, RocksDB's
+// fill_cache=false) calls Get and, on a miss, reads the block into a buffer of
+// its own without calling Set or GetOrLoad. A nil *Cache is a cache that holds
+// nothing, so a table reader can treat "block cache disabled" uniformly: Get
+// misses, Set returns a detached handle, GetOrLoad calls load every time (no
+// single flight) and returns a detached handle, Alloc is make, EvictFile does
+// nothing, and NewID, Capacity, Size and Len return 0.
+//
+// # Buffer recycling
+//
+// [Cache.Alloc] returns buffers for the caller to fill (with a block read from
+// disk, say) and pass to Set or return from a load. When an entry is freed its
+// buffer goes to a per-size-class pool (classes 1/8 of a power of two apart,
+// from 64 B to 16 MiB; a sync.Pool each, so idle buffers are returned to the
+// garbage collector over time) and a later Alloc reuses it. Buffers passed to
+// Set that did not come from Alloc are pooled the same way, so Set takes
+// ownership of the whole backing array, up to the slice's capacity.
+//
+// # Invariants builds
+//
+// With the invariants (or race) build tag, a freed buffer is filled with 0xDB
+// before it is pooled, and Alloc checks that it still is, so a read through a
+// released handle sees poison and a write through one panics at the next
+// Alloc. [Handle.Value] on a released handle panics. A double Release panics
+// in every build when it is detectable (see [Handle.Release]): continuing
+// would let the cache reuse a buffer that is still being read.
+//
+// # Concurrency
+//
+// [Cache] is safe for concurrent use. A [Handle] may move between goroutines,
+// but its Release must not race with its Value.
+package cache
