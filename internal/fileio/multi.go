@@ -95,7 +95,7 @@ func (r *Reader) chargeAll(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 }
 
 func (r *Reader) readRequest(opts ioctx.IOOptions, q *ReadRequest) ([]byte, error) {
-	if q.Offset < 0 || q.Len < 0 || q.Offset+int64(q.Len) > r.size {
+	if q.Offset < 0 || q.Len < 0 || q.Offset > r.size || int64(q.Len) > r.size-q.Offset {
 		return nil, base.CorruptionErrorf("fileio: %s: read of %d bytes at offset %d is beyond the file's %d bytes",
 			r.name, q.Len, q.Offset, r.size)
 	}

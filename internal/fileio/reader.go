@@ -163,7 +163,7 @@ func (r *Reader) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n in
 }
 
 func (r *Reader) read(ctx context.Context, sw *statistics.StopWatch, opts ioctx.IOOptions, off int64, n int, scratch []byte) ([]byte, error) {
-	if off < 0 || n < 0 || off+int64(n) > r.size {
+	if off < 0 || n < 0 || off > r.size || int64(n) > r.size-off {
 		return nil, base.CorruptionErrorf("fileio: %s: read of %d bytes at offset %d is beyond the file's %d bytes",
 			r.name, n, off, r.size)
 	}

@@ -1,0 +1,134 @@
+package sstable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"sync"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/sstable/block"
+	"github.com/shaledb/shale/statistics"
+)
+
+// getState is the per-call state of a Get, pooled so that a Get whose block
+// is cached allocates nothing: the block iterators keep their key buffers,
+// and the byte buffers serve reads that bypass the cache.
+type getState struct {
+	index, data block.Iter
+	key         []byte
+	raw, dec    []byte
+}
+
+var getStates = sync.Pool{New: func() any { return new(getState) }}
+
+// appendSearchKey appends the encoded internal key that sorts before every
+// entry of userKey visible at seq: (userKey, seq, KindMax).
+func appendSearchKey(dst, userKey []byte, seq base.SeqNum) []byte {
+	dst = append(dst, userKey...)
+	return binary.LittleEndian.AppendUint64(dst, base.MakeTrailer(min(seq, base.MaxSeqNum), base.KindMax))
+}
+
+// Get finds the newest entry of key with a sequence number <= seq: the
+// filter first (ticking BloomFilterUseful when it rules the key out,
+// BloomFilterFullPositive when it does not, and BloomFilterFullTruePositive
+// when the key is then found), then the in-memory index, then the one data
+// block that can hold the entry (see the package doc).
+//
+// When found, kind is the entry's kind and value points into the block,
+// which pin keeps alive: value is valid until pin.Release, which the caller
+// must call exactly once (also when kind is KindDelete, whose value is
+// empty). When not found, pin is the zero BlockPin and needs no Release.
+// The block is read, if it is not cached, with one file read using env (see
+// ReadEnv); a corrupt block is an error marked base.ErrCorruption. key is
+// not retained.
+func (r *Reader) Get(ctx context.Context, env ReadEnv, key []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool, pin BlockPin, err error) {
+	st := r.opts.Stats
+	if r.filter != nil {
+		if !bloom.MayContainHash(r.filter, bloom.Hash(key)) {
+			st.RecordTick(statistics.BloomFilterUseful, 1)
+			return nil, 0, false, BlockPin{}, nil
+		}
+		st.RecordTick(statistics.BloomFilterFullPositive, 1)
+	}
+	gs := getStates.Get().(*getState)
+	gs.key = appendSearchKey(gs.key[:0], key, seq)
+	value, kind, found, pin, err = r.get(ctx, &env, gs, key)
+	// Drop the references to block memory before pooling.
+	gs.index.Reset()
+	gs.data.Reset()
+	getStates.Put(gs)
+	if found && r.filter != nil {
+		st.RecordTick(statistics.BloomFilterFullTruePositive, 1)
+	}
+	return value, kind, found, pin, err
+}
+
+func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte) ([]byte, base.Kind, bool, BlockPin, error) {
+	if err := gs.index.Init(base.CompareEncoded, r.index); err != nil {
+		return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "index", r.footer.Index)
+	}
+	if !gs.index.SeekGE(gs.key) {
+		if err := gs.index.Error(); err != nil {
+			return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "index", r.footer.Index)
+		}
+		return nil, 0, false, BlockPin{}, nil
+	}
+	h, err := decodeHandleExact(gs.index.Value())
+	if err != nil {
+		return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "index", r.footer.Index)
+	}
+	data, pin, loc, err := r.readData(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec})
+	if err != nil {
+		return nil, 0, false, BlockPin{}, err
+	}
+	// A block in one of gs's buffers moves to a pooled buffer that the pin
+	// owns; gs takes that buffer's old memory in exchange.
+	switch loc {
+	case locRaw:
+		b := newOwnedBlock(1)
+		b.buf, gs.raw = gs.raw, b.buf
+		pin = b.pin()
+	case locDec:
+		b := newOwnedBlock(1)
+		b.buf, gs.dec = gs.dec, b.buf
+		pin = b.pin()
+	}
+	if err := gs.data.Init(base.CompareEncoded, data); err != nil {
+		pin.Release()
+		return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
+	}
+	if !gs.data.SeekGE(gs.key) {
+		pin.Release()
+		if err := gs.data.Error(); err != nil {
+			return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
+		}
+		return nil, 0, false, BlockPin{}, nil
+	}
+	ik, err := r.decodeKey(gs.data.Key(), h)
+	if err != nil {
+		pin.Release()
+		return nil, 0, false, BlockPin{}, err
+	}
+	if !bytes.Equal(ik.UserKey, key) {
+		pin.Release()
+		return nil, 0, false, BlockPin{}, nil
+	}
+	return gs.data.Value(), ik.Kind(), true, pin, nil
+}
+
+// decodeKey decodes an encoded internal key of the data block at h; one too
+// short for a trailer or of an unknown kind is corruption.
+func (r *Reader) decodeKey(enc []byte, h block.Handle) (base.InternalKey, error) {
+	ik, ok := base.DecodeInternalKey(enc)
+	if !ok {
+		return base.InternalKey{}, base.CorruptionErrorf("sstable: %s: data block %s: key %q is shorter than a %d-byte trailer",
+			r.name, h, enc, base.TrailerLen)
+	}
+	if !ik.Valid() {
+		return base.InternalKey{}, base.CorruptionErrorf("sstable: %s: data block %s: key %s has unknown kind %d",
+			r.name, h, ik, ik.Trailer&0xff)
+	}
+	return ik, nil
+}

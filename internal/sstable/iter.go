@@ -1,0 +1,402 @@
+package sstable
+
+import (
+	"bytes"
+	"context"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/sstable/block"
+)
+
+// Iter iterates over the entries of one table whose user keys lie in
+// [lower, upper). It is two-level: an iterator over the in-memory index
+// block picks data blocks, and a block iterator walks the current one, whose
+// memory is pinned (a cache handle, or a buffer of the Iter) until the Iter
+// moves to another block.
+//
+// Block reads go through a fileio.PrefetchBuffer: readahead grows on
+// sequential access (or is ReadEnv.ReadaheadSize), and with ReadEnv.AsyncIO
+// the next chunk is read asynchronously. Blocks come from and go to the
+// block cache as ReadEnv.FillCache says. Data blocks that cannot hold keys in
+// range are not read: moving forward stops at the first index separator at
+// or above upper, moving backward at the first below lower.
+//
+// The Iter checks its context before every block it moves to, cached or not,
+// and passes it to every file read. The context is the per-call context of
+// the DB iterator that owns the Iter, which passes each call's context down
+// with SetContext.
+//
+// An error (IO, corruption, a done context) stops the Iter: every later move
+// returns nil, and Error and Close return the error. A move that returns nil
+// without an error leaves the Iter exhausted: Next and Prev return nil until
+// a First, Last or seek repositions it.
+//
+// Iter implements base.InternalIterator; the InternalKV a move returns, and
+// the memory it points to, are valid until the next move or Close. An Iter
+// is not safe for concurrent use.
+type Iter struct {
+	r            *Reader
+	ctx          context.Context
+	env          ReadEnv
+	lower, upper []byte
+
+	index block.Iter
+	data  block.Iter
+	// loaded says data holds the block at cur, pinned by pin.
+	loaded bool
+	cur    block.Handle
+	pin    BlockPin
+	// belowUpper says every entry of the loaded block is below upper: its
+	// index separator, which is >= every entry, has a user key < upper. Then
+	// forward moves within it skip the bound check, and the next block is
+	// worth reading.
+	belowUpper bool
+
+	valid bool
+	kv    base.InternalKV
+	err   error
+
+	pf  *fileio.PrefetchBuffer
+	buf []byte // decompressed blocks that are not cached
+	key []byte // the encoded search key
+}
+
+var _ base.InternalIterator = (*Iter)(nil)
+
+var iterPool = sync.Pool{New: func() any { return new(Iter) }}
+
+// NewIter returns an iterator over the entries whose user keys are in
+// [lower, upper); a nil bound is unbounded. lower and upper are retained and
+// must not change until Close. ctx is used for the block reads of every move
+// until SetContext replaces it (see Iter). The caller must Close the
+// iterator, before closing the Reader.
+func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) (*Iter, error) {
+	i := iterPool.Get().(*Iter)
+	i.r, i.ctx, i.env, i.lower, i.upper = r, ctx, env, lower, upper
+	if err := i.index.Init(base.CompareEncoded, r.index); err != nil {
+		i.release()
+		return nil, r.wrapBlockErr(err, "index", r.footer.Index)
+	}
+	return i, nil
+}
+
+// SetContext replaces the context used by later moves.
+func (i *Iter) SetContext(ctx context.Context) { i.ctx = ctx }
+
+// SeekGE moves to the first entry whose user key is >= key (and >= lower).
+// key is not retained.
+func (i *Iter) SeekGE(key []byte) *base.InternalKV {
+	if i.err != nil {
+		return nil
+	}
+	if i.lower != nil && bytes.Compare(key, i.lower) < 0 {
+		key = i.lower
+	}
+	if i.upper != nil && bytes.Compare(key, i.upper) >= 0 {
+		return i.exhaust()
+	}
+	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
+	if !i.index.SeekGE(i.key) {
+		return i.indexDone()
+	}
+	if !i.loadBlock() {
+		return nil
+	}
+	if !i.data.SeekGE(i.key) {
+		return i.skipForward()
+	}
+	return i.forwardKV()
+}
+
+// SeekLT moves to the last entry whose user key is < key (and < upper).
+// key is not retained.
+func (i *Iter) SeekLT(key []byte) *base.InternalKV {
+	if i.err != nil {
+		return nil
+	}
+	if i.upper != nil && bytes.Compare(key, i.upper) > 0 {
+		key = i.upper
+	}
+	if i.lower != nil && bytes.Compare(key, i.lower) <= 0 {
+		return i.exhaust()
+	}
+	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
+	if !i.index.SeekGE(i.key) {
+		if i.index.Error() != nil {
+			return i.indexDone()
+		}
+		// Every entry is < key.
+		return i.lastFromIndex()
+	}
+	if !i.loadBlock() {
+		return nil
+	}
+	if !i.data.SeekLT(i.key) {
+		return i.skipBackward()
+	}
+	return i.backwardKV()
+}
+
+// First moves to the first entry (the first at or above lower).
+func (i *Iter) First() *base.InternalKV {
+	if i.lower != nil {
+		return i.SeekGE(i.lower)
+	}
+	if i.err != nil {
+		return nil
+	}
+	if !i.index.First() {
+		return i.indexDone()
+	}
+	if !i.loadBlock() {
+		return nil
+	}
+	if !i.data.First() {
+		return i.skipForward()
+	}
+	return i.forwardKV()
+}
+
+// Last moves to the last entry (the last below upper).
+func (i *Iter) Last() *base.InternalKV {
+	if i.upper != nil {
+		return i.SeekLT(i.upper)
+	}
+	if i.err != nil {
+		return nil
+	}
+	return i.lastFromIndex()
+}
+
+func (i *Iter) lastFromIndex() *base.InternalKV {
+	if !i.index.Last() {
+		return i.indexDone()
+	}
+	if !i.loadBlock() {
+		return nil
+	}
+	if !i.data.Last() {
+		return i.skipBackward()
+	}
+	return i.backwardKV()
+}
+
+// Next moves to the following entry; on an exhausted Iter it returns nil.
+func (i *Iter) Next() *base.InternalKV {
+	if !i.valid {
+		return nil
+	}
+	if !i.data.Next() {
+		return i.skipForward()
+	}
+	return i.forwardKV()
+}
+
+// Prev moves to the preceding entry; on an exhausted Iter it returns nil.
+func (i *Iter) Prev() *base.InternalKV {
+	if !i.valid {
+		return nil
+	}
+	if !i.data.Prev() {
+		return i.skipBackward()
+	}
+	return i.backwardKV()
+}
+
+// Error returns the error that stopped the iterator, if any.
+func (i *Iter) Error() error { return i.err }
+
+// Close releases the current block and the readahead buffer (waiting for an
+// asynchronous read still in flight) and returns the iterator's error. The
+// Iter must not be used afterwards.
+func (i *Iter) Close() error {
+	err := i.err
+	i.release()
+	return err
+}
+
+func (i *Iter) release() {
+	i.unload()
+	if i.pf != nil {
+		i.pf.Close()
+	}
+	i.index.Reset()
+	buf, key := i.buf, i.key
+	if cap(buf) > maxPooledBuf {
+		buf = nil
+	}
+	*i = Iter{buf: buf[:0], key: key[:0]}
+	iterPool.Put(i)
+}
+
+// skipForward moves to the first entry of the following blocks, once the
+// current block is exhausted going forward.
+func (i *Iter) skipForward() *base.InternalKV {
+	for {
+		if err := i.data.Error(); err != nil {
+			return i.fail(i.r.wrapBlockErr(err, "data", i.cur))
+		}
+		// The next block's entries are all above the current separator,
+		// whose user key is >= upper unless belowUpper.
+		if !i.belowUpper {
+			return i.exhaust()
+		}
+		if !i.index.Next() {
+			return i.indexDone()
+		}
+		if !i.loadBlock() {
+			return nil
+		}
+		if i.data.First() {
+			return i.forwardKV()
+		}
+	}
+}
+
+// skipBackward moves to the last entry of the preceding blocks, once the
+// current block is exhausted going backward.
+func (i *Iter) skipBackward() *base.InternalKV {
+	for {
+		if err := i.data.Error(); err != nil {
+			return i.fail(i.r.wrapBlockErr(err, "data", i.cur))
+		}
+		if !i.index.Prev() {
+			return i.indexDone()
+		}
+		if i.lower != nil {
+			// The block's entries are all <= its separator: if that is
+			// below lower, so are they.
+			uk, err := i.indexUserKey()
+			if err != nil {
+				return i.fail(err)
+			}
+			if bytes.Compare(uk, i.lower) < 0 {
+				return i.exhaust()
+			}
+		}
+		if !i.loadBlock() {
+			return nil
+		}
+		if i.data.Last() {
+			return i.backwardKV()
+		}
+	}
+}
+
+// forwardKV makes the data iterator's entry current, or exhausts the
+// iterator when the entry is at or above upper.
+func (i *Iter) forwardKV() *base.InternalKV {
+	ik, err := i.r.decodeKey(i.data.Key(), i.cur)
+	if err != nil {
+		return i.fail(err)
+	}
+	if !i.belowUpper && i.upper != nil && bytes.Compare(ik.UserKey, i.upper) >= 0 {
+		return i.exhaust()
+	}
+	i.kv = base.InternalKV{K: ik, V: i.data.Value()}
+	i.valid = true
+	return &i.kv
+}
+
+// backwardKV makes the data iterator's entry current, or exhausts the
+// iterator when the entry is below lower.
+func (i *Iter) backwardKV() *base.InternalKV {
+	ik, err := i.r.decodeKey(i.data.Key(), i.cur)
+	if err != nil {
+		return i.fail(err)
+	}
+	if i.lower != nil && bytes.Compare(ik.UserKey, i.lower) < 0 {
+		return i.exhaust()
+	}
+	i.kv = base.InternalKV{K: ik, V: i.data.Value()}
+	i.valid = true
+	return &i.kv
+}
+
+// indexUserKey returns the user key of the index entry the index iterator is
+// at.
+func (i *Iter) indexUserKey() ([]byte, error) {
+	k := i.index.Key()
+	if len(k) < base.TrailerLen {
+		return nil, base.CorruptionErrorf("sstable: %s: index block %s: separator %q is shorter than a %d-byte trailer",
+			i.r.name, i.r.footer.Index, k, base.TrailerLen)
+	}
+	return k[:len(k)-base.TrailerLen], nil
+}
+
+// loadBlock makes data iterate over the block the index iterator is at. It
+// reports false, with the iterator failed, on an error.
+func (i *Iter) loadBlock() bool {
+	h, err := decodeHandleExact(i.index.Value())
+	if err != nil {
+		i.fail(i.r.wrapBlockErr(err, "index", i.r.footer.Index))
+		return false
+	}
+	i.belowUpper = true
+	if i.upper != nil {
+		uk, err := i.indexUserKey()
+		if err != nil {
+			i.fail(err)
+			return false
+		}
+		i.belowUpper = bytes.Compare(uk, i.upper) < 0
+	}
+	if i.loaded && h == i.cur {
+		return true
+	}
+	i.unload()
+	if err := i.ctx.Err(); err != nil {
+		i.fail(errors.Wrapf(err, "sstable: %s: iterator reading block %s", i.r.name, h))
+		return false
+	}
+	if i.pf == nil {
+		i.pf = fileio.NewPrefetchBuffer(i.r.file, int(i.env.ReadaheadSize), 0, 0, i.env.AsyncIO)
+	}
+	data, pin, _, err := i.r.readData(i.ctx, &i.env, h, blockDest{pf: i.pf, dec: &i.buf})
+	if err != nil {
+		i.fail(err)
+		return false
+	}
+	i.pin = pin
+	if err := i.data.Init(base.CompareEncoded, data); err != nil {
+		i.fail(i.r.wrapBlockErr(err, "data", h))
+		return false
+	}
+	i.loaded, i.cur = true, h
+	return true
+}
+
+// unload drops the current block.
+func (i *Iter) unload() {
+	i.data.Reset()
+	i.pin.Release()
+	i.pin = BlockPin{}
+	i.loaded = false
+}
+
+// indexDone handles the index iterator running out: an error, or the end.
+func (i *Iter) indexDone() *base.InternalKV {
+	if err := i.index.Error(); err != nil {
+		return i.fail(i.r.wrapBlockErr(err, "index", i.r.footer.Index))
+	}
+	return i.exhaust()
+}
+
+func (i *Iter) exhaust() *base.InternalKV {
+	i.valid = false
+	i.kv = base.InternalKV{}
+	return nil
+}
+
+// fail stops the iterator with err (the first error sticks) and drops the
+// current block.
+func (i *Iter) fail(err error) *base.InternalKV {
+	if i.err == nil {
+		i.err = err
+	}
+	i.unload()
+	return i.exhaust()
+}

@@ -1,0 +1,375 @@
+package sstable
+
+import (
+	"bytes"
+	"context"
+	"sync"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/checksum"
+	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/sstable/block"
+	"github.com/shaledb/shale/statistics"
+)
+
+// MultiGetKey is one key of a MultiGet, with its inputs and, once MultiGet
+// returns nil, its outputs. The caller owns it; MultiGet writes the outputs,
+// so a key must not be read or written by anyone else during the call.
+type MultiGetKey struct {
+	// Key is the user key (read during the call, not retained), Hash its
+	// bloom.Hash (computed once by the caller for all the tables it
+	// probes), Seq the sequence number the key is read at.
+	Key  []byte
+	Hash uint32
+	Seq  base.SeqNum
+	// Done is set by the caller for a key already resolved by newer data;
+	// MultiGet skips it and leaves its outputs alone.
+	Done bool
+
+	// Found, Kind and Value are Get's results. Value points into a block
+	// that Pin keeps alive: the caller must call Pin.Release exactly once
+	// when Found (and may call it otherwise: the zero BlockPin is a no-op).
+	Found bool
+	Kind  base.Kind
+	Value []byte
+	Pin   BlockPin
+	// Err is this key's own failure (a corrupt block, say); the other keys
+	// are unaffected.
+	Err error
+}
+
+// mgBlock is a data block that some MultiGet keys need.
+type mgBlock struct {
+	h block.Handle
+	// keys is the number of keys that look into the block.
+	keys int32
+	// data is the decoded block once found or read; pin holds it (zero for
+	// a block in the read buffer or the mapping: see MultiGet).
+	data []byte
+	pin  BlockPin
+	// req is the index of the read request covering the block, or -1.
+	req int
+	err error
+}
+
+// mgState is the per-call state of a MultiGet, pooled.
+type mgState struct {
+	index, data block.Iter
+	key         []byte
+	// blockOf[i] is the index in blocks of keys[i]'s block, or -1.
+	blockOf []int
+	blocks  []mgBlock
+	reqs    []fileio.ReadRequest
+}
+
+var mgStates = sync.Pool{New: func() any { return new(mgState) }}
+
+// MultiGet looks up several keys in the table: one filter pass and one index
+// pass over all of them, then every data block they need that is not cached
+// is read with a single fileio MultiRead, in which blocks adjacent on disk
+// are coalesced into one request. Blocks read are checksum-verified (per
+// env.VerifyChecksums), decompressed, and added to the cache (per
+// env.FillCache). keys must be sorted by user key, without duplicates.
+//
+// For each key whose Done is false, MultiGet sets Found, Kind, Value, Pin and
+// Err as Get would return them (and ticks the bloom filter counters as Get
+// does). Keys whose Done is true are skipped.
+//
+// The error is a failure that affects every key: the context is done, the
+// MultiRead could not be made (rate limiter, timeout), or the index is
+// corrupt. Then no key holds a pin and the outputs are unspecified. Per-key
+// failures, such as a corrupt block or a failed read of one request, are in
+// the keys' Err.
+func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) error {
+	for i := 1; i < len(keys); i++ {
+		if bytes.Compare(keys[i-1].Key, keys[i].Key) >= 0 {
+			return base.AssertionFailedf("sstable: MultiGet keys are not sorted and unique: %q then %q",
+				keys[i-1].Key, keys[i].Key)
+		}
+	}
+	ms := mgStates.Get().(*mgState)
+	err := r.multiGet(ctx, &env, ms, keys)
+	ms.index.Reset()
+	ms.data.Reset()
+	clear(ms.blocks)
+	clear(ms.reqs)
+	ms.blocks, ms.reqs, ms.blockOf = ms.blocks[:0], ms.reqs[:0], ms.blockOf[:0]
+	mgStates.Put(ms)
+	return err
+}
+
+func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
+	if err := r.multiGetBlocks(ms, keys); err != nil {
+		return err
+	}
+	if err := r.multiGetRead(ctx, env, ms); err != nil {
+		// Only cache hits are pinned yet: one reference per key.
+		for b := range ms.blocks {
+			for range ms.blocks[b].keys {
+				ms.blocks[b].pin.Release()
+			}
+		}
+		return err
+	}
+	r.multiGetLookup(ms, keys)
+	return nil
+}
+
+// multiGetBlocks runs the filter and the index over the keys and lists the
+// blocks they need, in file order.
+func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) error {
+	st := r.opts.Stats
+	if err := ms.index.Init(base.CompareEncoded, r.index); err != nil {
+		return r.wrapBlockErr(err, "index", r.footer.Index)
+	}
+	indexValid, pastEnd := false, false
+	for i := range keys {
+		k := &keys[i]
+		ms.blockOf = append(ms.blockOf, -1)
+		if k.Done {
+			continue
+		}
+		k.Found, k.Kind, k.Value, k.Pin, k.Err = false, 0, nil, BlockPin{}, nil
+		if pastEnd {
+			continue
+		}
+		if r.filter != nil {
+			if !bloom.MayContainHash(r.filter, k.Hash) {
+				st.RecordTick(statistics.BloomFilterUseful, 1)
+				continue
+			}
+			st.RecordTick(statistics.BloomFilterFullPositive, 1)
+		}
+		ms.key = appendSearchKey(ms.key[:0], k.Key, k.Seq)
+		// Search keys increase with the keys, so the index only moves
+		// forward: seek only when its entry is below the key.
+		if !indexValid || base.CompareEncoded(ms.index.Key(), ms.key) < 0 {
+			if indexValid = ms.index.SeekGE(ms.key); !indexValid {
+				if err := ms.index.Error(); err != nil {
+					return r.wrapBlockErr(err, "index", r.footer.Index)
+				}
+				// Past the last block: neither this key nor the
+				// following ones are in the table.
+				pastEnd = true
+				continue
+			}
+		}
+		h, err := decodeHandleExact(ms.index.Value())
+		if err != nil {
+			return r.wrapBlockErr(err, "index", r.footer.Index)
+		}
+		if n := len(ms.blocks); n == 0 || ms.blocks[n-1].h != h {
+			ms.blocks = append(ms.blocks, mgBlock{h: h, req: -1})
+		}
+		ms.blockOf[i] = len(ms.blocks) - 1
+		ms.blocks[len(ms.blocks)-1].keys++
+	}
+	return nil
+}
+
+// multiGetRead finds every listed block in the cache or reads it, with one
+// MultiRead for all the blocks that are not cached.
+func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) error {
+	c := r.opts.Cache
+	st := r.opts.Stats
+	var total int
+	var end uint64 // the end of the last block to read
+	for b := range ms.blocks {
+		blk := &ms.blocks[b]
+		if c != nil {
+			if hd, ok := c.Get(r.cacheKey(blk.h)); ok {
+				blk.data = hd.Value()
+				blk.pin = r.sharedPin(hd, blk.keys)
+				st.RecordTick(statistics.BlockCacheHit, 1)
+				st.RecordTick(statistics.BlockCacheDataHit, 1)
+				st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(blk.data)))
+				continue
+			}
+			st.RecordTick(statistics.BlockCacheMiss, 1)
+			st.RecordTick(statistics.BlockCacheDataMiss, 1)
+		}
+		if !blockWithin(blk.h, r.dataEnd) || blk.h.Length > maxBlockLen {
+			blk.err = base.CorruptionErrorf("sstable: %s: data block %s with its %d-byte trailer ends beyond %d",
+				r.name, blk.h, block.TrailerLen, r.dataEnd)
+			continue
+		}
+		if blk.h.Offset < end {
+			// MultiRead needs sorted, disjoint requests; a sane index
+			// lists blocks in file order.
+			blk.err = base.CorruptionErrorf("sstable: %s: index block %s: data block %s overlaps or precedes the block before it",
+				r.name, r.footer.Index, blk.h)
+			continue
+		}
+		end = blk.h.Offset + blk.h.Length + block.TrailerLen
+		n := int(blk.h.Length) + block.TrailerLen
+		if q := len(ms.reqs) - 1; q >= 0 && ms.reqs[q].Offset+int64(ms.reqs[q].Len) == int64(blk.h.Offset) {
+			ms.reqs[q].Len += n
+		} else {
+			ms.reqs = append(ms.reqs, fileio.ReadRequest{Offset: int64(blk.h.Offset), Len: n})
+		}
+		blk.req = len(ms.reqs) - 1
+		total += n
+	}
+	if len(ms.reqs) == 0 {
+		return nil
+	}
+
+	// The requests read into one buffer. Uncompressed blocks that do not go
+	// to the cache are used where they were read, so the buffer is shared by
+	// the pins of their keys (and recycled at once if there are none).
+	var buf *ownedBlock
+	if !r.file.Mapped() {
+		buf = newOwnedBlock(1)
+		grow(&buf.buf, total)
+		off := 0
+		for q := range ms.reqs {
+			ms.reqs[q].Scratch = buf.buf[off : off+ms.reqs[q].Len]
+			off += ms.reqs[q].Len
+		}
+	}
+	err := r.file.MultiRead(ctx, env.IO, ms.reqs)
+	if err != nil {
+		failed := false
+		for q := range ms.reqs {
+			failed = failed || ms.reqs[q].Err != nil
+		}
+		if !failed {
+			// Nothing was read: the whole call failed.
+			if buf != nil {
+				buf.unref()
+			}
+			return err
+		}
+	}
+	fill := c != nil && env.FillCache
+	for b := range ms.blocks {
+		blk := &ms.blocks[b]
+		if blk.req < 0 {
+			continue
+		}
+		q := &ms.reqs[blk.req]
+		if q.Err != nil {
+			blk.err = q.Err
+			continue
+		}
+		start := int64(blk.h.Offset) - q.Offset
+		raw := q.Result[start : start+int64(blk.h.Length)+block.TrailerLen]
+		blk.data, blk.pin, blk.err = r.multiGetDecode(ms, blk, raw, env, fill, buf)
+	}
+	if buf != nil {
+		buf.unref()
+	}
+	return nil
+}
+
+// multiGetDecode verifies and decodes one block read by multiGetRead (raw is
+// the block and its trailer) and pins it for its keys.
+func (r *Reader) multiGetDecode(ms *mgState, blk *mgBlock, raw []byte, env *ReadEnv, fill bool, buf *ownedBlock) ([]byte, BlockPin, error) {
+	if env.VerifyChecksums && r.footer.Checksum != checksum.None {
+		r.opts.Stats.RecordTick(statistics.BlockChecksumComputeCount, 1)
+		if err := block.ValidateChecksum(r.footer.Checksum, raw, r.name, blk.h.Offset); err != nil {
+			r.opts.Stats.RecordTick(statistics.BlockChecksumMismatchCount, 1)
+			return nil, BlockPin{}, err
+		}
+	}
+	stored, ct := raw[:blk.h.Length:blk.h.Length], compress.Type(raw[blk.h.Length])
+	switch {
+	case ct == compress.None && buf == nil:
+		// An uncompressed block of a mapped file: used in place, never
+		// cached.
+		return stored, BlockPin{}, nil
+	case fill:
+		c := r.opts.Cache
+		v, err := r.decompress(ct, stored, blk.h, c.Alloc)
+		if err != nil {
+			return nil, BlockPin{}, err
+		}
+		hd := c.Set(r.cacheKey(blk.h), v)
+		r.noteCacheAdd(true, len(v))
+		return hd.Value(), r.sharedPin(hd, blk.keys), nil
+	case ct == compress.None:
+		buf.refs.Add(blk.keys)
+		return stored, BlockPin{b: buf}, nil
+	}
+	ob := newOwnedBlock(blk.keys)
+	data, err := r.decompressTo(ct, stored, blk.h, &ob.buf)
+	if err != nil {
+		ob.refs.Store(1)
+		ob.unref()
+		return nil, BlockPin{}, err
+	}
+	return data, ob.pin(), nil
+}
+
+// sharedPin returns a pin of hd that keys keys share: hd itself for one key,
+// a reference-counted holder of it for several.
+func (r *Reader) sharedPin(hd cache.Handle, keys int32) BlockPin {
+	if keys == 1 {
+		return BlockPin{h: hd}
+	}
+	ob := newOwnedBlock(keys)
+	ob.h = hd
+	return ob.pin()
+}
+
+// multiGetLookup looks each key up in its block and hands out the pins.
+func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) {
+	cur := -1
+	for i := range keys {
+		b := ms.blockOf[i]
+		if b < 0 {
+			continue
+		}
+		k := &keys[i]
+		blk := &ms.blocks[b]
+		// Every key of a block holds one reference of the block's pin:
+		// it keeps it (found) or releases it.
+		if blk.err != nil {
+			k.Err = blk.err
+			blk.pin.Release()
+			continue
+		}
+		if b != cur {
+			cur = b
+			if err := ms.data.Init(base.CompareEncoded, blk.data); err != nil {
+				blk.err = r.wrapBlockErr(err, "data", blk.h)
+				k.Err = blk.err
+				blk.pin.Release()
+				continue
+			}
+		}
+		found, err := r.lookupInBlock(ms, k, blk.h)
+		if err != nil || !found {
+			k.Err = err
+			blk.pin.Release()
+			continue
+		}
+		k.Found, k.Pin = true, blk.pin
+		if r.filter != nil {
+			r.opts.Stats.RecordTick(statistics.BloomFilterFullTruePositive, 1)
+		}
+	}
+}
+
+// lookupInBlock seeks k in ms.data, the block at h.
+func (r *Reader) lookupInBlock(ms *mgState, k *MultiGetKey, h block.Handle) (bool, error) {
+	ms.key = appendSearchKey(ms.key[:0], k.Key, k.Seq)
+	if !ms.data.SeekGE(ms.key) {
+		if err := ms.data.Error(); err != nil {
+			return false, r.wrapBlockErr(err, "data", h)
+		}
+		return false, nil
+	}
+	ik, err := r.decodeKey(ms.data.Key(), h)
+	if err != nil {
+		return false, err
+	}
+	if !bytes.Equal(ik.UserKey, k.Key) {
+		return false, nil
+	}
+	k.Kind, k.Value = ik.Kind(), ms.data.Value()
+	return true, nil
+}

@@ -1,0 +1,613 @@
+package sstable
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/checksum"
+	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/sstable/block"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+// ReadEnv is what a table read needs from its request, resolved once at the
+// API boundary (see MakeReadEnv) and passed by value, so that no block read
+// consults the context's values. The zero ReadEnv neither verifies checksums
+// nor fills the cache; MakeReadEnv of the zero ioctx.ReadOptions does both.
+// It is a plain value, safe to copy and share.
+type ReadEnv struct {
+	// IO is passed to every file read: activity, rate-limiter priority and
+	// timeout.
+	IO ioctx.IOOptions
+	// VerifyChecksums verifies the trailer of every block read from the file
+	// (blocks found in the cache were checked, or not, when they were read).
+	// Open, VerifyChecksums and Check always verify.
+	VerifyChecksums bool
+	// FillCache adds the blocks read to the block cache. Blocks already
+	// cached are used either way.
+	FillCache bool
+	// ReadaheadSize is the iterator readahead in bytes; 0 is automatic
+	// (fileio.PrefetchBuffer: from the second sequential block read on,
+	// 8 KiB doubling up to 256 KiB). VerifyChecksums reads this much at a
+	// time, or 256 KiB when it is 0.
+	ReadaheadSize int64
+	// AsyncIO makes iterators read the next readahead chunk asynchronously
+	// while the current one is consumed.
+	AsyncIO bool
+}
+
+// MakeReadEnv resolves ro into a ReadEnv at the current time: ro.IOOptions
+// (the one conversion from ReadOptions to IOOptions; a past deadline is an
+// error) and ro's flags.
+func MakeReadEnv(ro ioctx.ReadOptions) (ReadEnv, error) {
+	io, err := ro.IOOptions()
+	if err != nil {
+		return ReadEnv{}, err
+	}
+	return ReadEnv{
+		IO:              io,
+		VerifyChecksums: !ro.DontVerifyChecksums,
+		FillCache:       !ro.DontFillCache,
+		ReadaheadSize:   ro.ReadaheadSize,
+		AsyncIO:         ro.AsyncIO,
+	}, nil
+}
+
+// ReaderOptions configure a Reader. The zero value reads without a block
+// cache or statistics. It is a plain value; the cache and statistics it
+// points to are shared and safe for concurrent use.
+type ReaderOptions struct {
+	// Cache is the block cache; nil means none.
+	Cache *cache.Cache
+	// CacheID is the DB's ID in Cache (from Cache.NewID), so that DBs
+	// sharing a cache do not see each other's blocks.
+	CacheID uint64
+	// FileNum identifies the table in cache keys.
+	FileNum uint64
+	// Stats receives the reader's tickers (block cache, bloom filter,
+	// checksums, decompression); nil records nothing. File-read latencies
+	// are recorded by the fileio.Reader, with its own statistics.
+	Stats *statistics.Statistics
+}
+
+// maxBlockLen bounds the decoded size of a block. The writer cuts data
+// blocks at a few KiB but never splits an entry, so a block can be as large
+// as its largest value; anything above this is taken for a corrupt length
+// rather than allocated.
+const maxBlockLen = 256 << 20
+
+// maxSnappyExpansion bounds how much larger than its compressed form a
+// Snappy block can decode to: the densest element, a 3-byte copy, yields 64
+// bytes. A length header claiming more is corrupt, which stops a few bytes of
+// garbage from asking for a huge buffer.
+const maxSnappyExpansion = 32
+
+// Reader reads one table file: point lookups, batched lookups, iterators and
+// verification. It is safe for concurrent use after Open; Close must be
+// called once, when no read is in flight (the engine refcounts readers).
+//
+// # File reads
+//
+// Every byte goes through the fileio.Reader given to Open, so each read is
+// charged to the rate limiter, timed, and tagged with the caller's
+// ReadEnv.IO. The number of fileio calls per operation, which is what
+// RocksDB's rate-limiter request counts observe, is:
+//
+//   - Open: 4 Reads (footer, metaindex, properties, index), 5 when the table
+//     has a filter. They are checksum-verified whatever the ReadEnv says.
+//   - Get: 0 when the filter rules the key out or the data block is cached;
+//     otherwise 1 Read (the data block; the index and filter are in memory).
+//   - MultiGet: 0 when every needed block is cached or filtered out;
+//     otherwise 1 MultiRead, with one request per run of uncached blocks
+//     adjacent on disk.
+//   - Iterator: moving within a block reads nothing; moving into a data
+//     block that is neither cached nor in the readahead buffer makes 1 Read
+//     (of that block, or of a readahead chunk from it on), plus 1 ReadAsync
+//     of the next chunk with ReadEnv.AsyncIO.
+//   - VerifyChecksums and Check: 1 Read each for the metaindex, every meta
+//     block (properties, and filter if any) and the index, then the data
+//     blocks through a readahead buffer of R = ReadEnv.ReadaheadSize bytes
+//     (256 KiB when 0): one Read per refill, each starting at the first block
+//     not yet buffered and reading max(R, that block) bytes, so about
+//     ceil(data size / R). A small table takes 4 + 1 Reads, 5 + 1 with a
+//     filter.
+//   - Close and EvictFromCache read nothing.
+//
+// With a memory-mapped fileio.Reader, reads slice the mapping; they are
+// still fileio calls (charged, timed, tagged), but readahead buffers are
+// bypassed, so an iterator makes 1 Read per uncached block.
+//
+// # Memory
+//
+// The index block and the filter are decoded at Open and kept for the
+// Reader's life (not in the block cache: BlockCacheIndexHit never ticks).
+// Data blocks come from the block cache, or, when the cache is not filled,
+// from buffers owned by the caller's BlockPin or iterator. An uncompressed
+// block of a memory-mapped file is used in place and never cached.
+type Reader struct {
+	file *fileio.Reader
+	name string
+	opts ReaderOptions
+
+	footer Footer
+	props  Properties
+	// index is the decoded index block, filter the bloom filter (nil if the
+	// table has none). Both live as long as the Reader.
+	index  []byte
+	filter []byte
+	// dataEnd is where the data blocks end: the offset of the first block
+	// after them. A data handle reaching past it is corrupt.
+	dataEnd uint64
+	// metaHandles are the metaindex entries, in metaindex order, for
+	// VerifyChecksums.
+	metaHandles []metaHandle
+
+	closed atomic.Bool
+}
+
+// metaHandle is one metaindex entry.
+type metaHandle struct {
+	name string
+	h    block.Handle
+}
+
+// Open opens the table that f reads. It reads the footer, metaindex,
+// properties, filter (if any) and index, each with one f.Read using env.IO,
+// and verifies every one of those blocks whatever env.VerifyChecksums says.
+// It keeps the decoded index and filter in memory for the Reader's life.
+// A malformed table is an error marked base.ErrCorruption that names the
+// file and what was wrong.
+//
+// Open takes ownership of f: Close closes it, and so does a failed Open.
+func Open(ctx context.Context, f *fileio.Reader, env ReadEnv, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{file: f, name: f.Name(), opts: opts}
+	if err := r.open(ctx, env); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) open(ctx context.Context, env ReadEnv) error {
+	size := r.file.Size()
+	if size < FooterLen {
+		return base.CorruptionErrorf("sstable: %s: file of %d bytes is too short for a %d-byte footer",
+			r.name, size, FooterLen)
+	}
+	var scratch [FooterLen]byte
+	raw, err := r.file.Read(ctx, env.IO, size-FooterLen, FooterLen, scratch[:])
+	if err != nil {
+		return errors.Wrapf(err, "sstable: %s: reading footer", r.name)
+	}
+	if r.footer, err = DecodeFooter(raw, uint64(size)); err != nil {
+		return errors.Wrapf(err, "sstable: %s", r.name)
+	}
+	// The footer is the one part of the file no checksum covers. Requiring
+	// its canonical encoding makes every change to it visible, such as a
+	// handle's varint given a redundant continuation byte.
+	if enc := r.footer.Encode(scratch[:0:0]); !bytes.Equal(enc, raw) {
+		return base.CorruptionErrorf("sstable: %s: footer is not canonically encoded: % x, expected % x",
+			r.name, raw, enc)
+	}
+	limit := uint64(size) - FooterLen
+	r.dataEnd = min(r.footer.MetaIndex.Offset, r.footer.Index.Offset)
+
+	meta, err := r.readMetaBlock(ctx, env, "metaindex", r.footer.MetaIndex, limit)
+	if err != nil {
+		return err
+	}
+	var it block.Iter
+	if err := it.Init(bytes.Compare, meta); err != nil {
+		return r.wrapBlockErr(err, "metaindex", r.footer.MetaIndex)
+	}
+	var propsHandle, filterHandle block.Handle
+	var hasProps, hasFilter bool
+	var prev []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		name := it.Key()
+		if prev != nil && bytes.Compare(prev, name) >= 0 {
+			return base.CorruptionErrorf("sstable: %s: metaindex %s: %q follows %q",
+				r.name, r.footer.MetaIndex, name, prev)
+		}
+		prev = append(prev[:0], name...)
+		h, err := decodeHandleExact(it.Value())
+		if err != nil {
+			return r.wrapBlockErr(err, "metaindex entry "+string(name)+" of", r.footer.MetaIndex)
+		}
+		r.metaHandles = append(r.metaHandles, metaHandle{name: string(name), h: h})
+		switch string(name) {
+		case MetaPropertiesName:
+			propsHandle, hasProps = h, true
+		case MetaFilterName:
+			filterHandle, hasFilter = h, true
+		}
+		r.dataEnd = min(r.dataEnd, h.Offset)
+	}
+	if err := it.Error(); err != nil {
+		return r.wrapBlockErr(err, "metaindex", r.footer.MetaIndex)
+	}
+	if !hasProps {
+		return base.CorruptionErrorf("sstable: %s: metaindex %s has no %s entry", r.name, r.footer.MetaIndex, MetaPropertiesName)
+	}
+
+	propsData, err := r.readMetaBlock(ctx, env, "properties", propsHandle, limit)
+	if err != nil {
+		return err
+	}
+	if r.props, err = DecodeProperties(propsData); err != nil {
+		return r.wrapBlockErr(err, "properties", propsHandle)
+	}
+	// A flipped checksum-type byte in the footer could otherwise turn
+	// verification off (crc32c, 1, becomes none, 0) without any block
+	// failing to decode.
+	if r.props.Checksum != r.footer.Checksum {
+		return base.CorruptionErrorf("sstable: %s: footer says checksum type %s, properties say %s",
+			r.name, r.footer.Checksum, r.props.Checksum)
+	}
+
+	if hasFilter {
+		if r.filter, err = r.readMetaBlock(ctx, env, "filter", filterHandle, limit); err != nil {
+			return err
+		}
+	}
+	if r.index, err = r.readMetaBlock(ctx, env, "index", r.footer.Index, limit); err != nil {
+		return err
+	}
+	// Check the index block's header now, so that lookups can rely on it.
+	if err := it.Init(base.CompareEncoded, r.index); err != nil {
+		return r.wrapBlockErr(err, "index", r.footer.Index)
+	}
+	return nil
+}
+
+// readMetaBlock reads, verifies and decodes a block kept for the Reader's
+// life, in memory of its own (or in place, for an uncompressed block of a
+// mapped file).
+func (r *Reader) readMetaBlock(ctx context.Context, env ReadEnv, what string, h block.Handle, limit uint64) ([]byte, error) {
+	var buf []byte
+	raw, ct, err := r.readRaw(ctx, env.IO, h, limit, true, nil, &buf)
+	if err != nil {
+		return nil, errors.Wrapf(err, "sstable: reading %s block", what)
+	}
+	if ct == compress.None {
+		return raw, nil
+	}
+	var dst []byte
+	data, err := r.decompress(ct, raw, h, func(n int) []byte {
+		dst = make([]byte, n)
+		return dst
+	})
+	if err != nil {
+		return nil, errors.Wrapf(err, "sstable: decoding %s block", what)
+	}
+	return data, nil
+}
+
+// Properties returns the table's properties. They are read-only and valid
+// for the Reader's life.
+func (r *Reader) Properties() *Properties { return &r.props }
+
+// FileNum returns ReaderOptions.FileNum.
+func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
+
+// Close closes the file. It must be called once, after every read, iterator
+// and MultiGet has finished (BlockPins may outlive it: cached blocks belong
+// to the cache, other pinned buffers to the pins; but a value that points
+// into a memory mapping must not be used after Close).
+func (r *Reader) Close() error {
+	if r.closed.Swap(true) {
+		return base.Mark(errors.Newf("sstable: %s: Close of a closed reader", r.name), base.ErrClosed)
+	}
+	return r.file.Close()
+}
+
+// EvictFromCache drops this table's blocks from the block cache, for a file
+// that has been deleted. Blocks still pinned stay valid until released.
+func (r *Reader) EvictFromCache() {
+	r.opts.Cache.EvictFile(r.opts.CacheID, r.opts.FileNum)
+}
+
+// MayContain runs only the filter: false means the table certainly holds no
+// entry of the key whose bloom.Hash is h. A table without a filter may
+// contain anything. It reads no file and records no statistics (callers
+// that skip a table on its answer tick BloomFilterUseful themselves).
+func (r *Reader) MayContain(h uint32) bool {
+	return r.filter == nil || bloom.MayContainHash(r.filter, h)
+}
+
+// BlockPin keeps the memory of a block that a returned value points into
+// alive: a block cache handle, a buffer of the reader's pool, both or
+// neither (a block of a memory-mapped file, valid until the Reader's Close).
+// The zero BlockPin pins nothing.
+//
+// Release must be called exactly once per pin that Get or MultiGet
+// returned, after the last use of the value; copies of a BlockPin share its
+// one reference. A BlockPin may be released on any goroutine.
+type BlockPin struct {
+	h cache.Handle
+	b *ownedBlock
+}
+
+// Release unpins the block. The values that point into it must not be used
+// afterwards.
+func (p BlockPin) Release() {
+	p.h.Release()
+	if p.b != nil {
+		p.b.unref()
+	}
+}
+
+// ownedBlock is a block buffer outside the cache, shared by refs pins
+// (several MultiGet keys can point into one block). It may also hold a cache
+// handle that its pins share. Recycled through ownedBlocks.
+type ownedBlock struct {
+	refs atomic.Int32
+	buf  []byte
+	h    cache.Handle
+}
+
+// maxPooledBuf bounds the buffers kept in ownedBlocks, so that one huge
+// block does not stay reachable forever.
+const maxPooledBuf = 1 << 20
+
+var ownedBlocks = sync.Pool{New: func() any { return new(ownedBlock) }}
+
+func newOwnedBlock(refs int32) *ownedBlock {
+	b := ownedBlocks.Get().(*ownedBlock)
+	b.refs.Store(refs)
+	return b
+}
+
+func (b *ownedBlock) pin() BlockPin { return BlockPin{b: b} }
+
+func (b *ownedBlock) unref() {
+	switch n := b.refs.Add(-1); {
+	case n == 0:
+		b.h.Release()
+		b.h = cache.Handle{}
+		if cap(b.buf) > maxPooledBuf {
+			b.buf = nil
+		}
+		ownedBlocks.Put(b)
+	case n < 0:
+		panic(base.AssertionFailedf("sstable: BlockPin released more often than it was returned (%d)", n))
+	}
+}
+
+// grow returns (*buf)[:n], reallocating *buf when it is too small.
+func grow(buf *[]byte, n int) []byte {
+	if cap(*buf) < n {
+		*buf = make([]byte, n, n+n/8)
+	}
+	*buf = (*buf)[:n]
+	return *buf
+}
+
+// decodeHandleExact decodes a handle that must fill v (index and metaindex
+// values hold nothing else).
+func decodeHandleExact(v []byte) (block.Handle, error) {
+	h, n, err := block.DecodeHandle(v)
+	if err != nil {
+		return block.Handle{}, err
+	}
+	if n != len(v) {
+		return block.Handle{}, base.CorruptionErrorf("block: handle %s followed by %d stray bytes", h, len(v)-n)
+	}
+	return h, nil
+}
+
+// readRaw reads the block at h followed by its trailer, after checking that
+// both end at or before limit, verifies the checksum when verify is set, and
+// returns the block bytes as stored with their compression type. The bytes
+// are in pf's buffer when pf is set, else in the mapping when the file is
+// mapped, else in *buf (grown as needed); they are valid until the next use
+// of that buffer.
+func (r *Reader) readRaw(
+	ctx context.Context, io ioctx.IOOptions, h block.Handle, limit uint64, verify bool,
+	pf *fileio.PrefetchBuffer, buf *[]byte,
+) ([]byte, compress.Type, error) {
+	if !blockWithin(h, limit) {
+		return nil, 0, base.CorruptionErrorf("sstable: %s: block %s with its %d-byte trailer ends beyond %d",
+			r.name, h, block.TrailerLen, limit)
+	}
+	if h.Length > maxBlockLen {
+		return nil, 0, base.CorruptionErrorf("sstable: %s: block %s is longer than the %d-byte limit",
+			r.name, h, maxBlockLen)
+	}
+	off, n := int64(h.Offset), int(h.Length)+block.TrailerLen
+	var raw []byte
+	var err error
+	switch {
+	case pf != nil:
+		raw, err = pf.Read(ctx, io, off, n)
+	case r.file.Mapped():
+		raw, err = r.file.Read(ctx, io, off, n, nil)
+	default:
+		raw, err = r.file.Read(ctx, io, off, n, grow(buf, n))
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if verify && r.footer.Checksum != checksum.None {
+		r.opts.Stats.RecordTick(statistics.BlockChecksumComputeCount, 1)
+		if err := block.ValidateChecksum(r.footer.Checksum, raw, r.name, h.Offset); err != nil {
+			r.opts.Stats.RecordTick(statistics.BlockChecksumMismatchCount, 1)
+			return nil, 0, err
+		}
+	}
+	return raw[:h.Length:h.Length], compress.Type(raw[h.Length]), nil
+}
+
+// decodedLen returns the decompressed length of the block at h, stored as
+// raw with compression ct, refusing lengths no real block can have.
+func (r *Reader) decodedLen(ct compress.Type, raw []byte, h block.Handle) (int, error) {
+	n, err := compress.DecodedLen(ct, raw)
+	if err != nil {
+		return 0, r.wrapBlockErr(err, "decompressing", h)
+	}
+	if n > maxBlockLen || (ct == compress.Snappy && n > maxSnappyExpansion*len(raw)+64) {
+		return 0, base.CorruptionErrorf("sstable: %s: block %s of %d compressed bytes claims %d decompressed bytes",
+			r.name, h, len(raw), n)
+	}
+	return n, nil
+}
+
+// decompress decompresses raw (compression ct, the block at h) into a buffer
+// of the decoded length that alloc returns.
+func (r *Reader) decompress(ct compress.Type, raw []byte, h block.Handle, alloc func(n int) []byte) ([]byte, error) {
+	n, err := r.decodedLen(ct, raw, h)
+	if err != nil {
+		return nil, err
+	}
+	data, err := compress.DecompressInto(ct, alloc(n), raw)
+	if err != nil {
+		return nil, r.wrapBlockErr(err, "decompressing", h)
+	}
+	if ct != compress.None {
+		r.opts.Stats.RecordTick(statistics.NumberBlockDecompressed, 1)
+	}
+	return data, nil
+}
+
+// decompressTo is decompress into *buf, grown as needed.
+func (r *Reader) decompressTo(ct compress.Type, raw []byte, h block.Handle, buf *[]byte) ([]byte, error) {
+	n, err := r.decodedLen(ct, raw, h)
+	if err != nil {
+		return nil, err
+	}
+	data, err := compress.DecompressInto(ct, grow(buf, n), raw)
+	if err != nil {
+		return nil, r.wrapBlockErr(err, "decompressing", h)
+	}
+	r.opts.Stats.RecordTick(statistics.NumberBlockDecompressed, 1)
+	return data, nil
+}
+
+func (r *Reader) wrapBlockErr(err error, what string, h block.Handle) error {
+	return errors.Wrapf(err, "sstable: %s: %s block %s", r.name, what, h)
+}
+
+func (r *Reader) cacheKey(h block.Handle) cache.Key {
+	return cache.Key{ID: r.opts.CacheID, FileNum: r.opts.FileNum, Offset: h.Offset}
+}
+
+// blockDest says where a data block read outside the cache goes.
+type blockDest struct {
+	// pf, when set, serves the read (iterators).
+	pf *fileio.PrefetchBuffer
+	// raw receives the block as stored when pf is nil and the file is not
+	// mapped.
+	raw *[]byte
+	// dec receives a decompressed block.
+	dec *[]byte
+}
+
+// blockLoc says which memory a data block returned by readData is in.
+type blockLoc uint8
+
+const (
+	locCache blockLoc = iota // the cache; the pin holds its handle
+	locFile                  // the mapping or pf's buffer
+	locRaw                   // *dest.raw
+	locDec                   // *dest.dec
+)
+
+// readData returns the decoded data block at h: from the cache when it is
+// there; else read through dest.pf or the file and, with env.FillCache and a
+// cache, loaded into the cache (single flight). Otherwise, and for an
+// uncompressed block of a mapped file, which is never cached, loc says where
+// the block is; the pin is then zero.
+func (r *Reader) readData(
+	ctx context.Context, env *ReadEnv, h block.Handle, dest blockDest,
+) (data []byte, pin BlockPin, loc blockLoc, err error) {
+	c := r.opts.Cache
+	st := r.opts.Stats
+	if c != nil {
+		if hd, ok := c.Get(r.cacheKey(h)); ok {
+			v := hd.Value()
+			st.RecordTick(statistics.BlockCacheHit, 1)
+			st.RecordTick(statistics.BlockCacheDataHit, 1)
+			st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(v)))
+			return v, BlockPin{h: hd}, locCache, nil
+		}
+		st.RecordTick(statistics.BlockCacheMiss, 1)
+		st.RecordTick(statistics.BlockCacheDataMiss, 1)
+	}
+	fill := c != nil && env.FillCache
+	if fill && !r.file.Mapped() {
+		return r.loadData(ctx, env, h, dest)
+	}
+	raw, ct, err := r.readRaw(ctx, env.IO, h, r.dataEnd, env.VerifyChecksums, dest.pf, dest.raw)
+	if err != nil {
+		return nil, BlockPin{}, 0, err
+	}
+	if ct == compress.None {
+		if dest.pf != nil || r.file.Mapped() {
+			return raw, BlockPin{}, locFile, nil
+		}
+		return raw, BlockPin{}, locRaw, nil
+	}
+	if fill {
+		// A compressed block of a mapped file: decompress once into the
+		// cache.
+		var loaded bool
+		hd, _, err := c.GetOrLoad(ctx, r.cacheKey(h), func() ([]byte, error) {
+			v, err := r.decompress(ct, raw, h, c.Alloc)
+			loaded = err == nil
+			return v, err
+		})
+		if err != nil {
+			return nil, BlockPin{}, 0, err
+		}
+		v := hd.Value()
+		r.noteCacheAdd(loaded, len(v))
+		return v, BlockPin{h: hd}, locCache, nil
+	}
+	data, err = r.decompressTo(ct, raw, h, dest.dec)
+	if err != nil {
+		return nil, BlockPin{}, 0, err
+	}
+	return data, BlockPin{}, locDec, nil
+}
+
+// loadData loads the data block at h into the cache, reading it through
+// dest.pf or into *dest.raw.
+func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, dest blockDest) ([]byte, BlockPin, blockLoc, error) {
+	c := r.opts.Cache
+	// The closure must not capture env, which would make every caller's
+	// ReadEnv escape to the heap, hits included.
+	io, verify := env.IO, env.VerifyChecksums
+	var loaded bool
+	hd, _, err := c.GetOrLoad(ctx, r.cacheKey(h), func() ([]byte, error) {
+		raw, ct, err := r.readRaw(ctx, io, h, r.dataEnd, verify, dest.pf, dest.raw)
+		if err != nil {
+			return nil, err
+		}
+		v, err := r.decompress(ct, raw, h, c.Alloc)
+		loaded = err == nil
+		return v, err
+	})
+	if err != nil {
+		return nil, BlockPin{}, 0, err
+	}
+	v := hd.Value()
+	r.noteCacheAdd(loaded, len(v))
+	return v, BlockPin{h: hd}, locCache, nil
+}
+
+// noteCacheAdd ticks the cache-insert counters when this call's load (rather
+// than a concurrent caller's) produced the block.
+func (r *Reader) noteCacheAdd(loaded bool, n int) {
+	if loaded {
+		r.opts.Stats.RecordTick(statistics.BlockCacheAdd, 1)
+		r.opts.Stats.RecordTick(statistics.BlockCacheBytesWrite, uint64(n))
+	}
+}

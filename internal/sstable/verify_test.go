@@ -1,0 +1,285 @@
+package sstable
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/checksum"
+	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/sstable/block"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/internal/vfs/errorfs"
+	"github.com/shaledb/shale/statistics"
+	"github.com/stretchr/testify/require"
+)
+
+// countReads returns an openConfig wrap that counts file reads into *n.
+func countReads(n *int) func(vfs.FS) vfs.FS {
+	return func(fs vfs.FS) vfs.FS {
+		return errorfs.WrapObserver(fs, func(op errorfs.Op) {
+			if op.Kind == errorfs.OpFileRead {
+				*n++
+			}
+		})
+	}
+}
+
+// dataHandles returns the handles of r's data blocks.
+func dataHandles(t testing.TB, r *Reader) []block.Handle {
+	var it block.Iter
+	require.NoError(t, it.Init(base.CompareEncoded, r.index))
+	var hs []block.Handle
+	for ok := it.First(); ok; ok = it.Next() {
+		h, err := decodeHandleExact(it.Value())
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// refills returns how many reads a fixed-size readahead of r bytes makes
+// to read the blocks hs in order: each refill starts at the first block not
+// buffered and reads max(r, block) bytes.
+func refills(hs []block.Handle, r int) int {
+	n := 0
+	var start, end uint64
+	for _, h := range hs {
+		bend := h.Offset + h.Length + block.TrailerLen
+		if h.Offset >= start && bend <= end {
+			continue
+		}
+		n++
+		start, end = h.Offset, h.Offset+max(uint64(r), bend-h.Offset)
+	}
+	return n
+}
+
+// TestVerifyChecksumsReads checks the reads and tickers of VerifyChecksums:
+// one read per meta block and the index, then the data blocks by readahead
+// chunk; one checksum computation per block.
+func TestVerifyChecksumsReads(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		bits      int
+		n         int
+		readahead int64
+	}{
+		{"small", 0, 3, 0},
+		{"small/bloom", 10, 3, 0},
+		{"large/default readahead", 10, 3000, 0},
+		{"large/readahead=8KiB", 10, 3000, 8 << 10},
+		{"large/readahead=1", 0, 500, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := genEntries(rand.New(rand.NewPCG(61, 62)), tc.n, 100)
+			data := buildTable(t, WriterOptions{BloomBitsPerKey: tc.bits, Compression: compress.Snappy,
+				Checksum: checksum.CRC32C}, es)
+			var reads int
+			stats := statistics.New(statistics.LevelAll)
+			r := openTable(t, data, openConfig{stats: stats, wrap: countReads(&reads)})
+			hs := dataHandles(t, r)
+			readahead := int(tc.readahead)
+			if readahead == 0 {
+				readahead = 256 << 10
+			}
+			meta := 3 // metaindex, properties, index
+			if tc.bits > 0 {
+				meta++
+			}
+			for _, check := range []bool{false, true} {
+				reads = 0
+				stats.Reset()
+				env := ReadEnv{ReadaheadSize: tc.readahead} // verifies anyway
+				if check {
+					require.NoError(t, r.Check(context.Background(), env))
+				} else {
+					require.NoError(t, r.VerifyChecksums(context.Background(), env))
+				}
+				require.Equal(t, meta+refills(hs, readahead), reads, "check=%t", check)
+				require.Equal(t, uint64(meta+len(hs)), stats.TickerCount(statistics.BlockChecksumComputeCount))
+				require.Zero(t, stats.TickerCount(statistics.BlockChecksumMismatchCount))
+			}
+			if tc.n == 3 {
+				require.Equal(t, meta+1, reads, "a small table is read in one chunk")
+			}
+		})
+	}
+}
+
+// mismatchRE is RocksDB's checksum mismatch message.
+var mismatchRE = regexp.MustCompile(`block checksum mismatch: stored = \d+, computed = \d+, type = \d+  in ` +
+	regexp.QuoteMeta(testFile) + ` offset (\d+) size \d+`)
+
+// TestVerifyChecksumsMismatch corrupts each kind of block after Open and
+// checks that VerifyChecksums reports it, in RocksDB's words, with the
+// block's offset, and ticks the mismatch.
+func TestVerifyChecksumsMismatch(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(63, 64)), 500, 100)
+	for _, ck := range []checksum.Type{checksum.CRC32C, checksum.XXHash64} {
+		data := buildTable(t, WriterOptions{BlockSize: 1024, BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: ck}, es)
+		stats := statistics.New(statistics.LevelAll)
+		r := openTable(t, data, openConfig{stats: stats})
+		hs := dataHandles(t, r)
+		targets := map[string]block.Handle{
+			"metaindex":        r.footer.MetaIndex,
+			"index":            r.footer.Index,
+			"first data":       hs[0],
+			"last data":        hs[len(hs)-1],
+			"middle data":      hs[len(hs)/2],
+			MetaFilterName:     {},
+			MetaPropertiesName: {},
+		}
+		for _, m := range r.metaHandles {
+			targets[m.name] = m.h
+		}
+		for name, h := range targets {
+			t.Run(fmt.Sprintf("%s/%s", ck, name), func(t *testing.T) {
+				bad := bytes.Clone(data)
+				bad[h.Offset+h.Length/2] ^= 0x40
+				// Swap the file under the open Reader, as if it had
+				// changed on disk.
+				f, err := fileio.Open(memWith(t, bad), testFile, fileio.Options{})
+				require.NoError(t, err)
+				orig := r.file
+				r.file = f
+				defer func() { r.file = orig; _ = f.Close() }()
+				stats.Reset()
+				err = r.VerifyChecksums(context.Background(), ReadEnv{})
+				require.True(t, base.IsCorruption(err), "%v", err)
+				m := mismatchRE.FindStringSubmatch(err.Error())
+				require.NotNil(t, m, "%v", err)
+				require.Equal(t, fmt.Sprint(h.Offset), m[1])
+				require.Equal(t, uint64(1), stats.TickerCount(statistics.BlockChecksumMismatchCount))
+			})
+		}
+	}
+}
+
+// TestVerifyNoChecksums checks a table written without checksums: there is
+// nothing to verify, and nothing is counted.
+func TestVerifyNoChecksums(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(65, 66)), 200, 20)
+	data := buildTable(t, WriterOptions{BlockSize: 512, Checksum: checksum.None}, es)
+	stats := statistics.New(statistics.LevelAll)
+	r := openTable(t, data, openConfig{stats: stats})
+	require.NoError(t, r.VerifyChecksums(context.Background(), verifyEnv))
+	require.NoError(t, r.Check(context.Background(), verifyEnv))
+	require.Zero(t, stats.TickerCount(statistics.BlockChecksumComputeCount))
+}
+
+// fuzzSeeds returns the tables FuzzTable starts from: the two small golden
+// files, and small writer outputs (one without checksums, so that mutations
+// reach the decoders). Seeds are kept small: the fuzzer minimizes every new
+// interesting input, which takes time in proportion to its length.
+func fuzzSeeds(t testing.TB) [][]byte {
+	var seeds [][]byte
+	for _, name := range []string{"three-keys", "deletions"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name+".sst"))
+		require.NoError(t, err)
+		seeds = append(seeds, data)
+	}
+	rng := rand.New(rand.NewPCG(67, 68))
+	for _, opts := range []WriterOptions{
+		{BlockSize: 32, BlockRestartInterval: 2, Checksum: checksum.CRC32C},
+		{BlockSize: 64, BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64},
+		{BlockSize: 48, BlockRestartInterval: 1, Checksum: checksum.None},
+	} {
+		seeds = append(seeds, buildTable(t, opts, genEntries(rng, 6, 12)))
+	}
+	return seeds
+}
+
+// FuzzTable opens arbitrary bytes as a table and uses it every way: nothing
+// may panic or hang, and every error must be a corruption error.
+func FuzzTable(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fs := memWith(t, data)
+		for _, cfg := range []openConfig{
+			{cache: cache.New(64 << 10), env: ReadEnv{FillCache: true}},
+			{mmap: true, env: ReadEnv{VerifyChecksums: true}},
+		} {
+			r, err := tryOpen(fs, cfg)
+			if err != nil {
+				requireCorruption(t, err)
+				continue
+			}
+			exerciseTable(t, r, cfg.env)
+			require.NoError(t, r.Close())
+		}
+	})
+}
+
+func requireCorruption(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && !base.IsCorruption(err) {
+		t.Fatalf("not a corruption error: %+v", err)
+	}
+}
+
+// exerciseTable reads r with env every way a caller can, boundedly.
+func exerciseTable(t *testing.T, r *Reader, env ReadEnv) {
+	ctx := context.Background()
+	const maxSteps, maxKeys = 1000, 8
+	var keys [][]byte
+	for _, backward := range []bool{false, true} {
+		it, err := r.NewIter(ctx, env, nil, nil)
+		requireCorruption(t, err)
+		if err != nil {
+			return
+		}
+		kv := it.First()
+		if backward {
+			kv = it.Last()
+		}
+		for n := 0; kv != nil && n < maxSteps; n++ {
+			if len(keys) < maxKeys && !backward {
+				keys = append(keys, bytes.Clone(kv.K.UserKey))
+			}
+			kv = next(it, backward)
+		}
+		requireCorruption(t, it.Close())
+	}
+	keys = append(keys, []byte("zzz"), []byte(""))
+	slices.SortFunc(keys, bytes.Compare)
+	keys = slices.CompactFunc(keys, bytes.Equal)
+	for _, k := range keys {
+		_, _, _, pin, err := r.Get(ctx, env, k, base.MaxSeqNum)
+		requireCorruption(t, err)
+		pin.Release()
+		it, err := r.NewIter(ctx, env, k, append(bytes.Clone(k), 0xff))
+		requireCorruption(t, err)
+		if err != nil {
+			continue
+		}
+		it.SeekLT(k)
+		it.Prev()
+		it.SeekGE(k)
+		it.Next()
+		requireCorruption(t, it.Close())
+	}
+	mg := make([]MultiGetKey, len(keys))
+	for i, k := range keys {
+		mg[i] = MultiGetKey{Key: k, Hash: bloom.Hash(k), Seq: base.MaxSeqNum}
+	}
+	requireCorruption(t, r.MultiGet(ctx, env, mg))
+	for _, k := range mg {
+		requireCorruption(t, k.Err)
+		k.Pin.Release()
+	}
+	requireCorruption(t, r.VerifyChecksums(ctx, env))
+	requireCorruption(t, r.Check(ctx, env))
+}
