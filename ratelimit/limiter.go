@@ -331,7 +331,7 @@ func (g *Generic) Request(
 	if bytes > g.SingleBurstBytes() {
 		return invalidf("request of %d bytes exceeds the single burst of %d bytes", bytes, g.SingleBurstBytes())
 	}
-	return g.request(ctx, bytes, pri, stats)
+	return g.request(ctx, bytes, pri, stats, op)
 }
 
 // RequestToken clamps and aligns bytes, then requests them; see
@@ -347,18 +347,29 @@ func (g *Generic) RequestToken(
 	if alignment > 0 {
 		bytes = max(alignment, bytes/alignment*alignment)
 	}
-	if err := g.request(ctx, bytes, pri, stats); err != nil {
+	if err := g.request(ctx, bytes, pri, stats, op); err != nil {
 		return 0, err
 	}
 	return bytes, nil
 }
 
-// request is Request after the mode and burst checks.
-func (g *Generic) request(ctx context.Context, bytes int64, pri ioctx.Priority, stats *statistics.Statistics) error {
+// opTickers are the charged-request tickers of each operation type:
+// requests, bytes and requests that waited.
+var opTickers = [2][3]statistics.Ticker{
+	OpRead:  {statistics.RateLimiterRequestsRead, statistics.RateLimiterBytesRead, statistics.RateLimiterDelayedRequestsRead},
+	OpWrite: {statistics.RateLimiterRequestsWrite, statistics.RateLimiterBytesWrite, statistics.RateLimiterDelayedRequestsWrite},
+}
+
+// request is Request after the mode and burst checks. It records the
+// charged-request tickers of op (RocksDB HEAD's rate.limiter.*.read/write).
+func (g *Generic) request(ctx context.Context, bytes int64, pri ioctx.Priority, stats *statistics.Statistics, op OpType) error {
 	if pri >= ioctx.NumPriorities {
 		return invalidf("invalid priority %s", pri)
 	}
 	bytes = max(bytes, 0)
+	tickers := &opTickers[op&1]
+	stats.RecordTick(tickers[0], 1)
+	stats.RecordTick(tickers[1], uint64(bytes))
 
 	g.mu.Lock()
 	if g.autoTuned {
@@ -398,8 +409,11 @@ func (g *Generic) request(ctx context.Context, bytes int64, pri ioctx.Priority, 
 	}
 	waited, err := g.waitLocked(ctx, r, stats)
 	g.mu.Unlock()
-	if waited && timed {
-		stats.ReportTimeToHistogram(statistics.RateLimiterWaitMicros, uint64(time.Since(start).Microseconds()))
+	if waited {
+		stats.RecordTick(tickers[2], 1)
+		if timed {
+			stats.ReportTimeToHistogram(statistics.RateLimiterWaitMicros, uint64(time.Since(start).Microseconds()))
+		}
 	}
 	putRequest(r)
 	return err

@@ -78,6 +78,16 @@ const (
 	// transaction wrote one of their keys first. It is shale's own ticker;
 	// RocksDB has none of that name.
 	TxnConflicts
+	// RateLimiterRequestsRead and the five tickers after it count what the
+	// rate limiter charged (RocksDB HEAD's #14884 names): requests, bytes
+	// and requests that had to wait, for reads and for writes. They are
+	// recorded when the charging caller passes its statistics.
+	RateLimiterRequestsRead
+	RateLimiterBytesRead
+	RateLimiterDelayedRequestsRead
+	RateLimiterRequestsWrite
+	RateLimiterBytesWrite
+	RateLimiterDelayedRequestsWrite
 
 	// NumTickers bounds the tickers; arrays indexed by Ticker have this
 	// length.
@@ -144,6 +154,13 @@ var tickerNames = [NumTickers]string{
 	NumberBlockDecompressed:     "shale.number.block.decompressed",
 	DBMutexWaitMicros:           "shale.db.mutex.wait.micros",
 	TxnConflicts:                "shale.txn.conflicts",
+
+	RateLimiterRequestsRead:         "shale.rate.limiter.requests.read",
+	RateLimiterBytesRead:            "shale.rate.limiter.bytes.read",
+	RateLimiterDelayedRequestsRead:  "shale.rate.limiter.delayed.requests.read",
+	RateLimiterRequestsWrite:        "shale.rate.limiter.requests.write",
+	RateLimiterBytesWrite:           "shale.rate.limiter.bytes.write",
+	RateLimiterDelayedRequestsWrite: "shale.rate.limiter.delayed.requests.write",
 }
 
 // String returns the ticker's name, "shale." plus RocksDB's suffix, for

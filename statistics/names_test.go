@@ -21,7 +21,7 @@ func TestNames(t *testing.T) {
 		{VerifyChecksumReadBytes.String(), "shale.verify_checksum.read.bytes"},
 		{NumberRateLimiterDrains.String(), "shale.number.rate_limiter.drains"},
 		{TxnConflicts.String(), "shale.txn.conflicts"},
-		{Ticker(NumTickers).String(), "shale.ticker(59)"},
+		{Ticker(NumTickers).String(), "shale.ticker(65)"},
 		{Ticker(1000).String(), "shale.ticker(1000)"},
 		{DBGet.String(), "shale.db.get.micros"},
 		{CompactionTime.String(), "shale.compaction.times.micros"},
@@ -38,11 +38,13 @@ func TestNames(t *testing.T) {
 		{FlushTime.String(), "shale.db.flush.micros"},
 		{NumFilesInSingleCompaction.String(), "shale.numfiles.in.singlecompaction"},
 		{RateLimiterWaitMicros.String(), "shale.rate.limiter.wait.micros"},
+		{RateLimiterRequestsRead.String(), "shale.rate.limiter.requests.read"},
+		{RateLimiterDelayedRequestsWrite.String(), "shale.rate.limiter.delayed.requests.write"},
 		{HistogramNone.String(), "shale.histogram(28)"},
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}
-	require.Equal(t, 59, int(NumTickers))
+	require.Equal(t, 65, int(NumTickers))
 	require.Equal(t, 28, int(NumHistograms))
 	require.Equal(t, NumHistograms, HistogramNone)
 

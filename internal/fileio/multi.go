@@ -86,7 +86,7 @@ func (r *Reader) chargeAll(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 	burst := r.opts.Limiter.SingleBurstBytes()
 	for remaining := int64(totalLen(reqs)); remaining > 0; {
 		piece := min(burst, remaining)
-		if err := r.opts.Limiter.Request(ctx, piece, opts.RateLimiterPriority, nil, ratelimit.OpRead); err != nil {
+		if err := r.opts.Limiter.Request(ctx, piece, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead); err != nil {
 			return r.limiterError(ctx, err, reqs[0].Offset, totalLen(reqs))
 		}
 		remaining -= piece

@@ -191,7 +191,9 @@ static const char* tickers[] = {
     "verify_checksum.read.bytes", "number.rate_limiter.drains", "last.level.read.bytes",
     "last.level.read.count", "non.last.level.read.bytes", "non.last.level.read.count",
     "read.async.micros", "async.read.error.count", "number.block.compressed",
-    "number.block.decompressed", "db.mutex.wait.micros", "txn.conflicts"};
+    "number.block.decompressed", "db.mutex.wait.micros", "txn.conflicts",
+    "rate.limiter.requests.read", "rate.limiter.bytes.read", "rate.limiter.delayed.requests.read",
+    "rate.limiter.requests.write", "rate.limiter.bytes.write", "rate.limiter.delayed.requests.write"};
 static const char* histograms[] = {
     "db.get.micros", "db.write.micros", "compaction.times.micros", "table.open.io.micros",
     "db.multiget.micros", "db.seek.micros", "db.write.stall", "sst.read.micros",

@@ -1,0 +1,49 @@
+package readpath
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/ratelimit"
+	"github.com/shaledb/shale/statistics"
+)
+
+// Env is what reads need from the database itself, fixed at open: where the
+// table files are and how the verifications, which bypass the table cache,
+// open them. The engine builds it once; nothing here changes it, so it is
+// safe to share between concurrent calls.
+type Env struct {
+	// FS holds the database directory.
+	FS vfs.FS
+	// Dir is the database directory; tables are manifest.TableFileName(Dir, n).
+	Dir string
+	// Stats receives the verifications' tickers and, through the file
+	// readers they open, the file-read histograms; nil records nothing.
+	Stats *statistics.Statistics
+	// Limiter is charged for the verifications' reads made at a priority
+	// other than ioctx.PriorityTotal; nil charges nothing.
+	Limiter ratelimit.Limiter
+	// Mmap opens tables memory-mapped (the mmap_reads option).
+	Mmap bool
+}
+
+// tablePath returns the name of table n.
+func (e *Env) tablePath(n manifest.FileNum) string { return manifest.TableFileName(e.Dir, n) }
+
+// openFile opens table n for a verification, bypassing the table cache, as
+// RocksDB's VerifyChecksum and VerifyFileChecksums do.
+func (e *Env) openFile(n manifest.FileNum) (*fileio.Reader, error) {
+	return fileio.Open(e.FS, e.tablePath(n), fileio.Options{Stats: e.Stats, Limiter: e.Limiter, Mmap: e.Mmap})
+}
+
+// ctxErr returns nil while ctx is live and otherwise an error that names what
+// was about to happen and for which errors.Is(err, ctx.Err()) holds.
+func ctxErr(ctx context.Context, what string, n manifest.FileNum) error {
+	if err := ctx.Err(); err != nil {
+		return errors.Wrapf(err, "readpath: %s table %s", what, n)
+	}
+	return nil
+}

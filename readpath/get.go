@@ -1,0 +1,317 @@
+package readpath
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/statistics"
+)
+
+// Value is a Get or MultiGet result.
+//
+// Data is read-only. It points into a memtable, where it stays valid as long
+// as the memtable (the View the caller holds keeps it), or into a table block
+// (cached, in a pooled buffer, or in a memory mapping) that the Value pins:
+// then it is valid until Release. Release must be called exactly once per
+// Value returned with a nil error (a Result's Value whatever its Found),
+// after the last use of Data; calling it again, or on the zero Value, does
+// nothing. Copies of a Value share its pin: release exactly one of them.
+//
+// A Value may be released on any goroutine; it is not safe for concurrent
+// use otherwise (one Value, one owner).
+type Value struct {
+	Data []byte
+
+	// pin keeps Data's block alive; ref keeps its table open (a mapped
+	// table's blocks are in the mapping). MultiGet puts both behind hold
+	// when several Values share them.
+	pin  sstable.BlockPin
+	ref  TableRef
+	hold *holder
+}
+
+// Release drops what keeps Data alive and clears the Value.
+func (v *Value) Release() {
+	v.pin.Release()
+	v.ref.Release()
+	if v.hold != nil {
+		v.hold.unref()
+	}
+	*v = Value{}
+}
+
+// holder is a reference-counted owner of a block pin and a table reference,
+// for Values that share them: the keys MultiGet found in one table share
+// the table's reference, and the duplicates of a key share its block pin.
+// When the count drops to zero it releases both and its parent. Pooled.
+type holder struct {
+	refs   atomic.Int32
+	pin    sstable.BlockPin
+	ref    TableRef
+	parent *holder
+}
+
+var holders = sync.Pool{New: func() any { return new(holder) }}
+
+func newHolder(refs int32, pin sstable.BlockPin, ref TableRef, parent *holder) *holder {
+	h := holders.Get().(*holder)
+	h.refs.Store(refs)
+	h.pin, h.ref, h.parent = pin, ref, parent
+	return h
+}
+
+func (h *holder) unref() {
+	switch n := h.refs.Add(-1); {
+	case n > 0:
+		return
+	case n < 0:
+		panic(base.AssertionFailedf("readpath: Value released more often than it was returned (%d)", n))
+	}
+	pin, ref, parent := h.pin, h.ref, h.parent
+	h.pin, h.ref, h.parent = sstable.BlockPin{}, TableRef{}, nil
+	holders.Put(h)
+	pin.Release()
+	ref.Release()
+	if parent != nil {
+		parent.unref()
+	}
+}
+
+// Get returns the newest value of key visible at seq (entries with sequence
+// numbers <= seq; a seq above base.MaxSeqNum sees everything), or an error
+// marked base.ErrNotFound when there is none or the newest visible entry is
+// a tombstone.
+//
+// The sources are searched newest first and the first entry found decides:
+// the memtables in View order, then the L0 tables whose key range contains
+// key (newest first), then in each level >= 1 the one table whose range
+// contains key (binary search over the level). Each table applies its bloom
+// filter before reading anything (inside sstable.Reader.Get). The context is
+// checked before every table; a done context fails the call with an error
+// for which errors.Is(err, ctx.Err()) holds. env is used for every table
+// access, the table opens included, and is not checked or re-tagged.
+//
+// The caller must Release the Value (see Value). A Get whose block is in the
+// block cache, or whose value is in a memtable, does not allocate.
+//
+// Tickers (View.Stats): NumberKeysRead per call; MemtableHit when a memtable
+// decides (value or tombstone), else MemtableMiss; GetHitL0, GetHitL1 or
+// GetHitL2AndUp when a table holds the value; BytesRead with the value's
+// length; the BytesPerRead histogram with it (0 when not found), as RocksDB's
+// DBImpl::GetImpl records them.
+func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum) (Value, error) {
+	st := v.Stats
+	val, err := get(ctx, v, &env, key, seq)
+	st.RecordTick(statistics.NumberKeysRead, 1)
+	if err == nil {
+		st.RecordTick(statistics.BytesRead, uint64(len(val.Data)))
+	}
+	st.RecordInHistogram(statistics.BytesPerRead, uint64(len(val.Data)))
+	return val, err
+}
+
+func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq base.SeqNum) (Value, error) {
+	st := v.Stats
+	for _, m := range v.Mems {
+		data, kind, found := m.Get(key, seq)
+		if !found {
+			continue
+		}
+		st.RecordTick(statistics.MemtableHit, 1)
+		if kind != base.KindSet {
+			return Value{}, base.ErrNotFound
+		}
+		return Value{Data: data}, nil
+	}
+	st.RecordTick(statistics.MemtableMiss, 1)
+	if v.Version == nil {
+		return Value{}, base.ErrNotFound
+	}
+	for level := range v.Version.Levels {
+		files := v.Version.Levels[level]
+		if level == 0 {
+			for _, f := range files {
+				if !containsKey(f, key) {
+					continue
+				}
+				if val, done, err := getFromTable(ctx, v, env, f, level, key, seq); done {
+					return val, err
+				}
+			}
+			continue
+		}
+		i := findFile(files, key)
+		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 {
+			continue
+		}
+		if val, done, err := getFromTable(ctx, v, env, files[i], level, key, seq); done {
+			return val, err
+		}
+	}
+	return Value{}, base.ErrNotFound
+}
+
+// getFromTable looks key up in table f of level. done reports whether the
+// table decided the Get: a value, a tombstone (ErrNotFound) or an error.
+func getFromTable(
+	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, level int, key []byte, seq base.SeqNum,
+) (val Value, done bool, err error) {
+	if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
+		return Value{}, true, err
+	}
+	t, err := v.Tables.Acquire(ctx, *env, f)
+	if err != nil {
+		return Value{}, true, errors.Wrapf(err, "readpath: Get: acquiring table %s", f.FileNum)
+	}
+	data, kind, found, pin, err := t.Reader.Get(ctx, *env, key, seq)
+	switch {
+	case err != nil:
+		t.Release()
+		return Value{}, true, errors.Wrapf(err, "readpath: Get in table %s", f.FileNum)
+	case !found:
+		t.Release()
+		return Value{}, false, nil
+	case kind != base.KindSet:
+		pin.Release()
+		t.Release()
+		return Value{}, true, base.ErrNotFound
+	}
+	v.Stats.RecordTick(levelHitTicker(level), 1)
+	return Value{Data: data, pin: pin, ref: t}, true, nil
+}
+
+func levelHitTicker(level int) statistics.Ticker {
+	switch level {
+	case 0:
+		return statistics.GetHitL0
+	case 1:
+		return statistics.GetHitL1
+	}
+	return statistics.GetHitL2AndUp
+}
+
+// containsKey reports whether key is within f's user-key range.
+func containsKey(f *manifest.FileMetadata, key []byte) bool {
+	return bytes.Compare(f.Smallest.UserKey, key) <= 0 && bytes.Compare(key, f.Largest.UserKey) <= 0
+}
+
+// findFile returns the index of the first file of a sorted, non-overlapping
+// level whose largest user key is >= key: the only one that can hold key.
+// It is a hand-written binary search so that nothing escapes to the heap.
+func findFile(files []*manifest.FileMetadata, key []byte) int {
+	lo, hi := 0, len(files)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(files[m].Largest.UserKey, key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// findFileLT returns one past the index of the last file of a sorted,
+// non-overlapping level whose smallest user key is < key: the files [0, i)
+// can hold keys below key.
+func findFileLT(files []*manifest.FileMetadata, key []byte) int {
+	lo, hi := 0, len(files)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(files[m].Smallest.UserKey, key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// LatestSeqNum returns the sequence number of the newest entry of key (a
+// value or a tombstone) at any sequence number, for an optimistic
+// transaction's conflict check; found is false when key has no entry at all.
+//
+// It searches the sources in Get's order and stops at the first that holds
+// an entry of key, which is the newest: a memtable iterator seek, then, for
+// each table that can hold key and whose bloom filter does not rule it out,
+// a table iterator bounded to key (one data block read when it is not
+// cached). env is used for every table access; the context is checked before
+// every table. It records no tickers.
+func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte) (seq base.SeqNum, found bool, err error) {
+	// Iterators are bounded to [key, key+"\x00"): only key's entries.
+	upper := append(append(make([]byte, 0, len(key)+1), key...), 0)
+	for _, m := range v.Mems {
+		it := m.NewIter(key, upper)
+		kv := it.SeekGE(key)
+		if kv != nil {
+			seq = kv.K.SeqNum()
+		}
+		_ = it.Close()
+		if kv != nil {
+			return seq, true, nil
+		}
+	}
+	if v.Version == nil {
+		return 0, false, nil
+	}
+	h := bloom.Hash(key)
+	for level := range v.Version.Levels {
+		files := v.Version.Levels[level]
+		if level == 0 {
+			for _, f := range files {
+				if !containsKey(f, key) {
+					continue
+				}
+				if seq, found, err := latestInTable(ctx, v, &env, f, key, upper, h); found || err != nil {
+					return seq, found, err
+				}
+			}
+			continue
+		}
+		i := findFile(files, key)
+		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 {
+			continue
+		}
+		if seq, found, err := latestInTable(ctx, v, &env, files[i], key, upper, h); found || err != nil {
+			return seq, found, err
+		}
+	}
+	return 0, false, nil
+}
+
+func latestInTable(
+	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, key, upper []byte, h uint32,
+) (base.SeqNum, bool, error) {
+	if err := ctxErr(ctx, "LatestSeqNum: before", f.FileNum); err != nil {
+		return 0, false, err
+	}
+	t, err := v.Tables.Acquire(ctx, *env, f)
+	if err != nil {
+		return 0, false, errors.Wrapf(err, "readpath: LatestSeqNum: acquiring table %s", f.FileNum)
+	}
+	defer t.Release()
+	if !t.Reader.MayContain(h) {
+		return 0, false, nil
+	}
+	it, err := t.Reader.NewIter(ctx, *env, key, upper)
+	if err != nil {
+		return 0, false, errors.Wrapf(err, "readpath: LatestSeqNum in table %s", f.FileNum)
+	}
+	kv := it.SeekGE(key)
+	var seq base.SeqNum
+	found := kv != nil
+	if found {
+		seq = kv.K.SeqNum()
+	}
+	if err := it.Close(); err != nil {
+		return 0, false, errors.Wrapf(err, "readpath: LatestSeqNum in table %s", f.FileNum)
+	}
+	return seq, found, nil
+}

@@ -1,0 +1,479 @@
+package readpath
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/merging"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/statistics"
+)
+
+// IterOptions are an Iterator's bounds: it shows user keys in
+// [LowerBound, UpperBound); a nil bound is open. NewIterator copies them.
+type IterOptions struct {
+	LowerBound, UpperBound []byte
+}
+
+// iterPos is where an Iterator stands.
+type iterPos uint8
+
+const (
+	// posNone: not positioned yet, or stopped by an error. Next and Prev
+	// return false.
+	posNone iterPos = iota
+	// posValid: at an entry.
+	posValid
+	// posBeforeStart: before the first entry (Prev ran off the start, or
+	// SeekLT found nothing). Next moves to the first entry.
+	posBeforeStart
+	// posAfterEnd: after the last entry (Next ran off the end, or SeekGE
+	// found nothing). Prev moves to the last entry.
+	posAfterEnd
+)
+
+type direction uint8
+
+const (
+	forward direction = iota
+	reverse
+)
+
+// Iterator is the DB iterator: the newest entry of each user key visible at
+// its sequence number, in key order, with tombstones and everything newer
+// than the sequence number hidden, within its bounds.
+//
+// # Structure
+//
+// A merging iterator (package merging) over one iterator per memtable, one
+// per L0 table, and one level iterator per level >= 1 yields every version of
+// every key; the Iterator resolves visibility on top of it with LevelDB's
+// DBIter algorithm. Going forward the merged iterator stands at the entry
+// shown, and Next skips the remaining versions of its key. Going backward it
+// stands before all versions of the key shown: Prev scans back over every
+// version of the previous key, keeping the newest visible one in a buffer of
+// the Iterator's own. Changing direction re-positions it once.
+//
+// Tables are opened lazily, through View.Tables, when the merged iterator
+// first needs them (a level iterator opens the next table as it crosses a
+// file boundary and releases the previous one); tables whose key range lies
+// outside the bounds are never acquired, and the bounds go down to every
+// table iterator, so blocks outside them are never read. Reads carry the
+// ReadEnv given to NewIterator.
+//
+// # Positioning
+//
+// First, Last, SeekGE and SeekLT position the Iterator; Next and Prev move it
+// and may change direction at any point. Each returns whether the Iterator
+// is now at an entry (Valid). An Iterator that ran off the end (or whose
+// SeekGE found nothing) moves to the last entry on Prev; one that ran off
+// the start (or whose SeekLT found nothing) moves to the first on Next.
+// Before the first positioning, and after an error, Next and Prev return
+// false.
+//
+// Key and Value are read-only and valid until the next positioning call or
+// Close; copy them to keep them. Going forward they point into memtable or
+// block memory and moving allocates nothing while the blocks are cached;
+// going backward they point into the Iterator's buffers, which are reused.
+//
+// # Errors and contexts
+//
+// An error (a failed table open or block read, corruption, a done context)
+// stops the Iterator for good: every later move returns false, and Error and
+// Close return the error. The context given to NewIterator, or the last one
+// given to SetContext, is checked before every table is acquired and every
+// block is read; a done context stops the Iterator with an error for which
+// errors.Is(err, ctx.Err()) holds.
+//
+// # Statistics
+//
+// First, Last, SeekGE and SeekLT tick NumberDBSeek and, when they land on an
+// entry, NumberDBSeekFound and IterBytesRead (key and value lengths);
+// SeekGE and SeekLT are timed in the DBSeek histogram. Next and Prev count
+// NumberDBNext, NumberDBNextFound, NumberDBPrev, NumberDBPrevFound and
+// IterBytesRead locally and add them to View.Stats at Close, as RocksDB's
+// DBIter does with its local statistics.
+//
+// The View, and what it references (memtables, version, table source), must
+// stay alive until Close. An Iterator is not safe for concurrent use.
+type Iterator struct {
+	ctx          context.Context
+	stats        *statistics.Statistics
+	seq          base.SeqNum
+	lower, upper []byte
+
+	merged merging.Iter
+	levels []levelIter
+
+	pos iterPos
+	dir direction
+	// ikv is the merged iterator's entry while it is at one going backward
+	// (the entry before all versions of the key shown), nil when it ran off
+	// the start.
+	ikv *base.InternalKV
+
+	key, value []byte
+	// keyBuf holds the key to skip going forward, and the key shown going
+	// backward; valBuf holds the value shown going backward.
+	keyBuf, valBuf []byte
+	// seekBuf holds a copy of the key being sought: the caller may pass
+	// Key(), whose memory a child releases when the seek moves it to
+	// another block or table, before the other children have used it.
+	seekBuf []byte
+
+	err    error
+	closed bool
+
+	// Local tickers, added to stats at Close.
+	nNext, nNextFound, nPrev, nPrevFound, bytesRead uint64
+}
+
+// NewIterator returns an Iterator over v's entries visible at seq (those with
+// sequence numbers <= seq) within opts' bounds. It opens no table: the first
+// positioning call does, through v.Tables, with env. The caller must Close
+// it.
+func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
+	it := &Iterator{ctx: ctx, stats: v.Stats, seq: seq}
+	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
+
+	n := 0
+	if vers := v.Version; vers != nil {
+		for _, f := range vers.Levels[0] {
+			if overlapsBounds(f, it.lower, it.upper) {
+				n++
+			}
+		}
+		n += len(vers.Levels) - 1
+	}
+	it.levels = make([]levelIter, 0, n)
+	children := make([]base.InternalIterator, 0, len(v.Mems)+n)
+	for _, m := range v.Mems {
+		children = append(children, m.NewIter(it.lower, it.upper))
+	}
+	if vers := v.Version; vers != nil {
+		for i, f := range vers.Levels[0] {
+			if overlapsBounds(f, it.lower, it.upper) {
+				it.addLevel(ctx, v, env, 0, vers.Levels[0][i:i+1])
+			}
+		}
+		for level := 1; level < len(vers.Levels); level++ {
+			it.addLevel(ctx, v, env, level, vers.Levels[level])
+		}
+	}
+	for i := range it.levels {
+		children = append(children, &it.levels[i])
+	}
+	it.merged.Init(children...)
+	return it
+}
+
+// addLevel adds a level iterator over files unless none of them overlaps
+// the bounds.
+func (it *Iterator) addLevel(ctx context.Context, v *View, env sstable.ReadEnv, level int, files []*manifest.FileMetadata) {
+	it.levels = append(it.levels, levelIter{})
+	l := &it.levels[len(it.levels)-1]
+	l.init(ctx, env, v.Tables, level, files, it.lower, it.upper)
+	if len(l.files) == 0 {
+		it.levels = it.levels[:len(it.levels)-1]
+	}
+}
+
+// cloneBounds copies the bounds into one allocation.
+func cloneBounds(lower, upper []byte) ([]byte, []byte) {
+	if lower == nil && upper == nil {
+		return nil, nil
+	}
+	buf := make([]byte, 0, len(lower)+len(upper))
+	var l, u []byte
+	if lower != nil {
+		buf = append(buf, lower...)
+		l = buf[:len(lower):len(lower)]
+	}
+	if upper != nil {
+		start := len(buf)
+		buf = append(buf, upper...)
+		u = buf[start:len(buf):len(buf)]
+	}
+	return l, u
+}
+
+// SetContext makes later calls use ctx for their table opens and block
+// reads. The engine may call it with each user call's context.
+func (it *Iterator) SetContext(ctx context.Context) {
+	it.ctx = ctx
+	for i := range it.levels {
+		it.levels[i].setContext(ctx)
+	}
+}
+
+// First moves to the first entry at or above the lower bound.
+func (it *Iterator) First() bool {
+	return it.recordSeek(it.first())
+}
+
+// Last moves to the last entry below the upper bound.
+func (it *Iterator) Last() bool {
+	return it.recordSeek(it.last())
+}
+
+// SeekGE moves to the first entry whose key is >= key (and >= the lower
+// bound). key is only read during the call; it may be the Iterator's own
+// Key().
+func (it *Iterator) SeekGE(key []byte) bool {
+	sw := it.stats.StartStopWatch(statistics.DBSeek, statistics.HistogramNone)
+	ok := it.seekGE(key)
+	sw.Stop()
+	return it.recordSeek(ok)
+}
+
+// SeekLT moves to the last entry whose key is < key (and < the upper
+// bound). key is only read during the call; it may be the Iterator's own
+// Key().
+func (it *Iterator) SeekLT(key []byte) bool {
+	sw := it.stats.StartStopWatch(statistics.DBSeek, statistics.HistogramNone)
+	ok := it.seekLT(key)
+	sw.Stop()
+	return it.recordSeek(ok)
+}
+
+// Next moves to the following entry.
+func (it *Iterator) Next() bool {
+	it.nNext++
+	if !it.next() {
+		return false
+	}
+	it.nNextFound++
+	it.bytesRead += uint64(len(it.key) + len(it.value))
+	return true
+}
+
+// Prev moves to the preceding entry.
+func (it *Iterator) Prev() bool {
+	it.nPrev++
+	if !it.prev() {
+		return false
+	}
+	it.nPrevFound++
+	it.bytesRead += uint64(len(it.key) + len(it.value))
+	return true
+}
+
+// Valid reports whether the Iterator is at an entry.
+func (it *Iterator) Valid() bool { return it.pos == posValid }
+
+// Key returns the current entry's key; nil when not Valid. See Iterator for
+// how long it stays valid.
+func (it *Iterator) Key() []byte { return it.key }
+
+// Value returns the current entry's value; nil when not Valid (and possibly
+// nil for an empty value). See Iterator for how long it stays valid.
+func (it *Iterator) Value() []byte { return it.value }
+
+// Error returns the error that stopped the Iterator, if any.
+func (it *Iterator) Error() error { return it.err }
+
+// Close closes the memtable, table and level iterators, releases every
+// table, adds the local tickers to the statistics, and returns the error
+// that stopped the Iterator, if any. A second Close does nothing and returns
+// nil. The Iterator must not be used after Close.
+func (it *Iterator) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed = true
+	err := it.merged.Close()
+	if it.err != nil {
+		err = it.err
+	}
+	st := it.stats
+	st.RecordTick(statistics.NumberDBNext, it.nNext)
+	st.RecordTick(statistics.NumberDBNextFound, it.nNextFound)
+	st.RecordTick(statistics.NumberDBPrev, it.nPrev)
+	st.RecordTick(statistics.NumberDBPrevFound, it.nPrevFound)
+	st.RecordTick(statistics.IterBytesRead, it.bytesRead)
+	it.pos, it.key, it.value, it.ikv = posNone, nil, nil, nil
+	return err
+}
+
+func (it *Iterator) recordSeek(ok bool) bool {
+	st := it.stats
+	st.RecordTick(statistics.NumberDBSeek, 1)
+	if ok {
+		st.RecordTick(statistics.NumberDBSeekFound, 1)
+		st.RecordTick(statistics.IterBytesRead, uint64(len(it.key)+len(it.value)))
+	}
+	return ok
+}
+
+func (it *Iterator) first() bool {
+	if it.err != nil {
+		return false
+	}
+	it.dir = forward
+	return it.findNext(it.merged.First(), false)
+}
+
+func (it *Iterator) last() bool {
+	if it.err != nil {
+		return false
+	}
+	it.dir = reverse
+	return it.findPrev(it.merged.Last())
+}
+
+func (it *Iterator) seekGE(key []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	it.seekBuf = append(it.seekBuf[:0], key...)
+	it.dir = forward
+	return it.findNext(it.merged.SeekGE(it.seekBuf), false)
+}
+
+func (it *Iterator) seekLT(key []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+		key = it.upper
+	}
+	it.seekBuf = append(it.seekBuf[:0], key...)
+	it.dir = reverse
+	return it.findPrev(it.merged.SeekLT(it.seekBuf))
+}
+
+func (it *Iterator) next() bool {
+	switch it.pos {
+	case posValid:
+	case posBeforeStart:
+		return it.first()
+	default:
+		return false
+	}
+	var kv *base.InternalKV
+	if it.dir == reverse {
+		// The merged iterator is before every version of the key shown,
+		// which keyBuf holds: step into them and skip them.
+		it.dir = forward
+		if it.ikv == nil {
+			kv = it.merged.First()
+		} else {
+			kv = it.merged.Next()
+		}
+	} else {
+		// The merged iterator is at the key shown: skip its older versions.
+		it.keyBuf = append(it.keyBuf[:0], it.key...)
+		kv = it.merged.Next()
+	}
+	return it.findNext(kv, true)
+}
+
+func (it *Iterator) prev() bool {
+	switch it.pos {
+	case posValid:
+	case posAfterEnd:
+		return it.last()
+	default:
+		return false
+	}
+	if it.dir == reverse {
+		return it.findPrev(it.ikv)
+	}
+	// The merged iterator is at the newest visible version of the key shown:
+	// step back before all of its versions.
+	it.dir = reverse
+	it.keyBuf = append(it.keyBuf[:0], it.key...)
+	kv := it.merged.Prev()
+	for kv != nil && bytes.Compare(kv.K.UserKey, it.keyBuf) >= 0 {
+		kv = it.merged.Prev()
+	}
+	return it.findPrev(kv)
+}
+
+// findNext moves forward from kv, the merged iterator's entry, to the first
+// visible value. With skipping, entries of keys <= keyBuf are hidden.
+func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
+	for ; kv != nil; kv = it.merged.Next() {
+		if kv.K.SeqNum() > it.seq {
+			continue
+		}
+		switch kv.K.Kind() {
+		case base.KindDelete:
+			// Hide the older versions of the deleted key.
+			it.keyBuf = append(it.keyBuf[:0], kv.K.UserKey...)
+			skipping = true
+		case base.KindSet:
+			if skipping && bytes.Compare(kv.K.UserKey, it.keyBuf) <= 0 {
+				continue
+			}
+			it.key, it.value = kv.K.UserKey, kv.V
+			it.pos = posValid
+			return true
+		default:
+			return it.fail(base.CorruptionErrorf("readpath: iterator: entry %s has an unknown kind", kv.K))
+		}
+	}
+	return it.exhausted(posAfterEnd)
+}
+
+// findPrev moves backward from kv, the merged iterator's entry, over every
+// version of the previous key that has a visible value, and shows the newest
+// visible one. The merged iterator is left at the entry before them (ikv).
+func (it *Iterator) findPrev(kv *base.InternalKV) bool {
+	// KindDelete until a value is found: a key whose newest visible entry
+	// is a tombstone has nothing to show.
+	kind := base.KindDelete
+	for ; kv != nil; kv = it.merged.Prev() {
+		if kv.K.SeqNum() > it.seq {
+			continue
+		}
+		if kind == base.KindSet && bytes.Compare(kv.K.UserKey, it.keyBuf) < 0 {
+			// The first visible entry of a key before the one found.
+			break
+		}
+		switch kind = kv.K.Kind(); kind {
+		case base.KindDelete:
+			it.keyBuf, it.valBuf = it.keyBuf[:0], it.valBuf[:0]
+		case base.KindSet:
+			it.keyBuf = append(it.keyBuf[:0], kv.K.UserKey...)
+			it.valBuf = append(it.valBuf[:0], kv.V...)
+		default:
+			return it.fail(base.CorruptionErrorf("readpath: iterator: entry %s has an unknown kind", kv.K))
+		}
+	}
+	it.ikv = kv
+	if kv == nil {
+		if err := it.merged.Error(); err != nil {
+			return it.fail(err)
+		}
+	}
+	if kind != base.KindSet {
+		return it.exhausted(posBeforeStart)
+	}
+	it.key, it.value = it.keyBuf, it.valBuf
+	it.pos = posValid
+	return true
+}
+
+// exhausted handles the merged iterator running out: an error, or the end
+// p.
+func (it *Iterator) exhausted(p iterPos) bool {
+	if err := it.merged.Error(); err != nil {
+		return it.fail(err)
+	}
+	it.pos, it.key, it.value, it.ikv = p, nil, nil, nil
+	return false
+}
+
+func (it *Iterator) fail(err error) bool {
+	if it.err == nil {
+		it.err = err
+	}
+	it.pos, it.key, it.value, it.ikv = posNone, nil, nil, nil
+	return false
+}

@@ -1,0 +1,211 @@
+package readpath
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/sstable"
+)
+
+// levelIter is an internal iterator over a run of tables whose user-key
+// ranges do not overlap, sorted by key: the files of one level >= 1, or a
+// single L0 table. It opens tables lazily, through the TableSource, as it
+// crosses file boundaries, and keeps one open at a time: the one it is
+// positioned in. Only files that overlap the bounds are in files, so tables
+// outside them are never acquired; each table iterator gets the bounds too,
+// so blocks outside them are never read.
+//
+// Errors (a failed Acquire, a table iterator's error, a done context) stop
+// it: every later move returns nil, and Error and Close return the error.
+// It implements base.InternalIterator; it is not safe for concurrent use.
+type levelIter struct {
+	ctx    context.Context
+	env    sstable.ReadEnv
+	tables TableSource
+	// level is for error messages.
+	level        int
+	files        []*manifest.FileMetadata
+	lower, upper []byte
+
+	// cur is the index in files of the open table, whose reference is ref
+	// and iterator iter; -1 and nil when none is open.
+	cur  int
+	ref  TableRef
+	iter *sstable.Iter
+	err  error
+}
+
+var _ base.InternalIterator = (*levelIter)(nil)
+
+// init makes l iterate over files (sorted, non-overlapping) within
+// [lower, upper); the files outside the bounds are dropped here.
+func (l *levelIter) init(
+	ctx context.Context, env sstable.ReadEnv, tables TableSource, level int,
+	files []*manifest.FileMetadata, lower, upper []byte,
+) {
+	start, end := 0, len(files)
+	if lower != nil {
+		start = findFile(files, lower)
+	}
+	if upper != nil {
+		end = findFileLT(files, upper)
+	}
+	if end < start {
+		end = start
+	}
+	*l = levelIter{ctx: ctx, env: env, tables: tables, level: level, files: files[start:end],
+		lower: lower, upper: upper, cur: -1}
+}
+
+// setContext replaces the context of later moves, the open table's included.
+func (l *levelIter) setContext(ctx context.Context) {
+	l.ctx = ctx
+	if l.iter != nil {
+		l.iter.SetContext(ctx)
+	}
+}
+
+// open makes files[i] the open table. It reports false, with l failed, on an
+// error.
+func (l *levelIter) open(i int) bool {
+	if i == l.cur {
+		return true
+	}
+	l.closeTable()
+	f := l.files[i]
+	if err := ctxErr(l.ctx, "iterator: before", f.FileNum); err != nil {
+		l.err = err
+		return false
+	}
+	t, err := l.tables.Acquire(l.ctx, l.env, f)
+	if err != nil {
+		l.err = errors.Wrapf(err, "readpath: iterator: acquiring table %s of L%d", f.FileNum, l.level)
+		return false
+	}
+	it, err := t.Reader.NewIter(l.ctx, l.env, l.lower, l.upper)
+	if err != nil {
+		t.Release()
+		l.err = errors.Wrapf(err, "readpath: iterator over table %s of L%d", f.FileNum, l.level)
+		return false
+	}
+	l.cur, l.ref, l.iter = i, t, it
+	return true
+}
+
+// closeTable closes the open table's iterator and releases the table.
+func (l *levelIter) closeTable() {
+	if l.iter == nil {
+		return
+	}
+	// The iterator's error, if any, has already stopped l.
+	_ = l.iter.Close()
+	l.ref.Release()
+	l.cur, l.ref, l.iter = -1, TableRef{}, nil
+}
+
+func (l *levelIter) SeekGE(key []byte) *base.InternalKV {
+	if l.err != nil {
+		return nil
+	}
+	i := findFile(l.files, key)
+	if i == len(l.files) || !l.open(i) {
+		return nil
+	}
+	return l.skipForward(l.iter.SeekGE(key))
+}
+
+func (l *levelIter) SeekLT(key []byte) *base.InternalKV {
+	if l.err != nil {
+		return nil
+	}
+	i := findFileLT(l.files, key) - 1
+	if i < 0 || !l.open(i) {
+		return nil
+	}
+	return l.skipBackward(l.iter.SeekLT(key))
+}
+
+func (l *levelIter) First() *base.InternalKV {
+	if l.err != nil || len(l.files) == 0 || !l.open(0) {
+		return nil
+	}
+	return l.skipForward(l.iter.First())
+}
+
+func (l *levelIter) Last() *base.InternalKV {
+	if l.err != nil || len(l.files) == 0 || !l.open(len(l.files)-1) {
+		return nil
+	}
+	return l.skipBackward(l.iter.Last())
+}
+
+func (l *levelIter) Next() *base.InternalKV {
+	if l.err != nil || l.iter == nil {
+		return nil
+	}
+	return l.skipForward(l.iter.Next())
+}
+
+func (l *levelIter) Prev() *base.InternalKV {
+	if l.err != nil || l.iter == nil {
+		return nil
+	}
+	return l.skipBackward(l.iter.Prev())
+}
+
+// skipForward returns kv, or, when the open table has nothing more going
+// forward, the first entry of the following tables.
+func (l *levelIter) skipForward(kv *base.InternalKV) *base.InternalKV {
+	for kv == nil {
+		if err := l.iter.Error(); err != nil {
+			return l.fail(err)
+		}
+		if l.cur+1 >= len(l.files) {
+			return nil
+		}
+		if !l.open(l.cur + 1) {
+			return nil
+		}
+		kv = l.iter.First()
+	}
+	return kv
+}
+
+// skipBackward returns kv, or, when the open table has nothing more going
+// backward, the last entry of the preceding tables.
+func (l *levelIter) skipBackward(kv *base.InternalKV) *base.InternalKV {
+	for kv == nil {
+		if err := l.iter.Error(); err != nil {
+			return l.fail(err)
+		}
+		if l.cur == 0 {
+			return nil
+		}
+		if !l.open(l.cur - 1) {
+			return nil
+		}
+		kv = l.iter.Last()
+	}
+	return kv
+}
+
+func (l *levelIter) fail(err error) *base.InternalKV {
+	l.err = errors.Wrapf(err, "readpath: iterator over table %s of L%d", l.files[l.cur].FileNum, l.level)
+	return nil
+}
+
+func (l *levelIter) Error() error { return l.err }
+
+func (l *levelIter) Close() error {
+	l.closeTable()
+	return l.err
+}
+
+// overlapsBounds reports whether f has user keys in [lower, upper).
+func overlapsBounds(f *manifest.FileMetadata, lower, upper []byte) bool {
+	return (lower == nil || bytes.Compare(f.Largest.UserKey, lower) >= 0) &&
+		(upper == nil || bytes.Compare(f.Smallest.UserKey, upper) < 0)
+}
