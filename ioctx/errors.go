@@ -5,11 +5,27 @@ import (
 	"errors"
 )
 
-// ErrInvalidArgument marks errors caused by a misused API, such as a read
-// whose ReadOptions carry another API's activity. Test with errors.Is. The
-// driver and engine packages use this same value for their invalid-argument
-// class, so one errors.Is check works at every layer.
-var ErrInvalidArgument = errors.New("invalid argument")
+// The error classes of shale. They live in this leaf package, which every
+// layer imports, so that driver, engine and the internal packages share the
+// very same values: driver.ErrNotFound, engine.ErrNotFound and the internal
+// class are one error, and one errors.Is check works at every layer. Errors
+// are marked with a class (and keep their own message); test with errors.Is.
+var (
+	// ErrInvalidArgument marks errors caused by a misused API, such as a
+	// read whose ReadOptions carry another API's activity.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrNotFound is returned by a point lookup of a key that has no value.
+	ErrNotFound = errors.New("not found")
+	// ErrCorruption marks data that fails a checksum or cannot be decoded.
+	// Corrupt data is never returned as data.
+	ErrCorruption = errors.New("corruption")
+	// ErrClosed marks calls on a closed database, session, iterator or
+	// transaction.
+	ErrClosed = errors.New("closed")
+	// ErrConflict is returned by a transaction's Commit when a key it wrote
+	// was written by someone else after the transaction began.
+	ErrConflict = errors.New("transaction conflict")
+)
 
 // ErrTimedOut marks errors caused by a deadline or per-IO timeout that
 // expired. Errors marked with it also match context.DeadlineExceeded, so a

@@ -8,23 +8,23 @@ import (
 	"github.com/shaledb/shale/ioctx"
 )
 
-// Error classes. Errors are marked with one of these (errors.Mark) and keep
-// their own message; test with errors.Is.
+// Error classes. Errors are marked with one of these (Mark) and keep their
+// own message; test with errors.Is. They are ioctx's values, shared with the
+// driver and engine packages, so one errors.Is check works at every layer.
 var (
 	// ErrCorruption marks data that fails a checksum or cannot be decoded.
 	// Corruption is never returned as data.
-	ErrCorruption = errors.New("shale: corruption")
+	ErrCorruption = ioctx.ErrCorruption
 	// ErrNotFound is returned by a point lookup of a key that has no value.
-	ErrNotFound = errors.New("shale: not found")
-	// ErrInvalidArgument marks a misused API. It is ioctx.ErrInvalidArgument,
-	// so one errors.Is check works at every layer.
+	ErrNotFound = ioctx.ErrNotFound
+	// ErrInvalidArgument marks a misused API.
 	ErrInvalidArgument = ioctx.ErrInvalidArgument
 	// ErrClosed is returned by calls on a closed database, iterator or
 	// transaction.
-	ErrClosed = errors.New("shale: closed")
+	ErrClosed = ioctx.ErrClosed
 	// ErrConflict is returned by a transaction's Commit when another write
 	// to a key it wrote committed after the transaction began.
-	ErrConflict = errors.New("shale: transaction conflict")
+	ErrConflict = ioctx.ErrConflict
 )
 
 // Mark returns err marked with the class mark: errors.Is(result, mark)

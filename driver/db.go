@@ -1,0 +1,614 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+// DB is a database opened through a driver. It is safe for concurrent use by
+// many goroutines, and meant to be opened once and shared, as *sql.DB is.
+//
+// Every method takes a context first: when it is done before or during the
+// call, the call returns an error for which errors.Is(err, ctx.Err())
+// holds. A read also takes its [ioctx.ReadOptions] from the context (see the
+// package doc, "The read path").
+//
+// The database is connected on first use (see [OpenDB]); after [DB.Close]
+// every call returns an error matching ErrClosed.
+type DB struct {
+	// state counts the calls in flight in its low bits; closedBit marks
+	// the DB closed. One atomic add on entry and one on exit is all the
+	// bookkeeping a call pays: no mutex, no allocation.
+	state atomic.Int64
+	// The counter is written by every call; keep the read-mostly fields
+	// below off its cache line.
+	_ [56]byte
+
+	// cs is the outcome of the connect, nil until it finishes. It never
+	// changes once set.
+	cs atomic.Pointer[connState]
+
+	connector Connector
+
+	// drained is closed by the exit that leaves a closed DB with no calls
+	// in flight; Close waits on it.
+	drained   chan struct{}
+	drainOnce sync.Once
+
+	mu struct {
+		sync.Mutex
+		// connecting is made by the call that starts the connect and
+		// closed when cs is set.
+		connecting chan struct{}
+		// The open iterators and transactions, which Close closes and
+		// rolls back.
+		iters map[*Iterator]struct{}
+		txs   map[*Tx]struct{}
+	}
+}
+
+// closedBit marks a closed DB in DB.state, far above any count of calls.
+const closedBit = 1 << 62
+
+// connState is a DB's connection and its capabilities, found once by type
+// assertion so that calls do not repeat the assertions.
+type connState struct {
+	err  error // non-nil (an *openError) when the connect failed
+	conn DriverConn
+
+	multiGetter MultiGetter
+	flusher     Flusher
+	compacter   Compacter
+	verifier    Verifier
+	txBeginner  TxBeginner
+	stats       *statistics.Statistics
+}
+
+// OpenDB returns a DB that uses c. It returns at once, as sql.OpenDB does:
+// the database is connected on first use. The connect happens exactly once;
+// concurrent first calls wait for it (each gives up when its own context is
+// done, without cancelling the connect). A failed connect is remembered: every
+// later call returns the same error, whose message says the open failed and
+// which matches its cause with errors.Is. [DB.Ping] connects eagerly.
+//
+// OpenDB panics if c is nil.
+func OpenDB(c Connector) *DB {
+	if c == nil {
+		panic("driver: OpenDB called with a nil Connector")
+	}
+	return &DB{connector: c, drained: make(chan struct{})}
+}
+
+// enter registers a call in flight, or returns errDBClosed. A successful
+// enter must be paired with exit.
+func (db *DB) enter() error {
+	if db.state.Add(1)&closedBit != 0 {
+		db.exit()
+		return errDBClosed
+	}
+	return nil
+}
+
+// exit ends a call registered by enter (or undoes a refused one).
+func (db *DB) exit() {
+	if db.state.Add(-1) == closedBit {
+		db.signalDrained()
+	}
+}
+
+// signalDrained wakes Close. Refused calls also reach a count of zero after
+// the drain, hence the Once. It is kept out of exit so that exit inlines.
+func (db *DB) signalDrained() {
+	db.drainOnce.Do(func() { close(db.drained) })
+}
+
+// isClosed reports whether Close has begun.
+func (db *DB) isClosed() bool { return db.state.Load()&closedBit != 0 }
+
+// connect returns the DB's connection, connecting on first use. The caller
+// must have entered.
+func (db *DB) connect(ctx context.Context) (*connState, error) {
+	if cs := db.cs.Load(); cs != nil {
+		return cs, cs.err
+	}
+	return db.connectSlow(ctx)
+}
+
+func (db *DB) connectSlow(ctx context.Context) (*connState, error) {
+	db.mu.Lock()
+	ch := db.mu.connecting
+	if ch == nil {
+		ch = make(chan struct{})
+		db.mu.connecting = ch
+		// The connect runs on its own goroutine so that every waiter,
+		// the first included, can give up when its context is done
+		// without cancelling (and so poisoning) the connect for the
+		// others.
+		go db.runConnect(context.WithoutCancel(ctx), ch)
+	}
+	db.mu.Unlock()
+	select {
+	case <-ch:
+		cs := db.cs.Load()
+		return cs, cs.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (db *DB) runConnect(ctx context.Context, done chan struct{}) {
+	cs := new(connState)
+	c, err := db.connector.Connect(ctx)
+	switch {
+	case err != nil:
+		if c != nil {
+			_ = c.Close()
+		}
+		cs.err = &openError{cause: err}
+	case c == nil:
+		cs.err = &openError{cause: errors.New("driver: Connect returned a nil connection and no error")}
+	default:
+		cs.conn = c
+		cs.multiGetter, _ = c.(MultiGetter)
+		cs.flusher, _ = c.(Flusher)
+		cs.compacter, _ = c.(Compacter)
+		cs.verifier, _ = c.(Verifier)
+		cs.txBeginner, _ = c.(TxBeginner)
+		if sr, ok := c.(StatsReporter); ok {
+			cs.stats = sr.Statistics()
+		}
+	}
+	db.cs.Store(cs)
+	close(done)
+}
+
+// begin is the common prologue of a call: enter, then check ctx. On success
+// the caller must call db.exit.
+func (db *DB) begin(ctx context.Context) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		db.exit()
+		return err
+	}
+	return nil
+}
+
+// readOptions is steps 1 and 2 of the read path: the ReadOptions ctx
+// carries, read once and merged over the session defaults (nil for a DB),
+// bounded by ctx's deadline, then checked and tagged with api's activity.
+func readOptions(ctx context.Context, defaults *ioctx.ReadOptions, api string, activity ioctx.Activity) (ioctx.ReadOptions, error) {
+	ro := ioctx.ReadOptionsFrom(ctx)
+	if defaults != nil {
+		ro = ioctx.Merge(*defaults, ro)
+	}
+	if _, ok := ctx.Deadline(); ok {
+		// Guarded: most contexts have no deadline, and passing the
+		// 64-byte options through the value method costs two copies.
+		ro = ro.WithContextDeadline(ctx)
+	}
+	return ro.CheckAndTag(api, activity)
+}
+
+// Driver returns the DB's driver.
+func (db *DB) Driver() Driver { return db.connector.Driver() }
+
+// Ping connects the database if it is not yet connected and returns the
+// connect's error, if any.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.begin(ctx); err != nil {
+		return err
+	}
+	defer db.exit()
+	_, err := db.connect(ctx)
+	return err
+}
+
+// Statistics returns the driver's statistics (see [StatsReporter]), or nil
+// when they are disabled or the driver does not report any. It connects the
+// database if needed. The same pointer is returned for the DB's life and
+// stays readable after Close.
+func (db *DB) Statistics() *statistics.Statistics {
+	cs := db.cs.Load()
+	if cs == nil {
+		if db.enter() != nil {
+			return nil
+		}
+		defer db.exit()
+		cs, _ = db.connect(context.Background())
+		if cs == nil {
+			return nil
+		}
+	}
+	return cs.stats
+}
+
+// Get returns the value of key, or an error matching ErrNotFound. The
+// returned slice is the caller's. key is not retained.
+func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
+	return db.get(ctx, nil, key)
+}
+
+// MultiGet returns the values of keys, in order: a nil entry for a key that
+// is not found, a non-nil (possibly empty) slice for a found one. The
+// returned slices are the caller's; keys are not retained. Every read is
+// tagged ActivityMultiGet, also when the driver has no batched lookup and
+// the façade loops its Get.
+func (db *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	return db.multiGet(ctx, nil, keys)
+}
+
+// NewIterator returns an iterator over the database, limited to opts'
+// bounds (nil: no bounds), positioned nowhere: call First, Last, SeekGE or
+// SeekLT. ctx bounds the iterator's whole life: once it is done, moves
+// return false and Error reports ctx.Err(). Close the iterator when done;
+// DB.Close closes the ones left open.
+func (db *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
+	return db.newIterator(ctx, nil, opts)
+}
+
+// Put sets key to value. Both slices are the caller's and not retained.
+func (db *DB) Put(ctx context.Context, key, value []byte) error {
+	if err := db.begin(ctx); err != nil {
+		return err
+	}
+	defer db.exit()
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return err
+	}
+	return cs.conn.Put(ctx, key, value)
+}
+
+// Delete removes key; removing an absent key is not an error. key is not
+// retained.
+func (db *DB) Delete(ctx context.Context, key []byte) error {
+	if err := db.begin(ctx); err != nil {
+		return err
+	}
+	defer db.exit()
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return err
+	}
+	return cs.conn.Delete(ctx, key)
+}
+
+// Write applies the batch's operations atomically and in order. The batch
+// is not modified nor retained and may be reused or written again. A nil
+// batch is an error matching ErrInvalidArgument; an empty one writes
+// nothing.
+func (db *DB) Write(ctx context.Context, b *Batch) error {
+	if b == nil {
+		return errNilBatch
+	}
+	if err := db.begin(ctx); err != nil {
+		return err
+	}
+	defer db.exit()
+	cs, err := db.connect(ctx)
+	if err != nil || len(b.ops) == 0 {
+		return err
+	}
+	return cs.conn.Write(ctx, b.ops)
+}
+
+// Flush writes the database's in-memory state to durable files (see
+// [Flusher]); ErrNotSupported when the driver cannot.
+func (db *DB) Flush(ctx context.Context) error {
+	if err := db.begin(ctx); err != nil {
+		return err
+	}
+	defer db.exit()
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if cs.flusher == nil {
+		return errNoFlush
+	}
+	return cs.flusher.Flush(ctx)
+}
+
+// Compact compacts the keys in [start, end]; a nil bound is open, so
+// Compact(ctx, nil, nil) compacts everything (see [Compacter]);
+// ErrNotSupported when the driver cannot. The slices are not retained.
+func (db *DB) Compact(ctx context.Context, start, end []byte) error {
+	if err := db.begin(ctx); err != nil {
+		return err
+	}
+	defer db.exit()
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if cs.compacter == nil {
+		return errNoCompact
+	}
+	return cs.compacter.Compact(ctx, start, end)
+}
+
+// VerifyChecksum reads every live block and checks its checksum (RocksDB's
+// DB::VerifyChecksum), with activity ActivityVerifyDBChecksum. A mismatch
+// is an error matching ErrCorruption; ErrNotSupported when the driver
+// cannot verify.
+func (db *DB) VerifyChecksum(ctx context.Context) error {
+	return db.verify(ctx, nil, false)
+}
+
+// VerifyFileChecksums checks every live file against its recorded
+// whole-file checksum (RocksDB's DB::VerifyFileChecksums), with activity
+// ActivityVerifyFileChecksums; errors as for VerifyChecksum.
+func (db *DB) VerifyFileChecksums(ctx context.Context) error {
+	return db.verify(ctx, nil, true)
+}
+
+// Conn returns a session on the database whose default ReadOptions are the
+// ones ctx carries, if any (see [Conn]). It connects the database if
+// needed.
+func (db *DB) Conn(ctx context.Context) (*Conn, error) {
+	if err := db.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer db.exit()
+	if _, err := db.connect(ctx); err != nil {
+		return nil, err
+	}
+	c := &Conn{db: db}
+	ro := ioctx.ReadOptionsFrom(ctx)
+	c.defaults.Store(&ro)
+	return c, nil
+}
+
+// BeginTx starts a transaction (nil opts: read-write); ErrNotSupported when
+// the driver has no transactions. ctx is for the begin only; each of the
+// Tx's calls takes its own. Commit or roll back the Tx; DB.Close rolls back
+// the ones left open.
+func (db *DB) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
+	return db.beginTx(ctx, nil, opts)
+}
+
+// Close closes the database. It marks the DB closed, so every later call
+// (on the DB, its Conns, Iterators and Txs) returns an error matching
+// ErrClosed; waits for the calls in flight to return; waits for a connect in
+// progress; closes the Iterators and rolls back the Txs still open
+// (discarding their errors, which belong to them); then closes the driver's
+// connection and, if it implements io.Closer, the Connector. It returns the
+// errors of those two closes, joined. A second Close returns an error
+// matching ErrClosed.
+//
+// Close may be called concurrently with any other call.
+func (db *DB) Close() error {
+	old := db.state.Or(closedBit)
+	if old&closedBit != 0 {
+		return errDBClosed
+	}
+	if old != 0 {
+		<-db.drained
+	}
+	// No call is in flight and none can start, so nothing below races
+	// with a user of the iterators or transactions.
+	db.mu.Lock()
+	connecting := db.mu.connecting
+	iters, txs := db.mu.iters, db.mu.txs
+	db.mu.iters, db.mu.txs = nil, nil
+	db.mu.Unlock()
+	if connecting != nil {
+		<-connecting
+	}
+	for it := range iters {
+		_ = it.iter.Close()
+	}
+	for tx := range txs {
+		_ = tx.tx.Rollback()
+	}
+	var errs []error
+	if cs := db.cs.Load(); cs != nil && cs.conn != nil {
+		if err := cs.conn.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c, ok := db.connector.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// The methods below are shared by DB, Conn and Tx. defaults is the
+// session's default ReadOptions: nil for a DB, never nil for a Conn.
+
+func (db *DB) get(ctx context.Context, defaults *ioctx.ReadOptions, key []byte) ([]byte, error) {
+	if err := db.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer db.exit()
+	ro, err := readOptions(ctx, defaults, "Get", ioctx.ActivityGet)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := cs.conn.Get(ctx, ro, key)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (db *DB) multiGet(ctx context.Context, defaults *ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+	if err := db.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer db.exit()
+	ro, err := readOptions(ctx, defaults, "MultiGet", ioctx.ActivityMultiGet)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cs.multiGetter != nil {
+		vals, err := cs.multiGetter.MultiGet(ctx, ro, keys)
+		if !errors.Is(err, ErrSkip) {
+			return checkMultiGet(vals, err, len(keys))
+		}
+	}
+	return multiGetLoop(ctx, cs.conn, ro, keys)
+}
+
+// getter is the Get of a DriverConn or a DriverTx.
+type getter interface {
+	Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error)
+}
+
+// multiGetLoop is MultiGet's fallback: g.Get for each key with the same
+// MultiGet-tagged ro, so the reads keep their activity.
+func multiGetLoop(ctx context.Context, g getter, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		v, err := g.Get(ctx, ro, k)
+		switch {
+		case err == nil:
+			if v == nil {
+				// Found: MultiGet's nil means "not found", so a
+				// found value must not be nil even if Get said so.
+				v = []byte{}
+			}
+			vals[i] = v
+		case errors.Is(err, ErrNotFound):
+		default:
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+// checkMultiGet guards users against a driver's MultiGet returning the
+// wrong number of values: they index the result by key.
+func checkMultiGet(vals [][]byte, err error, n int) ([][]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != n {
+		return nil, errors.New("driver: the driver's MultiGet returned " + strconv.Itoa(len(vals)) + " values for " + strconv.Itoa(n) + " keys")
+	}
+	return vals, nil
+}
+
+func (db *DB) newIterator(ctx context.Context, defaults *ioctx.ReadOptions, opts *IterOptions) (*Iterator, error) {
+	if err := db.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer db.exit()
+	ro, err := readOptions(ctx, defaults, "NewIterator", ioctx.ActivityDBIterator)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	iter, err := cs.conn.NewIterator(ctx, ro, copyIterOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	return db.trackIter(ctx, iter, nil), nil
+}
+
+// trackIter wraps iter and records it for Close. The caller has entered,
+// so Close has not swept the registry yet and will see it.
+func (db *DB) trackIter(ctx context.Context, iter Iter, tx *Tx) *Iterator {
+	it := &Iterator{db: db, tx: tx, iter: iter, ctx: ctx, done: ctx.Done()}
+	db.mu.Lock()
+	if db.mu.iters == nil {
+		db.mu.iters = make(map[*Iterator]struct{})
+	}
+	db.mu.iters[it] = struct{}{}
+	db.mu.Unlock()
+	return it
+}
+
+func (db *DB) untrackIter(it *Iterator) {
+	db.mu.Lock()
+	delete(db.mu.iters, it)
+	db.mu.Unlock()
+}
+
+func (db *DB) verify(ctx context.Context, defaults *ioctx.ReadOptions, files bool) error {
+	if err := db.begin(ctx); err != nil {
+		return err
+	}
+	defer db.exit()
+	api, activity, unsupported := "VerifyChecksum", ioctx.ActivityVerifyDBChecksum, errNoVerify
+	if files {
+		api, activity, unsupported = "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums, errNoVerifyFiles
+	}
+	ro, err := readOptions(ctx, defaults, api, activity)
+	if err != nil {
+		return err
+	}
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if cs.verifier == nil {
+		return unsupported
+	}
+	if files {
+		return cs.verifier.VerifyFileChecksums(ctx, ro)
+	}
+	return cs.verifier.VerifyChecksum(ctx, ro)
+}
+
+func (db *DB) beginTx(ctx context.Context, defaults *ioctx.ReadOptions, opts *TxOptions) (*Tx, error) {
+	if err := db.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer db.exit()
+	cs, err := db.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cs.txBeginner == nil {
+		return nil, errNoTx
+	}
+	var o TxOptions
+	if opts != nil {
+		o = *opts
+	}
+	dtx, err := cs.txBeginner.BeginTx(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	tx := &Tx{db: db, tx: dtx, defaults: defaults, opts: o}
+	tx.multiGetter, _ = dtx.(TxMultiGetter)
+	db.mu.Lock()
+	if db.mu.txs == nil {
+		db.mu.txs = make(map[*Tx]struct{})
+	}
+	db.mu.txs[tx] = struct{}{}
+	db.mu.Unlock()
+	return tx, nil
+}
+
+func (db *DB) untrackTx(tx *Tx) {
+	db.mu.Lock()
+	delete(db.mu.txs, tx)
+	db.mu.Unlock()
+}

@@ -1,0 +1,116 @@
+// Package driver is shale's façade: the API users program against, and the
+// small interfaces a storage engine implements to be used through it. It
+// plays the parts of database/sql and database/sql/driver in one package.
+//
+//	db, err := driver.Open("shale", "/var/lib/app/db?stats_level=all")
+//	if err != nil { ... }
+//	defer db.Close()
+//	ctx = ioctx.WithReadOptions(ctx, ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityLow})
+//	v, err := db.Get(ctx, []byte("k"))
+//
+// The package imports only the standard library, [ioctx] and [statistics]: it
+// never imports an engine, as database/sql never imports a driver (a lint
+// test enforces it). Importing an engine registers it: importing
+// github.com/shaledb/shale/engine registers the driver "shale".
+//
+// # Goals
+//
+//   - Separate what users hold from what engines implement. Users hold
+//     concrete types — [DB], [Conn] (a session), [Tx], [Iterator], [Batch] —
+//     whose behaviour is defined here once. Engines implement a few small
+//     interfaces and register with [Register] (diagram below).
+//   - One read path for every read, so the IO activity tag and the
+//     rate-limiter priority a read carries (see "The read path") are right
+//     by construction, not by each engine's care.
+//   - Keep the required interfaces tiny; offer optional ones for
+//     capabilities and fast paths, found by type assertion, each with a
+//     fallback or a clear ErrNotSupported. To users, a driver that adds a
+//     fast path just gets faster.
+//   - Handle concurrency: a DB is shared by every goroutine without extra
+//     synchronization, and Close is orderly even while calls are running.
+//   - Cost nothing on the hot path: a Get through the façade adds two atomic
+//     additions and no allocation to the driver's own.
+//
+// As in database/sql's doc.txt:
+//
+//	User code ---> driver (DB, Conn, Tx, Iterator, Batch) ---> driver (DriverConn, DriverTx, Iter, ...)
+//	Engine    ---> driver (Register; implement the interfaces)
+//
+// # The read path
+//
+// Every read — Get, MultiGet, NewIterator, VerifyChecksum and
+// VerifyFileChecksums, on a DB, a Conn or a Tx — runs the same steps:
+//
+//  1. It returns an error matching ErrClosed if the DB (or Conn, or the Tx's
+//     DB) is closed, and ctx.Err() if ctx is already done.
+//  2. It reads the [ioctx.ReadOptions] ctx carries, once, with
+//     ioctx.ReadOptionsFrom; on a Conn it merges them over the session's
+//     defaults (ioctx.Merge). A deadline of ctx earlier than the options' own
+//     becomes their deadline ([ioctx.ReadOptions.WithContextDeadline]), so
+//     the file reads below honour it.
+//  3. It checks and tags them with [ioctx.ReadOptions.CheckAndTag]: the API
+//     ("Get", "MultiGet", "NewIterator", "VerifyChecksum",
+//     "VerifyFileChecksums") accepts activity Unknown, which it sets to its
+//     own, or its own; any other activity returns RocksDB's "Can only call
+//     …" error, matching ErrInvalidArgument, without calling the driver.
+//  4. It connects the database if this is its first use (see [OpenDB]).
+//  5. It calls the driver with the tagged options passed explicitly. Driver
+//     read methods are "impl" entry points: they must not check the activity
+//     again, and never look in ctx for read options. This is what lets a
+//     MultiGet that the driver cannot batch loop the driver's Get with the
+//     MultiGet tag — RocksDB PR #11444's lesson, where loops over the public
+//     Get either failed the check or relabelled their reads.
+//
+// A context that is done makes a call return an error for which
+// errors.Is(err, ctx.Err()) holds: the façade checks before calling the
+// driver, and drivers check while they work.
+//
+// # Writing a driver
+//
+// A driver implements [Driver] and returns a [DriverConn], which must be
+// safe for concurrent use (there is no connection pool: one DriverConn
+// serves a whole DB), and whose NewIterator returns an [Iter]. Drivers
+// should implement [DriverContext], to parse the DSN once in [Open], and
+// offer a [Connector] for typed configuration; a Connector that implements
+// io.Closer is closed by [DB.Close].
+//
+// A DriverConn should implement the optional interfaces it can:
+//
+//   - [MultiGetter]: batched lookups; without it (or when it returns
+//     [ErrSkip]) MultiGet loops Get.
+//   - [Verifier], [Flusher], [Compacter]: without them the DB methods return
+//     an error matching ErrNotSupported.
+//   - [TxBeginner], whose [DriverTx] may implement [TxMultiGetter]: without
+//     it BeginTx returns ErrNotSupported.
+//   - [StatsReporter]: without it DB.Statistics returns nil.
+//
+// The façade finds them once, when it connects, and calls them concurrently,
+// like the DriverConn's own methods. Drivers return errors that
+// match this package's classes (ErrNotFound, ErrCorruption, ErrConflict, …)
+// with errors.Is.
+//
+// # Memory
+//
+// Slices given to the façade are the caller's: every method that takes a
+// key, value or bound copies what it keeps (a [Batch] copies on Put, an
+// iterator's bounds are copied by NewIterator) and returns without retaining
+// them. Values returned by Get and MultiGet are the caller's to keep and
+// modify. Keys and values returned by an [Iterator] belong to it and are
+// valid until its next move or Close.
+//
+// # Concurrency and Close
+//
+// [DB] and [Conn] are safe for concurrent use; [Tx], [Iterator] and [Batch]
+// are not. [DB.Close] marks the DB closed (later calls return ErrClosed),
+// waits for the calls in flight, closes the iterators and rolls back the
+// transactions still open, then closes the driver's connection and
+// Connector. The bookkeeping is an atomic counter of calls in flight and a
+// closed bit in the same word: no mutex and no allocation per call.
+//
+// # Data source names
+//
+// [ParseDSN] and [FormatDSN] read and write the generic form
+// "<path>[?key=value&...]"; [ParseSize], [FormatSize] and [ParseBool] read
+// the values. Which keys exist is the driver's business: it reads the ones
+// it knows with [DSN.Lookup] and rejects the rest with [DSN.Unused].
+package driver

@@ -1,0 +1,233 @@
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+// This file holds the interfaces a driver implements. Users never call them:
+// they hold the concrete types of this package (DB, Conn, Tx, Iterator), which
+// check, tag and count every call before it reaches a driver.
+//
+// The user-facing session type is named Conn (DESIGN.md's public surface), so
+// the driver's connection and transaction interfaces are DriverConn and
+// DriverTx; database/sql can call both Conn because it has two packages.
+
+// Driver is the interface a storage engine registers with [Register].
+//
+// A Driver must be safe for concurrent use. Drivers should also implement
+// [DriverContext], which parses the data source name once.
+type Driver interface {
+	// Open opens the database named by dsn, a driver-specific data source
+	// name (see [ParseDSN] for the generic form). The returned DriverConn
+	// is shared by every goroutine of the DB that owns it.
+	Open(dsn string) (DriverConn, error)
+}
+
+// DriverContext is an optional interface of a [Driver]. If a Driver
+// implements it, [Open] calls OpenConnector once and returns its error, so a
+// malformed data source name fails Open rather than the first call.
+type DriverContext interface {
+	// OpenConnector parses dsn and returns a Connector that opens the
+	// database it names.
+	OpenConnector(dsn string) (Connector, error)
+}
+
+// Connector opens a database with fixed, already-parsed settings. Engines
+// offer one for typed configuration (engine.NewConnector) and users pass it
+// to [OpenDB].
+//
+// If a Connector implements io.Closer, [DB.Close] calls Close after closing
+// the DriverConn: an embedded engine that owns the database files (a lock,
+// a cache shared by connections) releases them there.
+//
+// A Connector must be safe for concurrent use.
+type Connector interface {
+	// Connect opens the database. A DB calls it at most once, on first
+	// use. ctx carries the values of the call that triggered the connect
+	// but never its cancellation: a caller that gives up waiting must not
+	// leave the DB permanently failed (see [OpenDB]). Connect must not keep
+	// ctx.
+	Connect(ctx context.Context) (DriverConn, error)
+
+	// Driver returns the Connector's Driver.
+	Driver() Driver
+}
+
+// DriverConn is an open database as the driver sees it. Unlike
+// database/sql/driver's Conn it is shared by every goroutine of a DB and
+// must be safe for concurrent use: an embedded engine has no connection
+// pool.
+//
+// The façade calls DriverConn only between a successful connect and
+// DB.Close, and never after Close; Close is called once, after every other
+// call has returned and every Iter and DriverTx of the connection has been
+// closed or rolled back.
+//
+// Read methods receive [ioctx.ReadOptions] explicitly, already checked and
+// tagged with the API's activity: they are "impl" entry points (RocksDB's
+// GetImpl) and must not re-check the activity nor look in ctx for read
+// options. ctx is for cancellation: when it is done, a method returns an
+// error for which errors.Is(err, ctx.Err()) holds.
+//
+// Slices passed in (keys, values, Op contents) belong to the caller and are
+// valid only until the method returns: a driver copies what it keeps.
+type DriverConn interface {
+	// Get returns the value of key, or an error matching ErrNotFound when
+	// key has none. The returned slice is the caller's (the driver must not
+	// modify or reuse it); a found empty value is a non-nil empty slice.
+	Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error)
+
+	// Put sets key to value.
+	Put(ctx context.Context, key, value []byte) error
+
+	// Delete removes key; deleting an absent key is not an error.
+	Delete(ctx context.Context, key []byte) error
+
+	// Write applies ops atomically, in order: after it returns nil every
+	// op is visible, and after it returns an error none is. ops and their
+	// slices are valid only until Write returns.
+	Write(ctx context.Context, ops []Op) error
+
+	// NewIterator returns an iterator over the database at a consistent
+	// point in time, limited to opts' bounds. opts' slices stay valid and
+	// unchanged until the Iter is closed, so the driver may keep them. ctx
+	// bounds the iterator's whole life, not only this call.
+	NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error)
+
+	// Close closes the database. It is called exactly once.
+	Close() error
+}
+
+// Op is one write of a [Batch], as passed to [DriverConn.Write]: a put of
+// Value at Key, or, when Delete is set, a deletion of Key (Value is nil).
+// A put of an empty value has a non-nil empty Value.
+type Op struct {
+	Delete     bool
+	Key, Value []byte
+}
+
+// Iter is a driver's iterator. It is [Iterator] minus Valid, which the
+// façade tracks from the results of the moves.
+//
+// The façade calls an Iter from one goroutine at a time, and calls Next and
+// Prev only when the previous move returned true (it answers them itself on
+// an unpositioned or exhausted iterator), so a driver need not define them
+// there.
+type Iter interface {
+	// First moves to the first key within the bounds and reports whether
+	// there is one.
+	First() bool
+	// Last moves to the last key within the bounds.
+	Last() bool
+	// SeekGE moves to the first key >= key. key is valid only during the
+	// call.
+	SeekGE(key []byte) bool
+	// SeekLT moves to the last key < key. key is valid only during the
+	// call.
+	SeekLT(key []byte) bool
+	// Next moves to the next key.
+	Next() bool
+	// Prev moves to the previous key.
+	Prev() bool
+	// Key returns the current key. The slice belongs to the Iter and is
+	// valid until the next move or Close; the façade never modifies it.
+	Key() []byte
+	// Value returns the current value, with the same lifetime as Key.
+	Value() []byte
+	// Error returns the error that made the last move return false, or
+	// nil when the iterator simply ran out of keys. A move of the absolute
+	// kind (First, Last, SeekGE, SeekLT) clears it. If the iterator's
+	// context is done, moves return false and Error returns an error
+	// matching ctx.Err().
+	Error() error
+	// Close releases the iterator and returns the driver's close error.
+	// It is called exactly once.
+	Close() error
+}
+
+// MultiGetter is an optional interface of a [DriverConn]: a batched point
+// lookup (RocksDB's MultiGet). The returned slice has one entry per key, nil
+// for a key that is not found and a non-nil (possibly empty) slice for a
+// found one; the slices are the caller's.
+//
+// Without it, or when it returns [ErrSkip], the façade loops
+// DriverConn.Get with the same MultiGet-tagged ReadOptions, so reads keep
+// their MultiGet activity (RocksDB #11444).
+type MultiGetter interface {
+	MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error)
+}
+
+// Flusher is an optional interface of a [DriverConn]: Flush writes the
+// in-memory state to durable table files. Without it, DB.Flush returns an
+// error matching ErrNotSupported.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// Compacter is an optional interface of a [DriverConn]: Compact compacts
+// the key range [start, end], nil meaning unbounded on that side. The slices
+// are valid only during the call. Without it, DB.Compact returns an error
+// matching ErrNotSupported.
+type Compacter interface {
+	Compact(ctx context.Context, start, end []byte) error
+}
+
+// Verifier is an optional interface of a [DriverConn]: VerifyChecksum reads
+// every live block and checks its checksum; VerifyFileChecksums checks each
+// live file's whole-file checksum. ro is tagged ActivityVerifyDBChecksum or
+// ActivityVerifyFileChecksums. A mismatch is an error matching
+// ErrCorruption. Without it, both DB methods return an error matching
+// ErrNotSupported.
+type Verifier interface {
+	VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error
+	VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error
+}
+
+// TxBeginner is an optional interface of a [DriverConn]: BeginTx starts a
+// transaction. A driver that cannot honour opts (for example ReadOnly) must
+// return an error rather than ignore it. Without it, DB.BeginTx returns an
+// error matching ErrNotSupported. ctx is for the begin only.
+type TxBeginner interface {
+	BeginTx(ctx context.Context, opts TxOptions) (DriverTx, error)
+}
+
+// DriverTx is a driver's transaction: reads see a snapshot taken at begin
+// plus the transaction's own writes; Commit fails with an error matching
+// ErrConflict when another transaction committed a write to a key this one
+// wrote after this one began.
+//
+// The façade calls a DriverTx from one goroutine at a time, never after
+// Commit or Rollback, and closes the transaction's iterators before either.
+// Read methods follow DriverConn's rules: ro arrives checked and tagged.
+type DriverTx interface {
+	Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error)
+	NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error)
+	Put(ctx context.Context, key, value []byte) error
+	Delete(ctx context.Context, key []byte) error
+	Commit() error
+	Rollback() error
+}
+
+// TxMultiGetter is an optional interface of a [DriverTx], with
+// [MultiGetter]'s contract. Without it, or when it returns [ErrSkip], the
+// façade loops DriverTx.Get with the MultiGet-tagged ReadOptions.
+type TxMultiGetter interface {
+	MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error)
+}
+
+// StatsReporter is an optional interface of a [DriverConn]: Statistics
+// returns the database's statistics, or nil when they are disabled. The
+// façade asks once, at connect, and DB.Statistics returns the same pointer
+// for the DB's life. Without it, DB.Statistics returns nil.
+type StatsReporter interface {
+	Statistics() *statistics.Statistics
+}
+
+// ErrSkip may be returned by an optional fast path (MultiGetter.MultiGet,
+// TxMultiGetter.MultiGet) to ask the façade to continue as if the interface
+// were not implemented. It is never returned to users.
+var ErrSkip = errors.New("driver: skip fast-path; continue as if unimplemented")

@@ -1,0 +1,562 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+// This file is a small in-memory map driver that records what the façade
+// asks of it and flags every call the façade promised never to make (after
+// Close, Next on an unpositioned iterator, ...).
+
+// call is one read the fake driver received.
+type call struct {
+	method string // "Get", "MultiGet", "NewIterator", "VerifyChecksum", ... ; "Tx." prefix for a DriverTx
+	ro     ioctx.ReadOptions
+	key    string
+}
+
+// fakeConn implements only the required DriverConn methods.
+type fakeConn struct {
+	mu         sync.Mutex
+	data       map[string][]byte
+	version    map[string]uint64 // seq of each key's last committed write
+	seq        uint64
+	calls      []call
+	violations []string
+	closed     bool
+	closes     int
+	openIters  int
+	openTxs    int
+
+	// getHook, when set, runs at the start of Get (outside mu); tests
+	// use it to block a Get.
+	getHook func(ctx context.Context, key []byte) error
+	// closeErr is returned by Close.
+	closeErr error
+	// iterIgnoresCtx makes iterators ignore their context, so only the
+	// façade can stop them.
+	iterIgnoresCtx bool
+}
+
+func newFakeConn() *fakeConn {
+	return &fakeConn{data: make(map[string][]byte), version: make(map[string]uint64)}
+}
+
+var _ DriverConn = (*fakeConn)(nil)
+
+// check records a violation if the connection is closed; callers hold mu.
+func (c *fakeConn) checkLocked(method string) {
+	if c.closed {
+		c.violations = append(c.violations, method+" after Close")
+	}
+}
+
+func (c *fakeConn) record(method string, ro ioctx.ReadOptions, key []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checkLocked(method)
+	c.calls = append(c.calls, call{method: method, ro: ro, key: string(key)})
+}
+
+func (c *fakeConn) recorded() []call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.calls)
+}
+
+func (c *fakeConn) violationList() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.violations)
+}
+
+func notFound(key []byte) error { return fmt.Errorf("fake: key %q: %w", key, ErrNotFound) }
+
+func (c *fakeConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
+	if c.getHook != nil {
+		if err := c.getHook(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	c.record("Get", ro, key)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.lookup(key)
+}
+
+func (c *fakeConn) lookup(key []byte) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.data[string(key)]
+	if !ok {
+		return nil, notFound(key)
+	}
+	return append([]byte{}, v...), nil
+}
+
+func (c *fakeConn) Put(ctx context.Context, key, value []byte) error {
+	return c.Write(ctx, []Op{{Key: key, Value: value}})
+}
+
+func (c *fakeConn) Delete(ctx context.Context, key []byte) error {
+	return c.Write(ctx, []Op{{Delete: true, Key: key}})
+}
+
+func (c *fakeConn) Write(ctx context.Context, ops []Op) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checkLocked("Write")
+	c.applyLocked(ops)
+	return nil
+}
+
+func (c *fakeConn) applyLocked(ops []Op) {
+	c.seq++
+	for _, op := range ops {
+		if op.Delete {
+			delete(c.data, string(op.Key))
+		} else {
+			c.data[string(op.Key)] = append([]byte{}, op.Value...)
+		}
+		c.version[string(op.Key)] = c.seq
+	}
+}
+
+func (c *fakeConn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error) {
+	c.record("NewIterator", ro, nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.openIters++
+	return newFakeIter(ctx, c, c.data, nil, opts), nil
+}
+
+func (c *fakeConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closes++
+	if c.closed {
+		c.violations = append(c.violations, "second Close")
+	}
+	if c.openIters != 0 || c.openTxs != 0 {
+		c.violations = append(c.violations, fmt.Sprintf("Close with %d iterators and %d transactions open", c.openIters, c.openTxs))
+	}
+	c.closed = true
+	return c.closeErr
+}
+
+// fullConn adds every optional interface to a fakeConn.
+type fullConn struct {
+	*fakeConn
+	skipMultiGet atomic.Bool // MultiGet returns ErrSkip
+	stats        *statistics.Statistics
+	txMultiGet   bool // transactions implement TxMultiGetter
+}
+
+var (
+	_ MultiGetter   = (*fullConn)(nil)
+	_ Flusher       = (*fullConn)(nil)
+	_ Compacter     = (*fullConn)(nil)
+	_ Verifier      = (*fullConn)(nil)
+	_ TxBeginner    = (*fullConn)(nil)
+	_ StatsReporter = (*fullConn)(nil)
+)
+
+func newFullConn() *fullConn { return &fullConn{fakeConn: newFakeConn()} }
+
+func (c *fullConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+	if c.skipMultiGet.Load() {
+		return nil, ErrSkip
+	}
+	c.record("MultiGet", ro, nil)
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := c.lookup(k)
+		if err == nil {
+			vals[i] = v
+		}
+	}
+	return vals, nil
+}
+
+func (c *fullConn) Flush(ctx context.Context) error {
+	c.record("Flush", ioctx.ReadOptions{}, nil)
+	return ctx.Err()
+}
+
+func (c *fullConn) Compact(ctx context.Context, start, end []byte) error {
+	c.record("Compact", ioctx.ReadOptions{}, append(append([]byte{}, start...), end...))
+	return ctx.Err()
+}
+
+func (c *fullConn) VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error {
+	c.record("VerifyChecksum", ro, nil)
+	return ctx.Err()
+}
+
+func (c *fullConn) VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error {
+	c.record("VerifyFileChecksums", ro, nil)
+	return ctx.Err()
+}
+
+func (c *fullConn) Statistics() *statistics.Statistics { return c.stats }
+
+func (c *fullConn) BeginTx(ctx context.Context, opts TxOptions) (DriverTx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checkLocked("BeginTx")
+	c.openTxs++
+	tx := &fakeTx{c: c.fakeConn, snap: make(map[string][]byte, len(c.data)), begin: c.seq, writes: map[string][]byte{}, opts: opts}
+	for k, v := range c.data {
+		tx.snap[k] = v
+	}
+	if c.txMultiGet {
+		return &fullTx{tx}, nil
+	}
+	return tx, nil
+}
+
+// fakeTx is a snapshot plus a write set; Commit fails with ErrConflict when
+// a written key was committed by someone else after begin.
+type fakeTx struct {
+	c      *fakeConn
+	snap   map[string][]byte
+	writes map[string][]byte // nil value = deletion
+	begin  uint64
+	opts   TxOptions
+	done   bool
+	busy   atomic.Bool // detects concurrent calls, which the façade promises not to make
+}
+
+func (tx *fakeTx) enter(method string) func() {
+	if !tx.busy.CompareAndSwap(false, true) {
+		tx.c.mu.Lock()
+		tx.c.violations = append(tx.c.violations, "concurrent Tx."+method)
+		tx.c.mu.Unlock()
+		return func() {}
+	}
+	if tx.done {
+		tx.c.mu.Lock()
+		tx.c.violations = append(tx.c.violations, "Tx."+method+" after Commit/Rollback")
+		tx.c.mu.Unlock()
+	}
+	return func() { tx.busy.Store(false) }
+}
+
+func (tx *fakeTx) view() map[string][]byte {
+	m := make(map[string][]byte, len(tx.snap))
+	for k, v := range tx.snap {
+		m[k] = v
+	}
+	for k, v := range tx.writes {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func (tx *fakeTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
+	defer tx.enter("Get")()
+	tx.c.record("Tx.Get", ro, key)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if v, ok := tx.writes[string(key)]; ok {
+		if v == nil {
+			return nil, notFound(key)
+		}
+		return append([]byte{}, v...), nil
+	}
+	if v, ok := tx.snap[string(key)]; ok {
+		return append([]byte{}, v...), nil
+	}
+	return nil, notFound(key)
+}
+
+func (tx *fakeTx) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error) {
+	defer tx.enter("NewIterator")()
+	tx.c.record("Tx.NewIterator", ro, nil)
+	tx.c.mu.Lock()
+	tx.c.openIters++
+	tx.c.mu.Unlock()
+	return newFakeIter(ctx, tx.c, tx.view(), tx, opts), nil
+}
+
+func (tx *fakeTx) Put(_ context.Context, key, value []byte) error {
+	defer tx.enter("Put")()
+	tx.writes[string(key)] = append([]byte{}, value...)
+	return nil
+}
+
+func (tx *fakeTx) Delete(_ context.Context, key []byte) error {
+	defer tx.enter("Delete")()
+	tx.writes[string(key)] = nil
+	return nil
+}
+
+func (tx *fakeTx) Commit() error {
+	defer tx.enter("Commit")()
+	tx.done = true
+	c := tx.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checkLocked("Tx.Commit")
+	c.openTxs--
+	for k := range tx.writes {
+		if c.version[k] > tx.begin {
+			return fmt.Errorf("fake: key %q written after the transaction began: %w", k, ErrConflict)
+		}
+	}
+	ops := make([]Op, 0, len(tx.writes))
+	for k, v := range tx.writes {
+		ops = append(ops, Op{Delete: v == nil, Key: []byte(k), Value: v})
+	}
+	c.applyLocked(ops)
+	return nil
+}
+
+func (tx *fakeTx) Rollback() error {
+	defer tx.enter("Rollback")()
+	tx.done = true
+	tx.c.mu.Lock()
+	defer tx.c.mu.Unlock()
+	tx.c.checkLocked("Tx.Rollback")
+	tx.c.openTxs--
+	return nil
+}
+
+// fullTx adds TxMultiGetter.
+type fullTx struct{ *fakeTx }
+
+var _ TxMultiGetter = (*fullTx)(nil)
+
+func (tx *fullTx) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+	defer tx.enter("MultiGet")()
+	tx.c.record("Tx.MultiGet", ro, nil)
+	view := tx.view()
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		if v, ok := view[string(k)]; ok {
+			vals[i] = append([]byte{}, v...)
+		}
+	}
+	return vals, nil
+}
+
+// fakeIter iterates a sorted copy of a map, within bounds.
+type fakeIter struct {
+	ctx  context.Context
+	c    *fakeConn
+	tx   *fakeTx
+	keys []string
+	vals map[string][]byte
+	pos  int // -1 before the first, len(keys) after the last
+	opts IterOptions
+	// bounds as they were at NewIterator: the façade promises they do not
+	// change while the iterator is open.
+	lower, upper []byte
+	err          error
+	closed       bool
+	// kbuf and vbuf are overwritten on every move, like a real engine's
+	// reused buffers, so a caller keeping Key past a move sees garbage.
+	kbuf, vbuf []byte
+}
+
+func newFakeIter(ctx context.Context, c *fakeConn, m map[string][]byte, tx *fakeTx, opts IterOptions) *fakeIter {
+	it := &fakeIter{ctx: ctx, c: c, tx: tx, vals: make(map[string][]byte, len(m)), pos: -1, opts: opts,
+		lower: slices.Clone(opts.LowerBound), upper: slices.Clone(opts.UpperBound)}
+	for k, v := range m {
+		if opts.LowerBound != nil && k < string(opts.LowerBound) {
+			continue
+		}
+		if opts.UpperBound != nil && k >= string(opts.UpperBound) {
+			continue
+		}
+		it.keys = append(it.keys, k)
+		it.vals[k] = v
+	}
+	sort.Strings(it.keys)
+	return it
+}
+
+func (it *fakeIter) violate(msg string) {
+	it.c.mu.Lock()
+	it.c.violations = append(it.c.violations, msg)
+	it.c.mu.Unlock()
+}
+
+func (it *fakeIter) at(pos int) bool {
+	if it.closed {
+		it.violate("Iter move after Close")
+	}
+	if it.tx != nil && it.tx.done {
+		it.violate("Iter move after its Tx ended")
+	}
+	if !bytes.Equal(it.lower, it.opts.LowerBound) || !bytes.Equal(it.upper, it.opts.UpperBound) {
+		it.violate("Iter bounds changed while the iterator was open")
+	}
+	if err := it.ctx.Err(); err != nil && !it.c.iterIgnoresCtx {
+		it.err = err
+		it.pos = -1
+		return false
+	}
+	it.pos = pos
+	if pos < 0 || pos >= len(it.keys) {
+		it.kbuf, it.vbuf = it.kbuf[:0], it.vbuf[:0]
+		return false
+	}
+	k := it.keys[pos]
+	it.kbuf = append(it.kbuf[:0], k...)
+	it.vbuf = append(it.vbuf[:0], it.vals[k]...)
+	return true
+}
+
+func (it *fakeIter) First() bool { it.err = nil; return it.at(0) }
+func (it *fakeIter) Last() bool  { it.err = nil; return it.at(len(it.keys) - 1) }
+func (it *fakeIter) SeekGE(key []byte) bool {
+	it.err = nil
+	return it.at(sort.SearchStrings(it.keys, string(key)))
+}
+func (it *fakeIter) SeekLT(key []byte) bool {
+	it.err = nil
+	return it.at(sort.SearchStrings(it.keys, string(key)) - 1)
+}
+func (it *fakeIter) Next() bool {
+	if it.pos < 0 || it.pos >= len(it.keys) {
+		it.violate("Iter.Next on an unpositioned iterator")
+	}
+	return it.at(it.pos + 1)
+}
+func (it *fakeIter) Prev() bool {
+	if it.pos < 0 || it.pos >= len(it.keys) {
+		it.violate("Iter.Prev on an unpositioned iterator")
+	}
+	return it.at(it.pos - 1)
+}
+func (it *fakeIter) Key() []byte   { return it.kbuf }
+func (it *fakeIter) Value() []byte { return it.vbuf }
+func (it *fakeIter) Error() error  { return it.err }
+func (it *fakeIter) Close() error {
+	if it.closed {
+		it.violate("Iter second Close")
+	}
+	it.closed = true
+	it.c.mu.Lock()
+	it.c.openIters--
+	it.c.mu.Unlock()
+	return nil
+}
+
+// fakeConnector hands out one connection.
+type fakeConnector struct {
+	conn     DriverConn
+	err      error
+	gate     chan struct{} // when non-nil, Connect waits for it to close
+	connects atomic.Int32
+	closes   atomic.Int32
+	ctxErr   atomic.Value // the error of the ctx Connect saw, after the gate
+	closeErr error
+}
+
+func (c *fakeConnector) Connect(ctx context.Context) (DriverConn, error) {
+	c.connects.Add(1)
+	if c.gate != nil {
+		<-c.gate
+	}
+	c.ctxErr.Store(fmt.Sprint(ctx.Err()))
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.conn, nil
+}
+
+func (c *fakeConnector) Driver() Driver { return fakeDriver{} }
+
+func (c *fakeConnector) Close() error {
+	c.closes.Add(1)
+	return c.closeErr
+}
+
+// fakeDriver opens a fresh fullConn for any DSN, or fails when the DSN
+// starts with "fail".
+type fakeDriver struct{}
+
+func (fakeDriver) Open(dsn string) (DriverConn, error) {
+	if strings.HasPrefix(dsn, "fail") {
+		return nil, errors.New("fake: cannot open " + dsn)
+	}
+	return newFullConn(), nil
+}
+
+// fakeContextDriver implements DriverContext.
+type fakeContextDriver struct{ fakeDriver }
+
+func (d fakeContextDriver) OpenConnector(dsn string) (Connector, error) {
+	if _, err := ParseDSN(dsn); err != nil {
+		return nil, err
+	}
+	c, err := d.Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &fakeConnector{conn: c}, nil
+}
+
+// fixedConn returns one preallocated value from Get and does nothing else:
+// it isolates the façade's own cost for allocation tests and benchmarks.
+type fixedConn struct{ value []byte }
+
+func (c *fixedConn) Get(context.Context, ioctx.ReadOptions, []byte) ([]byte, error) {
+	return c.value, nil
+}
+func (c *fixedConn) Put(context.Context, []byte, []byte) error { return nil }
+func (c *fixedConn) Delete(context.Context, []byte) error      { return nil }
+func (c *fixedConn) Write(context.Context, []Op) error         { return nil }
+func (c *fixedConn) NewIterator(context.Context, ioctx.ReadOptions, IterOptions) (Iter, error) {
+	return nil, errors.New("fixedConn: no iterators")
+}
+func (c *fixedConn) Close() error { return nil }
+
+// openFake returns a DB over conn, closed at the end of the test, and fails
+// the test if the façade broke one of its promises to the driver.
+func openFake(t testing.TB, conn DriverConn) *DB {
+	t.Helper()
+	db := OpenDB(&fakeConnector{conn: conn})
+	t.Cleanup(func() {
+		_ = db.Close()
+		var fc *fakeConn
+		switch c := conn.(type) {
+		case *fakeConn:
+			fc = c
+		case *fullConn:
+			fc = c.fakeConn
+		}
+		if fc != nil {
+			if v := fc.violationList(); len(v) != 0 {
+				t.Errorf("the façade broke its promises to the driver: %q", v)
+			}
+		}
+	})
+	return db
+}

@@ -1,0 +1,180 @@
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/shaledb/shale/ioctx"
+)
+
+// Tx is a transaction, begun by [DB.BeginTx] or [Conn.BeginTx]. Its reads
+// see a snapshot taken at begin plus its own writes; Commit fails with an
+// error matching ErrConflict when another transaction committed a write to
+// a key this one wrote after this one began.
+//
+// Reads go through the same check → tag → driver path as the DB's (a
+// MultiGet loops the driver transaction's Get with the MultiGet tag). After
+// Commit or Rollback every call returns ErrTxDone; after DB.Close, which
+// rolls back open transactions, every call returns an error matching
+// ErrClosed.
+//
+// A Tx is not safe for concurrent use, and neither are its Iterators while
+// it is in use: use a Tx and its Iterators from one goroutine at a time.
+// (DB.Close may run concurrently with it.)
+type Tx struct {
+	db          *DB
+	tx          DriverTx
+	multiGetter TxMultiGetter
+	defaults    *ioctx.ReadOptions // the Conn's at begin; nil for a DB's Tx
+	opts        TxOptions
+	done        bool
+	iters       []*Iterator // open iterators, closed before Commit/Rollback
+}
+
+// begin is the prologue of a Tx call; on success the caller must call
+// tx.db.exit.
+func (tx *Tx) begin(ctx context.Context) error {
+	if err := tx.db.enter(); err != nil {
+		return err
+	}
+	if tx.done {
+		tx.db.exit()
+		return ErrTxDone
+	}
+	if err := ctx.Err(); err != nil {
+		tx.db.exit()
+		return err
+	}
+	return nil
+}
+
+// Get returns the value of key as the transaction sees it, or an error
+// matching ErrNotFound. The returned slice is the caller's.
+func (tx *Tx) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := tx.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer tx.db.exit()
+	ro, err := readOptions(ctx, tx.defaults, "Get", ioctx.ActivityGet)
+	if err != nil {
+		return nil, err
+	}
+	v, err := tx.tx.Get(ctx, ro, key)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// MultiGet is [DB.MultiGet] as the transaction sees the keys.
+func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if err := tx.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer tx.db.exit()
+	ro, err := readOptions(ctx, tx.defaults, "MultiGet", ioctx.ActivityMultiGet)
+	if err != nil {
+		return nil, err
+	}
+	if tx.multiGetter != nil {
+		vals, err := tx.multiGetter.MultiGet(ctx, ro, keys)
+		if !errors.Is(err, ErrSkip) {
+			return checkMultiGet(vals, err, len(keys))
+		}
+	}
+	return multiGetLoop(ctx, tx.tx, ro, keys)
+}
+
+// NewIterator is [DB.NewIterator] over the transaction's view. Commit and
+// Rollback close the transaction's iterators.
+func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
+	if err := tx.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer tx.db.exit()
+	ro, err := readOptions(ctx, tx.defaults, "NewIterator", ioctx.ActivityDBIterator)
+	if err != nil {
+		return nil, err
+	}
+	iter, err := tx.tx.NewIterator(ctx, ro, copyIterOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	it := tx.db.trackIter(ctx, iter, tx)
+	tx.iters = append(tx.iters, it)
+	return it, nil
+}
+
+// Put sets key to value in the transaction; an error matching
+// ErrInvalidArgument in a read-only one. The slices are not retained.
+func (tx *Tx) Put(ctx context.Context, key, value []byte) error {
+	if err := tx.begin(ctx); err != nil {
+		return err
+	}
+	defer tx.db.exit()
+	if tx.opts.ReadOnly {
+		return errReadOnlyPut
+	}
+	return tx.tx.Put(ctx, key, value)
+}
+
+// Delete removes key in the transaction; an error matching
+// ErrInvalidArgument in a read-only one. key is not retained.
+func (tx *Tx) Delete(ctx context.Context, key []byte) error {
+	if err := tx.begin(ctx); err != nil {
+		return err
+	}
+	defer tx.db.exit()
+	if tx.opts.ReadOnly {
+		return errReadOnlyDel
+	}
+	return tx.tx.Delete(ctx, key)
+}
+
+// Commit closes the transaction's open iterators and commits it. The
+// transaction is over whatever Commit returns: an error matching
+// ErrConflict means it was rolled back.
+func (tx *Tx) Commit() error {
+	return tx.end(true)
+}
+
+// Rollback closes the transaction's open iterators and discards its writes.
+func (tx *Tx) Rollback() error {
+	return tx.end(false)
+}
+
+func (tx *Tx) end(commit bool) error {
+	if err := tx.db.enter(); err != nil {
+		return err
+	}
+	defer tx.db.exit()
+	if tx.done {
+		return ErrTxDone
+	}
+	tx.done = true
+	iters := tx.iters
+	tx.iters = nil
+	for _, it := range iters {
+		if !it.closed {
+			_ = it.closeEntered()
+		}
+	}
+	tx.db.untrackTx(tx)
+	if commit {
+		return tx.tx.Commit()
+	}
+	return tx.tx.Rollback()
+}
+
+// untrackIter forgets a closed iterator of the transaction.
+func (tx *Tx) untrackIter(it *Iterator) {
+	for i, x := range tx.iters {
+		if x == it {
+			last := len(tx.iters) - 1
+			tx.iters[i] = tx.iters[last]
+			tx.iters[last] = nil
+			tx.iters = tx.iters[:last]
+			return
+		}
+	}
+}

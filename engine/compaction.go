@@ -1,0 +1,372 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/merging"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+func (d *DB) compactOptions() compact.Options {
+	return compact.Options{
+		L0CompactionTrigger:      d.opts.Level0FileNumCompactionTrigger,
+		LevelMultiplier:          d.opts.MaxBytesForLevelMultiplier,
+		MaxBytesForLevelBase:     uint64(d.opts.MaxBytesForLevelBase),
+		TargetFileSizeBase:       uint64(d.opts.TargetFileSizeBase),
+		TargetFileSizeMultiplier: d.opts.TargetFileSizeMultiplier,
+		MaxCompactionBytes:       25 * uint64(d.opts.TargetFileSizeBase),
+	}
+}
+
+// compactionReadEnv is how compactions read their inputs: tagged Compaction,
+// charged at Low priority (when the limiter limits reads), verified, and
+// kept out of the block cache so a compaction does not evict the working
+// set.
+var compactionReadEnv = sstable.ReadEnv{
+	IO:              ioctx.IOOptions{Activity: ioctx.ActivityCompaction, RateLimiterPriority: ioctx.PriorityLow},
+	VerifyChecksums: true,
+	FillCache:       false,
+}
+
+// pickAndMarkLocked picks a compaction (automatic when manual is nil) and
+// marks its inputs as being compacted. busy reports that a manual
+// compaction's inputs are in use by another compaction. d.mu is held.
+func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction, busy bool) {
+	v := d.readState.val.current
+	if manual != nil {
+		c = compact.PickManual(v, d.compactOptions(), manual.level, manual.start, manual.end)
+	} else {
+		c = compact.Pick(v, d.compactOptions())
+	}
+	if c == nil {
+		return nil, false
+	}
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			if f.CompactionInProgress {
+				// PickManual does not look at other compactions; wait for them.
+				return nil, true
+			}
+		}
+	}
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			f.CompactionInProgress = true
+		}
+	}
+	return c, false
+}
+
+func (d *DB) unmarkLocked(c *compact.Compaction) {
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			f.CompactionInProgress = false
+		}
+	}
+}
+
+// runCompaction executes c and installs its result.
+func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
+	start := time.Now()
+	var edit *manifest.VersionEdit
+	var outputs []*manifest.FileMetadata
+	var err error
+	if c.TrivialMove {
+		edit = c.Edit(c.Inputs[0])
+	} else {
+		outputs, err = d.compactFiles(ctx, c)
+		if err == nil && len(outputs) > 0 {
+			// The outputs' directory entries must be durable before the
+			// MANIFEST names them.
+			err = d.syncDir()
+		}
+		if err == nil {
+			edit = c.Edit(outputs)
+		}
+	}
+	if err == nil {
+		d.manifestMu.Lock()
+		d.mu.Lock()
+		edit.SetLastSeqNum(d.mu.lastSeq)
+		d.mu.Unlock()
+		err = d.vs.LogAndApply(edit)
+		d.manifestMu.Unlock()
+		if err != nil {
+			err = errors.Wrap(err, "engine: recording a compaction in the MANIFEST")
+			d.noteManifestFailure()
+		}
+	}
+	d.mu.Lock()
+	for _, o := range outputs {
+		delete(d.mu.pendingOutputs, o.FileNum)
+	}
+	d.unmarkLocked(c)
+	if err == nil {
+		d.mu.compactionsDone++
+		d.updateReadStateLocked()
+	} else {
+		for _, o := range outputs {
+			d.tables.evict(o.FileNum)
+		}
+	}
+	d.notifyLocked()
+	d.maybeScheduleLocked()
+	manifestFailed := d.mu.manifestFailed
+	d.mu.Unlock()
+	if err != nil {
+		if !manifestFailed {
+			// The outputs were never named by a MANIFEST edit. After a
+			// failed edit they may have been: keep them for the reopen.
+			d.removeFiles(outputs)
+		}
+		return err
+	}
+	d.stats.ReportTimeToHistogram(statistics.CompactionTime, uint64(time.Since(start).Microseconds()))
+	d.stats.RecordInHistogram(statistics.NumFilesInSingleCompaction, uint64(len(c.Inputs[0])+len(c.Inputs[1])))
+	d.deleteObsoleteFiles(false)
+	return nil
+}
+
+// compactFiles merges the compaction's inputs and writes the outputs, cut at
+// the target file size and where grandparent overlap grows too large, never
+// splitting one user key's versions across two tables (which would make the
+// output level's tables overlap).
+func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs []*manifest.FileMetadata, err error) {
+	var iters []base.InternalIterator
+	var refs []tableRefCloser
+	defer func() {
+		for _, r := range refs {
+			r.Release()
+		}
+	}()
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			ref, err := d.tables.Acquire(ctx, compactionReadEnv, f)
+			if err != nil {
+				for _, it := range iters {
+					_ = it.Close()
+				}
+				return nil, errors.Wrapf(err, "engine: compaction input %s", f.FileNum)
+			}
+			refs = append(refs, ref)
+			it, err := ref.Reader.NewIter(ctx, compactionReadEnv, nil, nil)
+			if err != nil {
+				for _, it := range iters {
+					_ = it.Close()
+				}
+				return nil, errors.Wrapf(err, "engine: compaction input %s", f.FileNum)
+			}
+			iters = append(iters, it)
+		}
+	}
+	d.mu.Lock()
+	snapshots := d.mu.snapshots.seqNums()
+	d.mu.Unlock()
+	ci := compact.NewIter(merging.NewIter(iters...), snapshots, c.KeyNotExistsBeyondOutputLevel)
+	defer func() {
+		err = errors.CombineErrors(err, ci.Close())
+		if err != nil {
+			d.removeFiles(outputs)
+			for _, o := range outputs {
+				d.removePendingOutput(o.FileNum)
+			}
+			outputs = nil
+		}
+	}()
+
+	target := c.TargetFileSize()
+	var tw *tableWriter
+	var lastUserKey []byte
+	var readBytes uint64
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			readBytes += f.Size
+		}
+	}
+	finish := func() error {
+		meta, err := tw.finish()
+		if err != nil {
+			tw.abandon()
+			d.removePendingOutput(tw.fileNum)
+			tw = nil
+			return err
+		}
+		tw = nil
+		if err := d.openAndCheckTable(ctx, meta, ioctx.ActivityCompaction, ioctx.PriorityLow); err != nil {
+			d.tables.evict(meta.FileNum)
+			outputs = append(outputs, meta) // removed by the deferred cleanup
+			return err
+		}
+		outputs = append(outputs, meta)
+		d.stats.RecordTick(statistics.CompactWriteBytes, meta.Size)
+		return nil
+	}
+	for kv := ci.First(); kv != nil; kv = ci.Next() {
+		if err := ctx.Err(); err != nil {
+			if tw != nil {
+				tw.abandon()
+				d.removePendingOutput(tw.fileNum)
+			}
+			return outputs, errors.Wrap(err, "engine: compaction cancelled")
+		}
+		// Cut outputs only where the user key changes, so no user key
+		// spans two tables of the output level.
+		if lastUserKey == nil || !bytes.Equal(kv.K.UserKey, lastUserKey) {
+			stop := c.ShouldStopBefore(kv.K.UserKey)
+			if tw != nil && (stop || tw.w.EstimatedSize() >= target) {
+				if !stop {
+					c.FinishOutput()
+				}
+				if err := finish(); err != nil {
+					return outputs, err
+				}
+			}
+		}
+		if tw == nil {
+			fileNum := d.vs.NewFileNum()
+			d.addPendingOutput(fileNum)
+			if tw, err = d.newTableWriter(ctx, fileNum, ioctx.PriorityLow); err != nil {
+				d.removePendingOutput(fileNum)
+				return outputs, err
+			}
+		}
+		if err := tw.w.Add(kv.K, kv.V); err != nil {
+			tw.abandon()
+			d.removePendingOutput(tw.fileNum)
+			return outputs, err
+		}
+		lastUserKey = append(lastUserKey[:0], kv.K.UserKey...)
+	}
+	if err := ci.Error(); err != nil {
+		if tw != nil {
+			tw.abandon()
+			d.removePendingOutput(tw.fileNum)
+		}
+		return outputs, errors.Wrap(err, "engine: reading compaction inputs")
+	}
+	if tw != nil {
+		if err := finish(); err != nil {
+			return outputs, err
+		}
+	}
+	d.stats.RecordTick(statistics.CompactReadBytes, readBytes)
+	stats := ci.Stats()
+	d.stats.RecordTick(statistics.CompactionKeyDropNewerEntry, stats.DroppedNewerEntry)
+	d.stats.RecordTick(statistics.CompactionKeyDropObsolete, stats.DroppedObsolete)
+	return outputs, nil
+}
+
+type tableRefCloser interface{ Release() }
+
+// manualCompaction is a Compact call's request.
+type manualCompaction struct {
+	level      int
+	start, end []byte
+}
+
+// Compact compacts every level's tables overlapping the user-key range
+// [start, end] (nil bounds are open) down to the bottom of the tree, waiting
+// until done. It first flushes the memtables, so all data in the range is in
+// tables. Honours ctx between tables and while waiting.
+func (d *DB) Compact(ctx context.Context, start, end []byte) error {
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return base.InvalidArgumentf("engine: Compact range start %q is after end %q", start, end)
+	}
+	if err := d.Flush(ctx); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.mu.manualCompacts++
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.mu.manualCompacts--
+		d.notifyLocked()
+		d.maybeScheduleLocked()
+		d.mu.Unlock()
+	}()
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		for {
+			if err := ctx.Err(); err != nil {
+				return errors.Wrap(err, "engine: Compact")
+			}
+			d.mu.Lock()
+			if d.mu.bgErr != nil {
+				err := d.mu.bgErr
+				d.mu.Unlock()
+				return err
+			}
+			v := d.readState.val.current
+			if len(v.Overlaps(level, start, end)) == 0 {
+				d.mu.Unlock()
+				break
+			}
+			m := &manualCompaction{level: level, start: start, end: end}
+			c, busy := d.pickAndMarkLocked(m)
+			if c == nil && !busy {
+				d.mu.Unlock()
+				break
+			}
+			if c == nil {
+				// Inputs are busy with a background compaction: wait for it.
+				ch := d.mu.changed
+				d.mu.Unlock()
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return errors.Wrap(ctx.Err(), "engine: Compact")
+				}
+				continue
+			}
+			d.mu.Unlock()
+			if err := d.runCompaction(ctx, c); err != nil {
+				if ctx.Err() == nil {
+					d.mu.Lock()
+					d.setBackgroundErrorLocked(errors.Wrap(err, "engine: compaction failed"))
+					d.mu.Unlock()
+				}
+				return err
+			}
+			if c.OutputLevel == level {
+				// Compacting the last level in place: done with it.
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// compactOne runs one automatic compaction if one is needed, reporting
+// whether it did.
+func (d *DB) compactOne(ctx context.Context) (bool, error) {
+	d.mu.Lock()
+	if d.opts.DisableAutoCompactions || d.mu.bgErr != nil || d.mu.closing {
+		d.mu.Unlock()
+		return false, nil
+	}
+	c, _ := d.pickAndMarkLocked(nil)
+	if c != nil {
+		d.mu.compacting = true
+	}
+	d.mu.Unlock()
+	if c == nil {
+		return false, nil
+	}
+	err := d.runCompaction(ctx, c)
+	d.mu.Lock()
+	d.mu.compacting = false
+	if err != nil && !errors.Is(err, context.Canceled) {
+		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: compaction failed"))
+	}
+	d.notifyLocked()
+	d.mu.Unlock()
+	return err == nil, err
+}

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/statistics"
+)
+
+// Error classes returned by the engine; test with errors.Is. They are the
+// classes of internal/base, shared by every layer below the façade (the
+// driver adapter maps them to the driver's sentinels).
+var (
+	ErrNotFound        = base.ErrNotFound
+	ErrCorruption      = base.ErrCorruption
+	ErrInvalidArgument = base.ErrInvalidArgument
+	ErrClosed          = base.ErrClosed
+	ErrConflict        = base.ErrConflict
+)
+
+// DB is an open database. It is safe for concurrent use by many goroutines.
+//
+// Writes go to the WAL and then to the mutable memtable; a full memtable
+// becomes immutable and a background goroutine flushes it to an L0 table;
+// another compacts levels. Reads run over a referenced readState (memtables
+// plus a version) without taking the database mutex.
+type DB struct {
+	dirname string
+	opts    Options // resolved
+	fs      vfs.FS
+	stats   *statistics.Statistics
+	cache   *cache.Cache
+	cacheID uint64
+	tables  *tableCache
+	vs      *manifest.VersionSet
+	dirLock io.Closer
+
+	readState struct {
+		sync.RWMutex
+		val *readState
+	}
+
+	// closedFlag is set by Close; reads check it without taking mu.
+	closedFlag atomic.Bool
+
+	// visibleSeq is the sequence number of the last write that is fully
+	// applied to the memtable. Reads without a snapshot read at it.
+	visibleSeq atomic.Uint64
+
+	// manifestMu serializes version edits (flush, compaction and open all
+	// write the MANIFEST); it is never held with mu held... except that
+	// code holding it may take mu briefly.
+	manifestMu sync.Mutex
+
+	// commit is owned by the write leader (the writer at the head of the
+	// queue): only it touches the WAL and the group batch.
+	commit struct {
+		log      *wal.Writer
+		logFile  vfs.File
+		logNum   manifest.FileNum
+		group    groupBatch
+		logBytes int64
+	}
+
+	mu struct {
+		sync.Mutex
+		// mem is the mutable memtable; imm the immutable ones waiting to be
+		// flushed, oldest first.
+		mem *memTable
+		imm []*memTable
+		// lastSeq is the last sequence number assigned to a write.
+		lastSeq base.SeqNum
+		// writers is the queue of pending writes; the head is the leader.
+		writers []*writer
+		// snapshots are the open snapshots, oldest first.
+		snapshots snapshotList
+		// bgErr is a background error (a failed flush, compaction or WAL
+		// write) that stops further writes until the database is reopened.
+		bgErr error
+		// changed is closed and replaced whenever background work finishes,
+		// so waiters (write stalls, Flush, Compact) can also watch a context.
+		changed         chan struct{}
+		flushing        bool
+		compacting      bool
+		manualCompacts  int
+		pendingOutputs  map[manifest.FileNum]struct{}
+		closing, closed bool
+		// manifestFailed is set when a MANIFEST edit failed: the edit may
+		// or may not be durable, so no file may be deleted until a reopen
+		// recovers one state or the other.
+		manifestFailed bool
+		// flushWanted counts Flush calls waiting for the mutable memtable to
+		// be flushed.
+		compactionsDone uint64
+		flushesDone     uint64
+	}
+
+	// flushWork and compactWork wake the background goroutines; Close closes
+	// them. bgDone waits for the goroutines.
+	flushWork, compactWork chan struct{}
+	bgDone                 sync.WaitGroup
+}
+
+// notifyLocked wakes everyone waiting for background progress.
+func (d *DB) notifyLocked() {
+	close(d.mu.changed)
+	d.mu.changed = make(chan struct{})
+}
+
+// maybeScheduleLocked wakes the background goroutines.
+func (d *DB) maybeScheduleLocked() {
+	if d.mu.closing || d.opts.ReadOnly {
+		return
+	}
+	for _, ch := range [2]chan struct{}{d.flushWork, d.compactWork} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// noteManifestFailure stops file deletion after a failed MANIFEST edit.
+func (d *DB) noteManifestFailure() {
+	d.mu.Lock()
+	d.mu.manifestFailed = true
+	d.mu.Unlock()
+}

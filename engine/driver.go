@@ -1,0 +1,280 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+// DriverName is the name the engine registers with the driver package.
+const DriverName = "shale"
+
+func init() { driver.Register(DriverName, Driver{}) }
+
+// Driver is the "shale" driver: it opens engine databases for the driver
+// façade. Importing this package registers it, as importing a database/sql
+// driver does.
+type Driver struct{}
+
+var (
+	_ driver.Driver        = Driver{}
+	_ driver.DriverContext = Driver{}
+)
+
+// Open opens the database the DSN names (see ParseDSN).
+func (Driver) Open(dsn string) (driver.DriverConn, error) {
+	c, err := Driver{}.OpenConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return c.Connect(context.Background())
+}
+
+// OpenConnector parses dsn once; the returned Connector opens the database on
+// the façade's first use.
+func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &connector{dir: cfg.Dir, cfg: cfg}, nil
+}
+
+// NewConnector returns a Connector for the database in dir with opts (nil
+// for the defaults), for driver.OpenDB. The database is opened on first use
+// and closed by the DB's Close.
+func NewConnector(dir string, opts *Options) driver.Connector {
+	c := &connector{dir: dir}
+	if opts != nil {
+		o := *opts
+		c.opts = &o
+	}
+	return c
+}
+
+// connector opens one engine database and owns it: DB.Close closes it
+// through io.Closer.
+type connector struct {
+	dir  string
+	cfg  *Config  // from a DSN; nil with NewConnector
+	opts *Options // from NewConnector
+
+	mu sync.Mutex
+	db *DB
+}
+
+var _ driver.Connector = (*connector)(nil)
+
+func (c *connector) Driver() driver.Driver { return Driver{} }
+
+// Connect opens the database, once; later calls share it.
+func (c *connector) Connect(context.Context) (driver.DriverConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.db == nil {
+		opts := c.opts
+		if c.cfg != nil {
+			var err error
+			if opts, err = c.cfg.Options(); err != nil {
+				return nil, err
+			}
+		}
+		if opts == nil {
+			opts = &Options{}
+		}
+		dir := c.dir
+		if dir == MemoryPath {
+			o := *opts
+			o.FS = vfs.NewMem()
+			opts, dir = &o, "/memory"
+		}
+		db, err := Open(dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		c.db = db
+	}
+	return &conn{db: c.db}, nil
+}
+
+// Close closes the database the connector opened.
+func (c *connector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.db == nil {
+		return nil
+	}
+	err := c.db.Close()
+	c.db = nil
+	return err
+}
+
+// conn adapts a DB to driver.DriverConn. The façade has already checked and
+// tagged each read's options, so conn calls the engine's implementations
+// directly with them (never the exported, checking, read methods).
+type conn struct {
+	db *DB
+}
+
+var (
+	_ driver.DriverConn    = (*conn)(nil)
+	_ driver.MultiGetter   = (*conn)(nil)
+	_ driver.Flusher       = (*conn)(nil)
+	_ driver.Compacter     = (*conn)(nil)
+	_ driver.Verifier      = (*conn)(nil)
+	_ driver.TxBeginner    = (*conn)(nil)
+	_ driver.StatsReporter = (*conn)(nil)
+)
+
+func (c *conn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
+	req, err := c.db.resolveRead(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	v, err := c.db.getImpl(req, key, readLatest)
+	if err != nil {
+		return nil, err
+	}
+	out := append(make([]byte, 0, len(v.Data)), v.Data...)
+	v.Release()
+	return out, nil
+}
+
+func (c *conn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+	req, err := c.db.resolveRead(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return c.db.multiGetImpl(req, keys, readLatest)
+}
+
+func (c *conn) Put(ctx context.Context, key, value []byte) error { return c.db.Put(ctx, key, value) }
+
+func (c *conn) Delete(ctx context.Context, key []byte) error { return c.db.Delete(ctx, key) }
+
+func (c *conn) Write(ctx context.Context, ops []driver.Op) error {
+	b := batchPool.Get().(*Batch)
+	defer func() {
+		b.Reset()
+		batchPool.Put(b)
+	}()
+	for _, op := range ops {
+		if op.Delete {
+			b.Delete(op.Key)
+		} else {
+			b.Put(op.Key, op.Value)
+		}
+	}
+	return c.db.Write(ctx, b, nil)
+}
+
+func (c *conn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts driver.IterOptions) (driver.Iter, error) {
+	req, err := c.db.resolveRead(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	return c.db.newIteratorImpl(req, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest), nil
+}
+
+func (c *conn) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
+
+func (c *conn) Compact(ctx context.Context, start, end []byte) error {
+	return c.db.Compact(ctx, start, end)
+}
+
+func (c *conn) VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error {
+	req, err := c.db.resolveRead(ctx, ro)
+	if err != nil {
+		return err
+	}
+	defer req.done()
+	return c.db.verifyChecksumImpl(req)
+}
+
+func (c *conn) VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error {
+	req, err := c.db.resolveRead(ctx, ro)
+	if err != nil {
+		return err
+	}
+	defer req.done()
+	return c.db.verifyFileChecksumsImpl(req)
+}
+
+func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
+	tx, err := c.db.BeginTx(ctx, &TxOptions{ReadOnly: opts.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	return &driverTx{tx: tx}, nil
+}
+
+func (c *conn) Statistics() *statistics.Statistics { return c.db.Statistics() }
+
+// Close does nothing: the connector owns the database and closes it.
+func (c *conn) Close() error { return nil }
+
+// driverTx adapts a Tx; its reads take the façade's tagged options.
+type driverTx struct {
+	tx *Tx
+}
+
+var (
+	_ driver.DriverTx      = (*driverTx)(nil)
+	_ driver.TxMultiGetter = (*driverTx)(nil)
+)
+
+func (t *driverTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
+	if err := t.tx.check(); err != nil {
+		return nil, err
+	}
+	req, err := t.tx.db.resolveRead(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return t.tx.getImpl(req, key)
+}
+
+func (t *driverTx) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+	if err := t.tx.check(); err != nil {
+		return nil, err
+	}
+	req, err := t.tx.db.resolveRead(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return t.tx.multiGetImpl(req, keys)
+}
+
+func (t *driverTx) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts driver.IterOptions) (driver.Iter, error) {
+	if err := t.tx.check(); err != nil {
+		return nil, err
+	}
+	req, err := t.tx.db.resolveRead(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx.newIteratorImpl(req, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}), nil
+}
+
+func (t *driverTx) Put(ctx context.Context, key, value []byte) error {
+	return t.tx.Put(ctx, key, value)
+}
+
+func (t *driverTx) Delete(ctx context.Context, key []byte) error { return t.tx.Delete(ctx, key) }
+
+func (t *driverTx) Commit() error { return t.tx.Commit() }
+
+func (t *driverTx) Rollback() error { return t.tx.Rollback() }
+
+// errClosedDB is returned when the engine is used after Close.
+var errClosedDB = base.Mark(errors.New("engine: database is closed"), ErrClosed)

@@ -1,0 +1,479 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/ratelimit"
+	"github.com/shaledb/shale/statistics"
+)
+
+// MemoryPath is the DSN path of an in-memory database: it lives in a fresh
+// in-memory filesystem and disappears when closed.
+const MemoryPath = ":memory:"
+
+// Config is a parsed DSN: the directory and every setting a DSN can carry.
+// ParseDSN and (*Config).String round-trip. Options builds the engine options
+// from it (creating the statistics object and the rate limiter it names).
+type Config struct {
+	// Dir is the database directory, or MemoryPath.
+	Dir string
+
+	ErrorIfMissing, ErrorIfExists, ReadOnly bool
+	DisableStatistics                       bool
+	StatsLevel                              statistics.Level
+
+	BlockCacheSize                 int64 // negative: no cache
+	WriteBufferSize                int64
+	MaxWriteBufferNumber           int
+	TargetFileSizeBase             int64
+	TargetFileSizeMultiplier       int
+	MaxBytesForLevelBase           int64
+	MaxBytesForLevelMultiplier     float64
+	Level0FileNumCompactionTrigger int
+	Level0SlowdownWritesTrigger    int
+	Level0StopWritesTrigger        int
+	DisableAutoCompactions         bool
+	BlockSize                      int
+	BlockRestartInterval           int
+	BloomBitsPerKey                int // negative: no filter
+	Compression                    Compression
+	ChecksumType                   ChecksumType
+	DisableFileChecksums           bool
+	Sync                           bool
+	MaxOpenFiles                   int
+	MmapReads                      bool
+	MaxManifestFileSize            int64
+
+	// RateLimit is the rate limiter's bytes per second; 0 means none.
+	RateLimit             int64
+	RateLimitMode         ratelimit.Mode
+	RateLimitRefillPeriod time.Duration
+	RateLimitFairness     int
+	RateLimitAutoTuned    bool
+}
+
+// DefaultConfig returns the configuration of a DSN with no parameters.
+func DefaultConfig(dir string) *Config {
+	o := DefaultOptions()
+	return &Config{
+		Dir:                            dir,
+		StatsLevel:                     statistics.DefaultLevel,
+		BlockCacheSize:                 o.BlockCacheSize,
+		WriteBufferSize:                o.WriteBufferSize,
+		MaxWriteBufferNumber:           o.MaxWriteBufferNumber,
+		TargetFileSizeBase:             o.TargetFileSizeBase,
+		TargetFileSizeMultiplier:       o.TargetFileSizeMultiplier,
+		MaxBytesForLevelBase:           o.MaxBytesForLevelBase,
+		MaxBytesForLevelMultiplier:     o.MaxBytesForLevelMultiplier,
+		Level0FileNumCompactionTrigger: o.Level0FileNumCompactionTrigger,
+		Level0SlowdownWritesTrigger:    o.Level0SlowdownWritesTrigger,
+		Level0StopWritesTrigger:        o.Level0StopWritesTrigger,
+		BlockSize:                      o.BlockSize,
+		BlockRestartInterval:           o.BlockRestartInterval,
+		BloomBitsPerKey:                o.BloomBitsPerKey,
+		Compression:                    o.Compression,
+		ChecksumType:                   o.ChecksumType,
+		MaxManifestFileSize:            o.MaxManifestFileSize,
+		RateLimitMode:                  ratelimit.ModeAll,
+		RateLimitRefillPeriod:          100 * time.Millisecond,
+		RateLimitFairness:              10,
+	}
+}
+
+// dsnKey is one DSN parameter: its name, its default as printed in the
+// documentation table, how to parse it into a Config and how to print a
+// Config's value (the empty string when it is the default).
+type dsnKey struct {
+	name, def, doc string
+	parse          func(c *Config, v string) error
+	format         func(c, def *Config) string
+}
+
+func sizeKey(name, doc string, field func(c *Config) *int64, zeroMeansNone bool) dsnKey {
+	return dsnKey{
+		name: name, doc: doc,
+		parse: func(c *Config, v string) error {
+			n, err := driver.ParseSize(v)
+			if err != nil {
+				return err
+			}
+			if zeroMeansNone && n == 0 {
+				n = -1
+			}
+			*field(c) = n
+			return nil
+		},
+		format: func(c, def *Config) string {
+			n := *field(c)
+			if n == *field(def) {
+				return ""
+			}
+			if zeroMeansNone && n < 0 {
+				return "0"
+			}
+			return driver.FormatSize(n)
+		},
+	}
+}
+
+func intKey(name, doc string, field func(c *Config) *int, zeroMeansNone bool) dsnKey {
+	return dsnKey{
+		name: name, doc: doc,
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return errors.Newf("%q is not an integer", v)
+			}
+			if zeroMeansNone && n == 0 {
+				n = -1
+			}
+			*field(c) = n
+			return nil
+		},
+		format: func(c, def *Config) string {
+			n := *field(c)
+			if n == *field(def) {
+				return ""
+			}
+			if zeroMeansNone && n < 0 {
+				return "0"
+			}
+			return strconv.Itoa(n)
+		},
+	}
+}
+
+func boolKey(name, doc string, field func(c *Config) *bool, inverted bool) dsnKey {
+	return dsnKey{
+		name: name, doc: doc,
+		parse: func(c *Config, v string) error {
+			b, err := driver.ParseBool(v)
+			if err != nil {
+				return err
+			}
+			*field(c) = b != inverted
+			return nil
+		},
+		format: func(c, def *Config) string {
+			if *field(c) == *field(def) {
+				return ""
+			}
+			return strconv.FormatBool(*field(c) != inverted)
+		},
+	}
+}
+
+// dsnKeys is the DSN's parameter table, in documentation order.
+var dsnKeys = []dsnKey{
+	boolKey("create_if_missing", "create the database if the directory holds none",
+		func(c *Config) *bool { return &c.ErrorIfMissing }, true),
+	boolKey("error_if_exists", "fail if the database already exists",
+		func(c *Config) *bool { return &c.ErrorIfExists }, false),
+	boolKey("read_only", "open without writing: no WAL replay into tables, no flush or compaction; writes fail",
+		func(c *Config) *bool { return &c.ReadOnly }, false),
+	boolKey("statistics", "collect statistics (tickers and histograms)",
+		func(c *Config) *bool { return &c.DisableStatistics }, true),
+	{
+		name: "stats_level", doc: "what statistics record: disable_all, except_histogram_or_timers, except_timers, " +
+			"except_detailed_timers, except_time_for_mutex, all",
+		parse: func(c *Config, v string) error {
+			l, err := statistics.ParseLevel(v)
+			c.StatsLevel = l
+			return err
+		},
+		format: func(c, def *Config) string {
+			if c.StatsLevel == def.StatsLevel {
+				return ""
+			}
+			return c.StatsLevel.String()
+		},
+	},
+	sizeKey("block_cache_size", "block cache capacity; 0 disables the cache",
+		func(c *Config) *int64 { return &c.BlockCacheSize }, true),
+	sizeKey("write_buffer_size", "memtable size before a flush", func(c *Config) *int64 { return &c.WriteBufferSize }, false),
+	intKey("max_write_buffer_number", "memtables in memory before writes stall",
+		func(c *Config) *int { return &c.MaxWriteBufferNumber }, false),
+	sizeKey("target_file_size_base", "size of compaction output tables in L1",
+		func(c *Config) *int64 { return &c.TargetFileSizeBase }, false),
+	intKey("target_file_size_multiplier", "growth of the target table size per level",
+		func(c *Config) *int { return &c.TargetFileSizeMultiplier }, false),
+	sizeKey("max_bytes_for_level_base", "target size of L1", func(c *Config) *int64 { return &c.MaxBytesForLevelBase }, false),
+	{
+		name: "max_bytes_for_level_multiplier", doc: "growth of the target size per level",
+		parse: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return errors.Newf("%q is not a number", v)
+			}
+			c.MaxBytesForLevelMultiplier = f
+			return nil
+		},
+		format: func(c, def *Config) string {
+			if c.MaxBytesForLevelMultiplier == def.MaxBytesForLevelMultiplier {
+				return ""
+			}
+			return strconv.FormatFloat(c.MaxBytesForLevelMultiplier, 'g', -1, 64)
+		},
+	},
+	intKey("level0_file_num_compaction_trigger", "L0 tables that start an L0 compaction",
+		func(c *Config) *int { return &c.Level0FileNumCompactionTrigger }, false),
+	intKey("level0_slowdown_writes_trigger", "L0 tables at which writes are delayed",
+		func(c *Config) *int { return &c.Level0SlowdownWritesTrigger }, false),
+	intKey("level0_stop_writes_trigger", "L0 tables at which writes wait",
+		func(c *Config) *int { return &c.Level0StopWritesTrigger }, false),
+	boolKey("disable_auto_compactions", "run no background compactions (Compact still works)",
+		func(c *Config) *bool { return &c.DisableAutoCompactions }, false),
+	{
+		name: "block_size", doc: "target uncompressed data block size",
+		parse: func(c *Config, v string) error {
+			n, err := driver.ParseSize(v)
+			if err == nil && n > 1<<30 {
+				err = errors.Newf("%q is too large", v)
+			}
+			c.BlockSize = int(n)
+			return err
+		},
+		format: func(c, def *Config) string {
+			if c.BlockSize == def.BlockSize {
+				return ""
+			}
+			return driver.FormatSize(int64(c.BlockSize))
+		},
+	},
+	intKey("block_restart_interval", "keys between restart points in a data block",
+		func(c *Config) *int { return &c.BlockRestartInterval }, false),
+	intKey("bloom_bits_per_key", "bloom filter bits per key; 0 writes no filter",
+		func(c *Config) *int { return &c.BloomBitsPerKey }, true),
+	{
+		name: "compression", doc: "block compression: snappy or none",
+		parse: func(c *Config, v string) error {
+			switch v {
+			case "snappy":
+				c.Compression = CompressionSnappy
+			case "none":
+				c.Compression = CompressionNone
+			default:
+				return errors.Newf("%q is not snappy or none", v)
+			}
+			return nil
+		},
+		format: func(c, def *Config) string {
+			if c.Compression == def.Compression {
+				return ""
+			}
+			return c.Compression.String()
+		},
+	},
+	{
+		name: "checksum", doc: "block checksum: xxh64 or crc32c",
+		parse: func(c *Config, v string) error {
+			switch v {
+			case "xxh64":
+				c.ChecksumType = ChecksumXXH64
+			case "crc32c":
+				c.ChecksumType = ChecksumCRC32C
+			default:
+				return errors.Newf("%q is not xxh64 or crc32c", v)
+			}
+			return nil
+		},
+		format: func(c, def *Config) string {
+			if c.ChecksumType == def.ChecksumType {
+				return ""
+			}
+			return c.ChecksumType.String()
+		},
+	},
+	boolKey("file_checksums", "record each table's whole-file CRC32C for VerifyFileChecksums",
+		func(c *Config) *bool { return &c.DisableFileChecksums }, true),
+	boolKey("sync", "sync the WAL on every write", func(c *Config) *bool { return &c.Sync }, false),
+	sizeKey("rate_limit", "rate limiter bytes per second; 0 means no limiter",
+		func(c *Config) *int64 { return &c.RateLimit }, false),
+	{
+		name: "rate_limit_mode", doc: "what the rate limiter limits: reads, writes or all",
+		parse: func(c *Config, v string) error {
+			m, err := ratelimit.ParseMode(v)
+			c.RateLimitMode = m
+			return err
+		},
+		format: func(c, def *Config) string {
+			if c.RateLimitMode == def.RateLimitMode {
+				return ""
+			}
+			return c.RateLimitMode.String()
+		},
+	},
+	{
+		name: "rate_limit_refill_period", doc: "rate limiter refill period (a Go duration)",
+		parse: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return errors.Newf("%q is not a positive duration", v)
+			}
+			c.RateLimitRefillPeriod = d
+			return nil
+		},
+		format: func(c, def *Config) string {
+			if c.RateLimitRefillPeriod == def.RateLimitRefillPeriod {
+				return ""
+			}
+			return c.RateLimitRefillPeriod.String()
+		},
+	},
+	intKey("rate_limit_fairness", "1-in-N chance that lower priorities go first",
+		func(c *Config) *int { return &c.RateLimitFairness }, false),
+	boolKey("rate_limit_auto_tuned", "let the rate limiter tune its rate between rate_limit/20 and rate_limit",
+		func(c *Config) *bool { return &c.RateLimitAutoTuned }, false),
+	{
+		name: "max_open_files", doc: "table readers kept open; -1 or 0 keeps every table open",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < -1 {
+				return errors.Newf("%q is not -1 or a non-negative integer", v)
+			}
+			c.MaxOpenFiles = max(n, 0)
+			return nil
+		},
+		format: func(c, def *Config) string {
+			if c.MaxOpenFiles == def.MaxOpenFiles {
+				return ""
+			}
+			return strconv.Itoa(c.MaxOpenFiles)
+		},
+	},
+	boolKey("mmap_reads", "memory-map table files and read blocks from the mapping",
+		func(c *Config) *bool { return &c.MmapReads }, false),
+	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
+		func(c *Config) *int64 { return &c.MaxManifestFileSize }, false),
+}
+
+// ParseDSN parses a DSN: a directory path (or ":memory:") with URL-style
+// parameters named after RocksDB's options, for example
+// "/var/lib/app/db?stats_level=all&block_cache_size=32MiB&rate_limit=8MiB".
+// An unknown key, a bad value or an invalid combination is an error marked
+// ErrInvalidArgument that names it. See DSNKeys for the table.
+func ParseDSN(dsn string) (*Config, error) {
+	d, err := driver.ParseDSN(dsn)
+	if err != nil {
+		return nil, base.Mark(errors.Wrap(err, "engine: bad DSN"), ErrInvalidArgument)
+	}
+	c := DefaultConfig(d.Path)
+	known := make(map[string]*dsnKey, len(dsnKeys))
+	for i := range dsnKeys {
+		known[dsnKeys[i].name] = &dsnKeys[i]
+	}
+	var errs []error
+	for _, p := range d.Params {
+		k, ok := known[p.Key]
+		if !ok {
+			errs = append(errs, errors.Newf("unknown key %q", p.Key))
+			continue
+		}
+		if err := k.parse(c, p.Value); err != nil {
+			errs = append(errs, errors.Wrapf(err, "bad value for %s", p.Key))
+		}
+	}
+	if len(errs) == 0 {
+		o := c.options()
+		o.EnsureDefaults()
+		if err := o.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.RateLimit < 0 {
+			errs = append(errs, errors.Newf("rate_limit %d is negative", c.RateLimit))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, base.Mark(errors.Wrapf(errors.Join(errs...), "engine: DSN %q", dsn), ErrInvalidArgument)
+	}
+	return c, nil
+}
+
+// String formats c as a DSN that ParseDSN parses back to c, listing only the
+// settings that differ from the defaults, in table order.
+func (c *Config) String() string {
+	def := DefaultConfig(c.Dir)
+	var params []driver.Param
+	for _, k := range dsnKeys {
+		if v := k.format(c, def); v != "" {
+			params = append(params, driver.Param{Key: k.name, Value: v})
+		}
+	}
+	return driver.FormatDSN(c.Dir, params)
+}
+
+// options returns the Options c describes, without creating statistics or a
+// rate limiter.
+func (c *Config) options() Options {
+	return Options{
+		ErrorIfMissing: c.ErrorIfMissing, ErrorIfExists: c.ErrorIfExists, ReadOnly: c.ReadOnly,
+		DisableStatistics: c.DisableStatistics,
+		BlockCacheSize:    c.BlockCacheSize, WriteBufferSize: c.WriteBufferSize,
+		MaxWriteBufferNumber: c.MaxWriteBufferNumber, TargetFileSizeBase: c.TargetFileSizeBase,
+		TargetFileSizeMultiplier: c.TargetFileSizeMultiplier, MaxBytesForLevelBase: c.MaxBytesForLevelBase,
+		MaxBytesForLevelMultiplier:     c.MaxBytesForLevelMultiplier,
+		Level0FileNumCompactionTrigger: c.Level0FileNumCompactionTrigger,
+		Level0SlowdownWritesTrigger:    c.Level0SlowdownWritesTrigger,
+		Level0StopWritesTrigger:        c.Level0StopWritesTrigger,
+		DisableAutoCompactions:         c.DisableAutoCompactions,
+		BlockSize:                      c.BlockSize, BlockRestartInterval: c.BlockRestartInterval,
+		BloomBitsPerKey: c.BloomBitsPerKey, Compression: c.Compression, ChecksumType: c.ChecksumType,
+		DisableFileChecksums: c.DisableFileChecksums, Sync: c.Sync, MaxOpenFiles: c.MaxOpenFiles,
+		MmapReads: c.MmapReads, MaxManifestFileSize: c.MaxManifestFileSize,
+	}
+}
+
+// Options returns the engine options c describes, with a new statistics
+// object at c's level (unless disabled) and a new rate limiter (when
+// RateLimit is set).
+func (c *Config) Options() (*Options, error) {
+	o := c.options()
+	if !c.DisableStatistics {
+		o.Statistics = statistics.New(c.StatsLevel)
+	}
+	if c.RateLimit > 0 {
+		l, err := ratelimit.New(ratelimit.Options{
+			BytesPerSecond: c.RateLimit, RefillPeriod: c.RateLimitRefillPeriod, Fairness: c.RateLimitFairness,
+			Mode: c.RateLimitMode, AutoTuned: c.RateLimitAutoTuned,
+		})
+		if err != nil {
+			return nil, base.Mark(errors.Wrap(err, "engine: DSN rate limiter"), ErrInvalidArgument)
+		}
+		o.RateLimiter = l
+	}
+	return &o, nil
+}
+
+// DSNKeys returns the DSN parameter table as "key | default | meaning" rows,
+// for documentation and the command-line tool.
+func DSNKeys() [][3]string {
+	def := DefaultConfig("")
+	rows := make([][3]string, 0, len(dsnKeys))
+	for _, k := range dsnKeys {
+		rows = append(rows, [3]string{k.name, defaultString(k, def), k.doc})
+	}
+	return rows
+}
+
+// defaultString prints a key's default by formatting a Config that differs
+// only in that key... which the table cannot do generically; so print the
+// default Config's value through the key's own formatter against an empty
+// reference.
+func defaultString(k dsnKey, def *Config) string {
+	zero := &Config{RateLimitMode: ratelimit.Mode(255), StatsLevel: statistics.Level(-1),
+		Compression: Compression(255), ChecksumType: ChecksumType(255),
+		MaxBytesForLevelMultiplier: -1, RateLimitRefillPeriod: -1}
+	v := k.format(def, zero)
+	switch {
+	case strings.HasPrefix(k.name, "rate_limit") && v == "":
+		return "0"
+	case v == "":
+		return "false"
+	}
+	return v
+}

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+// writeMemTable writes mem to a new L0 table, dropping versions no snapshot
+// can see, and opens and checks it with activity (Flush in the background,
+// DBOpen during recovery). A nil result means mem held nothing to write.
+func (d *DB) writeMemTable(ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum) (*manifest.FileMetadata, error) {
+	it := compact.NewIter(mem.NewIter(nil, nil), snapshots, nil)
+	meta, err := d.writeTableFrom(ctx, it, ioctx.PriorityHigh)
+	err = errors.CombineErrors(err, it.Close())
+	if err != nil || meta == nil {
+		if meta != nil {
+			d.removePendingOutput(meta.FileNum)
+		}
+		return nil, err
+	}
+	if err := d.openAndCheckTable(ctx, meta, activity, ioctx.PriorityTotal); err != nil {
+		d.tables.evict(meta.FileNum)
+		_ = d.fs.Remove(manifest.TableFileName(d.dirname, meta.FileNum))
+		d.removePendingOutput(meta.FileNum)
+		return nil, err
+	}
+	d.stats.RecordTick(statistics.FlushWriteBytes, meta.Size)
+	return meta, nil
+}
+
+// flushOne flushes the oldest immutable memtable. It reports whether there
+// was one.
+func (d *DB) flushOne(ctx context.Context) (bool, error) {
+	d.mu.Lock()
+	if len(d.mu.imm) == 0 || d.mu.bgErr != nil {
+		d.mu.Unlock()
+		return false, nil
+	}
+	mem := d.mu.imm[0]
+	snapshots := d.mu.snapshots.seqNums()
+	d.mu.flushing = true
+	d.mu.Unlock()
+
+	start := time.Now()
+	meta, err := d.writeMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots)
+	if err == nil {
+		err = d.applyFlush(mem, meta)
+	}
+	d.stats.ReportTimeToHistogram(statistics.FlushTime, uint64(time.Since(start).Microseconds()))
+
+	d.mu.Lock()
+	d.mu.flushing = false
+	if err != nil {
+		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: flush failed"))
+	}
+	d.notifyLocked()
+	d.mu.Unlock()
+	if err == nil {
+		d.deleteObsoleteFiles(false)
+	}
+	return err == nil, err
+}
+
+// applyFlush records the flushed table in the MANIFEST, together with the
+// WAL number from which recovery must now replay, and swaps the memtable
+// for the table in the read state.
+func (d *DB) applyFlush(mem *memTable, meta *manifest.FileMetadata) error {
+	d.manifestMu.Lock()
+	defer d.manifestMu.Unlock()
+
+	d.mu.Lock()
+	next := d.mu.mem.logNum
+	if len(d.mu.imm) > 1 {
+		next = d.mu.imm[1].logNum
+	}
+	lastSeq := d.mu.lastSeq
+	d.mu.Unlock()
+
+	var edit manifest.VersionEdit
+	if meta != nil {
+		// The table's directory entry must be durable before the MANIFEST
+		// names it.
+		if err := d.syncDir(); err != nil {
+			d.mu.Lock()
+			delete(d.mu.pendingOutputs, meta.FileNum)
+			d.mu.Unlock()
+			return err
+		}
+		edit.AddFile(0, meta)
+	}
+	edit.SetLogNumber(next)
+	edit.SetLastSeqNum(lastSeq)
+	err := d.vs.LogAndApply(&edit)
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if meta != nil {
+		delete(d.mu.pendingOutputs, meta.FileNum)
+	}
+	if err != nil {
+		d.mu.manifestFailed = true
+		return errors.Wrap(err, "engine: recording a flush in the MANIFEST")
+	}
+	if len(d.mu.imm) == 0 || d.mu.imm[0] != mem {
+		return base.AssertionFailedf("engine: flushed memtable is not the oldest")
+	}
+	d.mu.imm[0] = nil
+	d.mu.imm = d.mu.imm[1:]
+	d.mu.flushesDone++
+	d.updateReadStateLocked()
+	d.maybeScheduleLocked()
+	return nil
+}
+
+// Flush makes every write acknowledged before the call durable in a table:
+// it switches to a new memtable and waits until the old one and every
+// earlier one are flushed. It honours ctx while waiting.
+func (d *DB) Flush(ctx context.Context) error {
+	if err := d.checkWritable(ctx); err != nil {
+		return err
+	}
+	// Queue as a writer so the rotation happens between commit groups.
+	w := writerPool.Get().(*writer)
+	*w = writer{ctx: ctx}
+	w.cond.L = &d.mu.Mutex
+	d.mu.Lock()
+	d.mu.writers = append(d.mu.writers, w)
+	for d.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	var err error
+	if d.mu.bgErr != nil {
+		err = d.mu.bgErr
+	} else if !d.mu.mem.Empty() {
+		err = d.rotateMemtableLocked(nil)
+	}
+	target := d.mu.flushesDone + uint64(len(d.mu.imm))
+	d.finishGroupLocked(d.mu.writers[:1], err)
+	for err == nil && d.mu.flushesDone < target {
+		if d.mu.bgErr != nil {
+			err = d.mu.bgErr
+			break
+		}
+		d.maybeScheduleLocked()
+		ch := d.mu.changed
+		d.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = errors.Wrap(ctx.Err(), "engine: waiting for a flush")
+		}
+		d.mu.Lock()
+	}
+	d.mu.Unlock()
+	writerPool.Put(w)
+	return err
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/readpath"
+)
+
+// IterOptions bound an iterator to the user keys [LowerBound, UpperBound);
+// a nil bound is open. A nil *IterOptions means no bounds.
+type IterOptions struct {
+	LowerBound, UpperBound []byte
+}
+
+// Iterator iterates over the database's keys in order, as of the moment it
+// was created (or of its snapshot). It is not safe for concurrent use. Key
+// and Value are valid until the next positioning call; copy them to keep
+// them. Close it when done: it holds the tables it reads open.
+type Iterator struct {
+	it     *readpath.Iterator
+	rs     *readState
+	cancel context.CancelFunc
+	closed bool
+}
+
+// NewIterator returns an iterator over the latest state of the database.
+// The context's ReadOptions apply to every read the iterator makes; their
+// activity must be Unknown or DBIterator. The context is also checked
+// before each table block read, so cancelling it stops a long scan (the
+// iterator then reports the context's error).
+func (d *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
+	req, err := d.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	if err != nil {
+		return nil, err
+	}
+	return d.newIteratorImpl(req, opts, readLatest), nil
+}
+
+// newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
+// with the caller's tag. It takes over req's cancel function.
+func (d *DB) newIteratorImpl(req readRequest, opts *IterOptions, seq base.SeqNum) *Iterator {
+	rs := d.loadReadState()
+	if seq == readLatest {
+		seq = base.SeqNum(d.visibleSeq.Load())
+	}
+	var io readpath.IterOptions
+	if opts != nil {
+		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
+	}
+	return &Iterator{
+		it:     readpath.NewIterator(req.ctx, &rs.view, req.env, seq, io),
+		rs:     rs,
+		cancel: req.cancel,
+	}
+}
+
+// First moves to the first key and reports whether there is one.
+func (i *Iterator) First() bool { return !i.closed && i.it.First() }
+
+// Last moves to the last key.
+func (i *Iterator) Last() bool { return !i.closed && i.it.Last() }
+
+// SeekGE moves to the first key >= key.
+func (i *Iterator) SeekGE(key []byte) bool { return !i.closed && i.it.SeekGE(key) }
+
+// SeekLT moves to the last key < key.
+func (i *Iterator) SeekLT(key []byte) bool { return !i.closed && i.it.SeekLT(key) }
+
+// Next moves to the next key.
+func (i *Iterator) Next() bool { return !i.closed && i.it.Next() }
+
+// Prev moves to the previous key.
+func (i *Iterator) Prev() bool { return !i.closed && i.it.Prev() }
+
+// Valid reports whether the iterator is at a key.
+func (i *Iterator) Valid() bool { return !i.closed && i.it.Valid() }
+
+// Key returns the current key.
+func (i *Iterator) Key() []byte { return i.it.Key() }
+
+// Value returns the current value.
+func (i *Iterator) Value() []byte { return i.it.Value() }
+
+// Error returns the error that stopped the iterator, if any.
+func (i *Iterator) Error() error {
+	if i.closed {
+		return base.Mark(errors.New("engine: iterator is closed"), ErrClosed)
+	}
+	return i.it.Error()
+}
+
+// Close releases the iterator and returns its error, if any. Closing twice
+// returns an error marked ErrClosed.
+func (i *Iterator) Close() error {
+	if i.closed {
+		return base.Mark(errors.New("engine: iterator already closed"), ErrClosed)
+	}
+	i.closed = true
+	err := i.it.Close()
+	i.rs.unref()
+	if i.cancel != nil {
+		i.cancel()
+	}
+	return err
+}
+
+// Get, MultiGet and NewIterator on a Snapshot read the database as of the
+// snapshot. Their activity checks are those of the DB methods.
+
+// Get returns a copy of the value of key as of the snapshot.
+func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+	req, err := s.db.beginRead(ctx, "Get", ioctx.ActivityGet)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	v, err := s.db.getImpl(req, key, s.seq)
+	if err != nil {
+		return nil, err
+	}
+	out := append(make([]byte, 0, len(v.Data)), v.Data...)
+	v.Release()
+	return out, nil
+}
+
+// MultiGet returns the values of keys as of the snapshot.
+func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	req, err := s.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return s.db.multiGetImpl(req, keys, s.seq)
+}
+
+// NewIterator returns an iterator over the database as of the snapshot.
+func (s *Snapshot) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
+	req, err := s.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.newIteratorImpl(req, opts, s.seq), nil
+}

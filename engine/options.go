@@ -1,0 +1,351 @@
+package engine
+
+import (
+	"runtime"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/checksum"
+	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/ratelimit"
+	"github.com/shaledb/shale/statistics"
+)
+
+// Compression selects the block compression of new tables. The zero value is
+// the default, Snappy.
+type Compression uint8
+
+// Compressions.
+const (
+	CompressionDefault Compression = iota
+	CompressionSnappy
+	CompressionNone
+)
+
+// String returns the DSN spelling: "snappy" or "none" ("default" for the
+// zero value).
+func (c Compression) String() string {
+	switch c {
+	case CompressionSnappy:
+		return "snappy"
+	case CompressionNone:
+		return "none"
+	case CompressionDefault:
+		return "default"
+	}
+	return "invalid"
+}
+
+func (c Compression) internal() compress.Type {
+	if c == CompressionNone {
+		return compress.None
+	}
+	return compress.Snappy
+}
+
+// ChecksumType selects the checksum in the trailer of every block of new
+// tables. The zero value is the default, XXH64.
+type ChecksumType uint8
+
+// Checksum types.
+const (
+	ChecksumDefault ChecksumType = iota
+	// ChecksumXXH64 is the low 32 bits of xxHash64, RocksDB's kxxHash64.
+	ChecksumXXH64
+	// ChecksumCRC32C is the masked CRC32-C of RocksDB's kCRC32c.
+	ChecksumCRC32C
+)
+
+// String returns the DSN spelling: "xxh64" or "crc32c".
+func (c ChecksumType) String() string {
+	switch c {
+	case ChecksumXXH64:
+		return "xxh64"
+	case ChecksumCRC32C:
+		return "crc32c"
+	case ChecksumDefault:
+		return "default"
+	}
+	return "invalid"
+}
+
+func (c ChecksumType) internal() checksum.Type {
+	if c == ChecksumCRC32C {
+		return checksum.CRC32C
+	}
+	return checksum.XXHash64
+}
+
+// Options configure a database. A nil *Options and a zero Options mean the
+// defaults; each field's default is given in its comment. Open resolves a copy
+// with EnsureDefaults and checks it with Validate; the caller's value is not
+// modified.
+//
+// Fields are the DSN keys in Go case. Where a DSN key's default is "true" or
+// its zero value is meaningful, the field is inverted or signed so that the
+// zero Options stays the default: DSN create_if_missing=false is
+// ErrorIfMissing, statistics=false is DisableStatistics, file_checksums=false
+// is DisableFileChecksums, block_cache_size=0 is BlockCacheSize < 0 and
+// bloom_bits_per_key=0 is BloomBitsPerKey < 0.
+type Options struct {
+	// FS is the filesystem; nil means the operating system's.
+	FS vfs.FS
+
+	// ErrorIfMissing makes Open fail when the database does not exist
+	// (DSN create_if_missing=false). By default a missing database is created.
+	ErrorIfMissing bool
+	// ErrorIfExists makes Open fail when the database already exists.
+	ErrorIfExists bool
+	// ReadOnly opens the database without writing to it: no WAL replay into
+	// new tables, no flushes, no compactions; writes fail with
+	// ErrInvalidArgument.
+	ReadOnly bool
+
+	// Statistics receives the database's tickers and histograms. Nil means a
+	// new statistics.Statistics at the default level
+	// (LevelExceptDetailedTimers), unless DisableStatistics is set.
+	Statistics *statistics.Statistics
+	// DisableStatistics records no statistics at all (DSN statistics=false).
+	DisableStatistics bool
+
+	// BlockCacheSize is the block cache's capacity in bytes. Default 8 MiB;
+	// negative disables the cache (DSN block_cache_size=0).
+	BlockCacheSize int64
+	// WriteBufferSize is the size a memtable grows to before it is flushed.
+	// Default 64 MiB.
+	WriteBufferSize int64
+	// MaxWriteBufferNumber bounds the memtables in memory, the mutable one
+	// included; writes stall when flushes fall that far behind. Default 2.
+	MaxWriteBufferNumber int
+	// Level0FileNumCompactionTrigger is the number of L0 tables that starts an
+	// L0 compaction. Default 4.
+	Level0FileNumCompactionTrigger int
+	// Level0SlowdownWritesTrigger is the number of L0 tables at which each
+	// write is delayed by a millisecond. Default 20.
+	Level0SlowdownWritesTrigger int
+	// Level0StopWritesTrigger is the number of L0 tables at which writes wait
+	// for compaction. Default 36.
+	Level0StopWritesTrigger int
+	// MaxBytesForLevelBase is the target size of L1. Default 256 MiB.
+	MaxBytesForLevelBase int64
+	// MaxBytesForLevelMultiplier is the growth factor between levels.
+	// Default 10.
+	MaxBytesForLevelMultiplier float64
+	// TargetFileSizeBase is the size at which compaction cuts an output table
+	// in L1. Default 64 MiB.
+	TargetFileSizeBase int64
+	// TargetFileSizeMultiplier scales the target file size per level below
+	// L1. Default 1.
+	TargetFileSizeMultiplier int
+	// MaxOpenFiles bounds the table readers kept open; 0, the default, keeps
+	// every table open (RocksDB's -1). A bound below the number of tables
+	// makes reads reopen tables, and those open reads carry the read's tag.
+	MaxOpenFiles int
+	// DisableAutoCompactions stops background compactions; Compact still
+	// works.
+	DisableAutoCompactions bool
+
+	// BlockSize is the target uncompressed size of a data block. Default 4096.
+	BlockSize int
+	// BlockRestartInterval is the number of keys between restart points in a
+	// data block. Default 16.
+	BlockRestartInterval int
+	// BloomBitsPerKey sizes each table's bloom filter. Default 10 (about 1%
+	// false positives); negative writes no filter (DSN bloom_bits_per_key=0).
+	BloomBitsPerKey int
+	// Compression of new data blocks. Default Snappy.
+	Compression Compression
+	// ChecksumType of new blocks. Default XXH64.
+	ChecksumType ChecksumType
+	// DisableFileChecksums stops recording each table's whole-file CRC32C in
+	// the MANIFEST (DSN file_checksums=false); VerifyFileChecksums then skips
+	// those tables, as RocksDB does for an unknown checksum.
+	DisableFileChecksums bool
+
+	// Sync makes every write wait until its WAL record is durable (fsync).
+	// Without it, a crash can lose the latest acknowledged writes, never
+	// older ones.
+	Sync bool
+
+	// RateLimiter is charged for file reads made at a priority other than
+	// PriorityTotal: user reads that ask for it and compaction reads (at
+	// PriorityLow). Nil charges nothing.
+	RateLimiter ratelimit.Limiter
+
+	// MmapReads maps table files read-only and serves block reads by slicing
+	// the mapping (RocksDB's allow_mmap_reads). Reads are still tagged,
+	// charged and timed.
+	MmapReads bool
+
+	// MaxManifestFileSize is the size at which the MANIFEST is rewritten as a
+	// snapshot. Default 4 MiB.
+	MaxManifestFileSize int64
+}
+
+// Defaults, with units.
+const (
+	DefaultBlockCacheSize                 = 8 << 20  // 8 MiB
+	DefaultWriteBufferSize                = 64 << 20 // 64 MiB
+	DefaultMaxWriteBufferNumber           = 2
+	DefaultLevel0FileNumCompactionTrigger = 4
+	DefaultLevel0SlowdownWritesTrigger    = 20
+	DefaultLevel0StopWritesTrigger        = 36
+	DefaultMaxBytesForLevelBase           = 256 << 20 // 256 MiB
+	DefaultMaxBytesForLevelMultiplier     = 10
+	DefaultTargetFileSizeBase             = 64 << 20 // 64 MiB
+	DefaultBlockSize                      = 4096
+	DefaultBlockRestartInterval           = 16
+	DefaultBloomBitsPerKey                = 10
+	DefaultMaxManifestFileSize            = 4 << 20 // 4 MiB
+)
+
+// DefaultOptions returns the default options, resolved.
+func DefaultOptions() *Options {
+	o := &Options{}
+	o.EnsureDefaults()
+	return o
+}
+
+// EnsureDefaults sets every zero field to its default and returns o. It does
+// not create the statistics object or the filesystem; Open does, so that an
+// Options value can be reused for several databases.
+func (o *Options) EnsureDefaults() *Options {
+	if o.BlockCacheSize == 0 {
+		o.BlockCacheSize = DefaultBlockCacheSize
+	}
+	if o.WriteBufferSize == 0 {
+		o.WriteBufferSize = DefaultWriteBufferSize
+	}
+	if o.MaxWriteBufferNumber == 0 {
+		o.MaxWriteBufferNumber = DefaultMaxWriteBufferNumber
+	}
+	if o.Level0FileNumCompactionTrigger == 0 {
+		o.Level0FileNumCompactionTrigger = DefaultLevel0FileNumCompactionTrigger
+	}
+	if o.Level0SlowdownWritesTrigger == 0 {
+		o.Level0SlowdownWritesTrigger = max(DefaultLevel0SlowdownWritesTrigger, o.Level0FileNumCompactionTrigger)
+	}
+	if o.Level0StopWritesTrigger == 0 {
+		o.Level0StopWritesTrigger = max(DefaultLevel0StopWritesTrigger, o.Level0SlowdownWritesTrigger)
+	}
+	if o.MaxBytesForLevelBase == 0 {
+		o.MaxBytesForLevelBase = DefaultMaxBytesForLevelBase
+	}
+	if o.MaxBytesForLevelMultiplier == 0 {
+		o.MaxBytesForLevelMultiplier = DefaultMaxBytesForLevelMultiplier
+	}
+	if o.TargetFileSizeBase == 0 {
+		o.TargetFileSizeBase = DefaultTargetFileSizeBase
+	}
+	if o.TargetFileSizeMultiplier == 0 {
+		o.TargetFileSizeMultiplier = 1
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.BlockRestartInterval == 0 {
+		o.BlockRestartInterval = DefaultBlockRestartInterval
+	}
+	if o.BloomBitsPerKey == 0 {
+		o.BloomBitsPerKey = DefaultBloomBitsPerKey
+	}
+	if o.Compression == CompressionDefault {
+		o.Compression = CompressionSnappy
+	}
+	if o.ChecksumType == ChecksumDefault {
+		o.ChecksumType = ChecksumXXH64
+	}
+	if o.MaxManifestFileSize == 0 {
+		o.MaxManifestFileSize = DefaultMaxManifestFileSize
+	}
+	return o
+}
+
+// Validate checks options that EnsureDefaults has resolved and returns every
+// problem in one error marked ErrInvalidArgument.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, errors.Newf(format, args...))
+	}
+	if o.WriteBufferSize < 64<<10 {
+		bad("write_buffer_size %d is below the minimum of 64KiB", o.WriteBufferSize)
+	}
+	if o.WriteBufferSize > 4<<30 {
+		bad("write_buffer_size %d is above the maximum of 4GiB (memtable offsets are 32-bit)", o.WriteBufferSize)
+	}
+	if o.MaxWriteBufferNumber < 2 {
+		bad("max_write_buffer_number %d must be at least 2 (one mutable, one being flushed)", o.MaxWriteBufferNumber)
+	}
+	if o.Level0FileNumCompactionTrigger < 1 {
+		bad("level0_file_num_compaction_trigger %d must be at least 1", o.Level0FileNumCompactionTrigger)
+	}
+	if o.Level0SlowdownWritesTrigger < o.Level0FileNumCompactionTrigger {
+		bad("level0_slowdown_writes_trigger %d is below level0_file_num_compaction_trigger %d",
+			o.Level0SlowdownWritesTrigger, o.Level0FileNumCompactionTrigger)
+	}
+	if o.Level0StopWritesTrigger < o.Level0SlowdownWritesTrigger {
+		bad("level0_stop_writes_trigger %d is below level0_slowdown_writes_trigger %d",
+			o.Level0StopWritesTrigger, o.Level0SlowdownWritesTrigger)
+	}
+	if o.MaxBytesForLevelBase < 1<<10 {
+		bad("max_bytes_for_level_base %d is below the minimum of 1KiB", o.MaxBytesForLevelBase)
+	}
+	if o.MaxBytesForLevelMultiplier < 1 {
+		bad("max_bytes_for_level_multiplier %g must be at least 1", o.MaxBytesForLevelMultiplier)
+	}
+	if o.TargetFileSizeBase < 1<<10 {
+		bad("target_file_size_base %d is below the minimum of 1KiB", o.TargetFileSizeBase)
+	}
+	if o.TargetFileSizeMultiplier < 1 {
+		bad("target_file_size_multiplier %d must be at least 1", o.TargetFileSizeMultiplier)
+	}
+	if o.BlockSize < 256 || o.BlockSize > 64<<20 {
+		bad("block_size %d must be between 256 and 64MiB", o.BlockSize)
+	}
+	if o.BlockRestartInterval < 1 {
+		bad("block_restart_interval %d must be at least 1", o.BlockRestartInterval)
+	}
+	if o.BloomBitsPerKey > 64 {
+		bad("bloom_bits_per_key %d is above the maximum of 64", o.BloomBitsPerKey)
+	}
+	if o.Compression != CompressionSnappy && o.Compression != CompressionNone {
+		bad("compression %d is not snappy or none", o.Compression)
+	}
+	if o.ChecksumType != ChecksumXXH64 && o.ChecksumType != ChecksumCRC32C {
+		bad("checksum %d is not xxh64 or crc32c", o.ChecksumType)
+	}
+	if o.MaxOpenFiles < 0 {
+		bad("max_open_files %d is negative; use 0 for unlimited", o.MaxOpenFiles)
+	} else if o.MaxOpenFiles > 0 && o.MaxOpenFiles < 8 {
+		bad("max_open_files %d is below the minimum of 8", o.MaxOpenFiles)
+	}
+	if o.ErrorIfMissing && o.ErrorIfExists {
+		bad("error_if_exists and create_if_missing=false together admit no database")
+	}
+	if o.ReadOnly && o.ErrorIfExists {
+		bad("read_only with error_if_exists can never open a database")
+	}
+	if o.MaxManifestFileSize < 1<<10 {
+		bad("max_manifest_file_size %d is below the minimum of 1KiB", o.MaxManifestFileSize)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return base.Mark(errors.Wrap(errors.Join(errs...), "engine: invalid options"), base.ErrInvalidArgument)
+}
+
+// targetFileSize returns the output table size for level (1-based levels
+// grow by TargetFileSizeMultiplier; L0 and L1 use the base).
+func (o *Options) targetFileSize(level int) int64 {
+	size := o.TargetFileSizeBase
+	for l := 2; l <= level; l++ {
+		size *= int64(o.TargetFileSizeMultiplier)
+	}
+	return size
+}
+
+// numBackgroundWorkers is how many goroutines flush and compact. One of each
+// keeps L0 from piling up behind a long compaction.
+func numBackgroundWorkers() int { return min(2, max(1, runtime.GOMAXPROCS(0))) }

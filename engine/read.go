@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/statistics"
+)
+
+// Public reads follow one pattern (RocksDB #11444): take the ReadOptions from
+// the context once, check the activity (Unknown or the API's own; anything
+// else is an invalid-argument error), tag it, resolve the per-request read
+// environment, and call the unexported implementation. Internal callers
+// (transactions, MultiGet fallbacks) call the implementations with their own
+// caller's tag and never an exported read method.
+
+// readLatest asks an implementation to read at the latest visible write. It
+// is above every real sequence number, so a snapshot at 0 (an empty
+// database) is not mistaken for it.
+const readLatest = ^base.SeqNum(0)
+
+// readRequest is a public read's resolved options: the context to use (with
+// the ReadOptions deadline applied) and the read environment passed down by
+// value.
+type readRequest struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	env    sstable.ReadEnv
+}
+
+func (r *readRequest) done() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// beginRead resolves the context's ReadOptions for the public API api, whose
+// own activity is want.
+func (d *DB) beginRead(ctx context.Context, api string, want ioctx.Activity) (readRequest, error) {
+	ro, err := ioctx.ReadOptionsFrom(ctx).CheckAndTag(api, want)
+	if err != nil {
+		return readRequest{}, err
+	}
+	return d.resolveRead(ctx, ro)
+}
+
+// resolveRead turns tagged ReadOptions into a read request: the one
+// conversion to IOOptions, and a context that also expires at the
+// ReadOptions deadline so long reads stop at block granularity.
+func (d *DB) resolveRead(ctx context.Context, ro ioctx.ReadOptions) (readRequest, error) {
+	if err := ctx.Err(); err != nil {
+		return readRequest{}, errors.Wrap(err, "engine: read")
+	}
+	if err := d.checkOpen(); err != nil {
+		return readRequest{}, err
+	}
+	io, err := ro.WithContextDeadline(ctx).IOOptions()
+	if err != nil {
+		return readRequest{}, err
+	}
+	req := readRequest{ctx: ctx, env: sstable.ReadEnv{
+		IO:              io,
+		VerifyChecksums: !ro.DontVerifyChecksums,
+		FillCache:       !ro.DontFillCache,
+		ReadaheadSize:   ro.ReadaheadSize,
+		AsyncIO:         ro.AsyncIO,
+	}}
+	if !ro.Deadline.IsZero() {
+		req.ctx, req.cancel = context.WithDeadline(ctx, ro.Deadline)
+	}
+	return req, nil
+}
+
+func (d *DB) checkOpen() error {
+	if d.closedFlag.Load() {
+		return base.Mark(errors.New("engine: database is closed"), ErrClosed)
+	}
+	return nil
+}
+
+// Get returns a copy of the newest value of key, or an error marked
+// ErrNotFound. The context's ReadOptions apply; their activity must be
+// Unknown or Get.
+func (d *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
+	v, err := d.GetPinned(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := append(make([]byte, 0, len(v.Data)), v.Data...)
+	v.Release()
+	return out, nil
+}
+
+// PinnedValue is a value read without copying: Data points into the memtable
+// or the block cache and stays valid until Release, which must be called
+// exactly once.
+type PinnedValue struct {
+	Data []byte
+	v    readpath.Value
+	rs   *readState
+}
+
+// Release unpins the value.
+func (p *PinnedValue) Release() {
+	p.v.Release()
+	if p.rs != nil {
+		p.rs.unref()
+		p.rs = nil
+	}
+	p.Data = nil
+}
+
+// GetPinned is Get without the copy: the value stays pinned until Release.
+// It does not allocate when the value's block is cached.
+func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
+	req, err := d.beginRead(ctx, "Get", ioctx.ActivityGet)
+	if err != nil {
+		return PinnedValue{}, err
+	}
+	defer req.done()
+	return d.getImpl(req, key, readLatest)
+}
+
+// getImpl reads key at seq (readLatest: the latest visible write). The caller's tag
+// is kept.
+func (d *DB) getImpl(req readRequest, key []byte, seq base.SeqNum) (PinnedValue, error) {
+	sw := d.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
+	rs := d.loadReadState()
+	if seq == readLatest {
+		seq = base.SeqNum(d.visibleSeq.Load())
+	}
+	v, err := readpath.Get(req.ctx, &rs.view, req.env, key, seq)
+	sw.Stop()
+	if err != nil {
+		rs.unref()
+		return PinnedValue{}, err
+	}
+	return PinnedValue{Data: v.Data, v: v, rs: rs}, nil
+}
+
+// MultiGet returns the values of keys in their order; a nil entry means the
+// key was not found and an empty value is a non-nil empty slice. The
+// context's activity must be Unknown or MultiGet. A per-key read error fails
+// the call (the first one is returned, naming the key).
+func (d *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	req, err := d.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return d.multiGetImpl(req, keys, readLatest)
+}
+
+func (d *DB) multiGetImpl(req readRequest, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
+	sw := d.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
+	defer sw.Stop()
+	rs := d.loadReadState()
+	defer rs.unref()
+	if seq == readLatest {
+		seq = base.SeqNum(d.visibleSeq.Load())
+	}
+	results := make([]readpath.Result, len(keys))
+	err := readpath.MultiGet(req.ctx, &rs.view, req.env, keys, seq, results)
+	out := make([][]byte, len(keys))
+	for i := range results {
+		r := &results[i]
+		if err == nil && r.Err != nil {
+			err = errors.Wrapf(r.Err, "engine: MultiGet of key %q", keys[i])
+		}
+		if r.Found {
+			out[i] = append(make([]byte, 0, len(r.Value.Data)), r.Value.Data...)
+		}
+		r.Value.Release()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Statistics returns the database's statistics, or nil when they are
+// disabled.
+func (d *DB) Statistics() *statistics.Statistics { return d.stats }
+
+// VerifyChecksum reads every block of every table and checks its checksum,
+// opening each table anew with the caller's IO options. The context's
+// activity must be Unknown or VerifyDBChecksum; its priority charges the
+// rate limiter, so a background verification can be throttled.
+func (d *DB) VerifyChecksum(ctx context.Context) error {
+	req, err := d.beginRead(ctx, "VerifyChecksum", ioctx.ActivityVerifyDBChecksum)
+	if err != nil {
+		return err
+	}
+	defer req.done()
+	return d.verifyChecksumImpl(req)
+}
+
+func (d *DB) verifyChecksumImpl(req readRequest) error {
+	rs := d.loadReadState()
+	defer rs.unref()
+	return readpath.VerifyChecksum(req.ctx, d.readEnv(), &rs.view, req.env)
+}
+
+// VerifyFileChecksums reads every table whole and compares its CRC32C with
+// the one the MANIFEST recorded when the table was written. The context's
+// activity must be Unknown or VerifyFileChecksums.
+func (d *DB) VerifyFileChecksums(ctx context.Context) error {
+	req, err := d.beginRead(ctx, "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums)
+	if err != nil {
+		return err
+	}
+	defer req.done()
+	return d.verifyFileChecksumsImpl(req)
+}
+
+func (d *DB) verifyFileChecksumsImpl(req readRequest) error {
+	rs := d.loadReadState()
+	defer rs.unref()
+	return readpath.VerifyFileChecksums(req.ctx, d.readEnv(), &rs.view, req.env)
+}
+
+func (d *DB) readEnv() *readpath.Env {
+	return &readpath.Env{FS: d.fs, Dir: d.dirname, Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads}
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Snapshot is a consistent point-in-time view of the database: reads through
+// it see exactly the writes acknowledged before it was taken. Compactions
+// keep every version a snapshot can see until it is closed. Safe for
+// concurrent use; Close it when done.
+type Snapshot struct {
+	db  *DB
+	seq base.SeqNum
+	// prev and next link the DB's snapshot list, guarded by db.mu.
+	prev, next *Snapshot
+	closed     bool
+}
+
+// snapshotList is a doubly linked list of open snapshots in creation order,
+// which is sequence-number order. Its zero value is not ready: init first.
+type snapshotList struct {
+	root Snapshot
+	n    int
+}
+
+func (l *snapshotList) lazyInit() {
+	if l.root.next == nil {
+		l.root.next, l.root.prev = &l.root, &l.root
+	}
+}
+
+func (l *snapshotList) pushBack(s *Snapshot) {
+	l.lazyInit()
+	s.prev, s.next = l.root.prev, &l.root
+	s.prev.next, l.root.prev = s, s
+	l.n++
+}
+
+func (l *snapshotList) remove(s *Snapshot) {
+	s.prev.next, s.next.prev = s.next, s.prev
+	s.prev, s.next = nil, nil
+	l.n--
+}
+
+// seqNums returns the sequence numbers of the open snapshots, ascending and
+// without duplicates.
+func (l *snapshotList) seqNums() []base.SeqNum {
+	if l.n == 0 {
+		return nil
+	}
+	seqs := make([]base.SeqNum, 0, l.n)
+	for s := l.root.next; s != &l.root; s = s.next {
+		if len(seqs) == 0 || seqs[len(seqs)-1] != s.seq {
+			seqs = append(seqs, s.seq)
+		}
+	}
+	return seqs
+}
+
+// NewSnapshot returns a snapshot of the database as of now.
+func (d *DB) NewSnapshot() (*Snapshot, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.closed || d.mu.closing {
+		return nil, base.Mark(errors.New("engine: NewSnapshot on a closed database"), ErrClosed)
+	}
+	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
+	d.mu.snapshots.pushBack(s)
+	return s, nil
+}
+
+// SeqNum returns the sequence number the snapshot reads at.
+func (s *Snapshot) SeqNum() uint64 { return uint64(s.seq) }
+
+// Close releases the snapshot. Closing twice returns an error marked
+// ErrClosed.
+func (s *Snapshot) Close() error {
+	d := s.db
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s.closed {
+		return base.Mark(errors.New("engine: snapshot already closed"), ErrClosed)
+	}
+	s.closed = true
+	d.mu.snapshots.remove(s)
+	return nil
+}

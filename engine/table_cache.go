@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/statistics"
+)
+
+// tableCache keeps table readers open. With MaxOpenFiles 0 every table stays
+// open until it is deleted; with a bound, the least recently used readers
+// are closed and reopened on demand, and the reopen's reads carry the tag of
+// the read that needed the table (as RocksDB's with max_open_files != -1).
+//
+// A reader is closed only when the cache has dropped it and every Acquire
+// has been released. Safe for concurrent use.
+type tableCache struct {
+	fs       vfs.FS
+	dirname  string
+	fileOpts fileio.Options
+	cache    *cache.Cache
+	cacheID  uint64
+	stats    *statistics.Statistics
+	capacity int // 0 = unbounded
+
+	mu      sync.RWMutex
+	entries map[manifest.FileNum]*tableEntry
+	// lru links the entries of a bounded cache, most recent first.
+	lru tableEntry
+}
+
+func newTableCache(fs vfs.FS, dirname string, fileOpts fileio.Options, c *cache.Cache, cacheID uint64,
+	stats *statistics.Statistics, capacity int) *tableCache {
+	tc := &tableCache{fs: fs, dirname: dirname, fileOpts: fileOpts, cache: c, cacheID: cacheID, stats: stats,
+		capacity: capacity, entries: make(map[manifest.FileNum]*tableEntry)}
+	tc.lru.prev, tc.lru.next = &tc.lru, &tc.lru
+	return tc
+}
+
+// tableEntry is one table's reader and its references: one held by the
+// cache while the entry is in it, plus one per Acquire.
+type tableEntry struct {
+	tc      *tableCache
+	fileNum manifest.FileNum
+	refs    atomic.Int32
+	ready   chan struct{} // closed once reader or err is set
+	reader  *sstable.Reader
+	err     error
+
+	prev, next *tableEntry // lru links, guarded by tc.mu
+}
+
+var _ readpath.TableSource = (*tableCache)(nil)
+
+// Acquire implements readpath.TableSource.
+func (tc *tableCache) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) (readpath.TableRef, error) {
+	e := tc.lookup(meta.FileNum)
+	if e == nil {
+		e = tc.insert(ctx, env, meta)
+	}
+	select {
+	case <-e.ready:
+	default:
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			e.Release()
+			return readpath.TableRef{}, errors.Wrapf(ctx.Err(), "engine: waiting for table %s to open", meta.FileNum)
+		}
+	}
+	if e.err != nil {
+		err := e.err
+		e.Release()
+		return readpath.TableRef{}, err
+	}
+	return readpath.NewTableRef(e.reader, e), nil
+}
+
+// lookup returns the referenced entry of fileNum, or nil.
+func (tc *tableCache) lookup(fileNum manifest.FileNum) *tableEntry {
+	if tc.capacity == 0 {
+		tc.mu.RLock()
+		e := tc.entries[fileNum]
+		if e != nil {
+			e.refs.Add(1)
+		}
+		tc.mu.RUnlock()
+		return e
+	}
+	tc.mu.Lock()
+	e := tc.entries[fileNum]
+	if e != nil {
+		e.refs.Add(1)
+		tc.unlinkLocked(e)
+		tc.linkFrontLocked(e)
+	}
+	tc.mu.Unlock()
+	return e
+}
+
+// insert adds an entry for meta and opens its table, unless another
+// goroutine got there first; it returns the referenced entry.
+func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) *tableEntry {
+	tc.mu.Lock()
+	if e := tc.entries[meta.FileNum]; e != nil {
+		e.refs.Add(1)
+		tc.mu.Unlock()
+		return e
+	}
+	e := &tableEntry{tc: tc, fileNum: meta.FileNum, ready: make(chan struct{})}
+	e.refs.Store(2) // the cache's and ours
+	tc.entries[meta.FileNum] = e
+	var evicted []*tableEntry
+	if tc.capacity > 0 {
+		tc.linkFrontLocked(e)
+		for len(tc.entries) > tc.capacity && tc.lru.prev != e {
+			victim := tc.lru.prev
+			tc.unlinkLocked(victim)
+			delete(tc.entries, victim.fileNum)
+			evicted = append(evicted, victim)
+		}
+	}
+	tc.mu.Unlock()
+	for _, v := range evicted {
+		v.Release()
+	}
+
+	e.reader, e.err = tc.open(ctx, env, meta)
+	close(e.ready)
+	if e.err != nil {
+		// Forget the failure so the next Acquire tries again.
+		tc.mu.Lock()
+		if tc.entries[meta.FileNum] == e {
+			delete(tc.entries, meta.FileNum)
+			if tc.capacity > 0 {
+				tc.unlinkLocked(e)
+			}
+			tc.mu.Unlock()
+			e.Release()
+		} else {
+			tc.mu.Unlock()
+		}
+	}
+	return e
+}
+
+// open opens a table reader; its reads carry env.
+func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) (*sstable.Reader, error) {
+	start := time.Now()
+	name := manifest.TableFileName(tc.dirname, meta.FileNum)
+	f, err := fileio.Open(tc.fs, name, tc.fileOpts)
+	if err == nil && uint64(f.Size()) != meta.Size {
+		err = base.Mark(errors.Newf("engine: table %s is %d bytes, the MANIFEST says %d", name, f.Size(), meta.Size),
+			ErrCorruption)
+		_ = f.Close()
+	}
+	if err != nil {
+		tc.stats.RecordTick(statistics.NoFileErrors, 1)
+		return nil, errors.Wrapf(err, "engine: opening table %s", meta.FileNum)
+	}
+	r, err := sstable.Open(ctx, f, env, sstable.ReaderOptions{
+		Cache: tc.cache, CacheID: tc.cacheID, FileNum: uint64(meta.FileNum), Stats: tc.stats,
+	})
+	if err != nil {
+		tc.stats.RecordTick(statistics.NoFileErrors, 1)
+		return nil, errors.Wrapf(err, "engine: opening table %s", meta.FileNum)
+	}
+	tc.stats.RecordTick(statistics.NoFileOpens, 1)
+	tc.stats.ReportTimeToHistogram(statistics.TableOpenIOMicros, uint64(time.Since(start).Microseconds()))
+	return r, nil
+}
+
+// Release drops a reference; the last one closes the reader.
+func (e *tableEntry) Release() {
+	if e.refs.Add(-1) == 0 && e.reader != nil {
+		_ = e.reader.Close()
+	}
+}
+
+// evict drops a deleted table's reader and its cached blocks.
+func (tc *tableCache) evict(fileNum manifest.FileNum) {
+	tc.mu.Lock()
+	e := tc.entries[fileNum]
+	if e != nil {
+		delete(tc.entries, fileNum)
+		if tc.capacity > 0 {
+			tc.unlinkLocked(e)
+		}
+	}
+	tc.mu.Unlock()
+	if tc.cache != nil {
+		tc.cache.EvictFile(tc.cacheID, uint64(fileNum))
+	}
+	if e != nil {
+		e.Release()
+	}
+}
+
+// close drops every reader. Acquired references must have been released.
+func (tc *tableCache) close() {
+	tc.mu.Lock()
+	entries := tc.entries
+	tc.entries = make(map[manifest.FileNum]*tableEntry)
+	tc.lru.prev, tc.lru.next = &tc.lru, &tc.lru
+	tc.mu.Unlock()
+	for _, e := range entries {
+		<-e.ready
+		e.Release()
+	}
+}
+
+func (tc *tableCache) linkFrontLocked(e *tableEntry) {
+	e.prev, e.next = &tc.lru, tc.lru.next
+	e.next.prev, tc.lru.next = e, e
+}
+
+func (tc *tableCache) unlinkLocked(e *tableEntry) {
+	if e.prev != nil {
+		e.prev.next, e.next.prev = e.next, e.prev
+		e.prev, e.next = nil, nil
+	}
+}

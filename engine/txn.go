@@ -1,0 +1,424 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/batch"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/statistics"
+)
+
+// TxOptions configure a transaction. A nil *TxOptions means the defaults.
+type TxOptions struct {
+	// ReadOnly rejects writes in the transaction.
+	ReadOnly bool
+	// Sync makes Commit wait until the transaction's writes are durable.
+	Sync bool
+}
+
+// ErrTxDone is returned by calls on a transaction after Commit or Rollback.
+// It is marked ErrClosed.
+var ErrTxDone = base.Mark(errors.New("engine: transaction has already been committed or rolled back"), ErrClosed)
+
+// Tx is an optimistic transaction. It reads a snapshot taken at BeginTx with
+// its own writes merged over it (read-your-writes), buffers its writes in an
+// indexed batch, and at Commit checks that no key it wrote was written by
+// anyone else since it began: if one was, Commit returns an error marked
+// ErrConflict and applies nothing. Otherwise its writes apply atomically.
+//
+// A Tx is not safe for concurrent use.
+type Tx struct {
+	db       *DB
+	snap     *Snapshot
+	b        batch.Batch
+	index    *batch.Index
+	readOnly bool
+	sync     bool
+	done     bool
+}
+
+// BeginTx starts a transaction.
+func (d *DB) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Wrap(err, "engine: BeginTx")
+	}
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	snap, err := d.NewSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	tx := &Tx{db: d, snap: snap}
+	tx.index = batch.NewIndex(&tx.b)
+	if opts != nil {
+		tx.readOnly, tx.sync = opts.ReadOnly, opts.Sync
+	}
+	return tx, nil
+}
+
+func (tx *Tx) check() error {
+	if tx.done {
+		return ErrTxDone
+	}
+	return nil
+}
+
+// Put buffers a write of value to key.
+func (tx *Tx) Put(ctx context.Context, key, value []byte) error {
+	if err := tx.checkWrite(ctx); err != nil {
+		return err
+	}
+	tx.b.Set(key, value)
+	return nil
+}
+
+// Delete buffers a deletion of key.
+func (tx *Tx) Delete(ctx context.Context, key []byte) error {
+	if err := tx.checkWrite(ctx); err != nil {
+		return err
+	}
+	tx.b.Delete(key)
+	return nil
+}
+
+func (tx *Tx) checkWrite(ctx context.Context) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	if tx.readOnly {
+		return base.InvalidArgumentf("engine: write in a read-only transaction")
+	}
+	if err := ctx.Err(); err != nil {
+		return errors.Wrap(err, "engine: transaction write")
+	}
+	return nil
+}
+
+// Get returns the value of key as the transaction sees it: its own latest
+// write of key if any, else the snapshot's. The context's activity must be
+// Unknown or Get.
+func (tx *Tx) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := tx.check(); err != nil {
+		return nil, err
+	}
+	req, err := tx.db.beginRead(ctx, "Get", ioctx.ActivityGet)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return tx.getImpl(req, key)
+}
+
+// getImpl reads key with the caller's tag.
+func (tx *Tx) getImpl(req readRequest, key []byte) ([]byte, error) {
+	if v, kind, ok := tx.index.Get(key); ok {
+		if kind == base.KindDelete {
+			return nil, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
+		}
+		return append(make([]byte, 0, len(v)), v...), nil
+	}
+	v, err := tx.db.getImpl(req, key, tx.snap.seq)
+	if err != nil {
+		return nil, err
+	}
+	out := append(make([]byte, 0, len(v.Data)), v.Data...)
+	v.Release()
+	return out, nil
+}
+
+// MultiGet returns the values of keys as the transaction sees them. The
+// context's activity must be Unknown or MultiGet, and every read it makes is
+// tagged MultiGet (keys the transaction has not written are read with one
+// multiGetImpl call, never with a Get per key).
+func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if err := tx.check(); err != nil {
+		return nil, err
+	}
+	req, err := tx.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return tx.multiGetImpl(req, keys)
+}
+
+func (tx *Tx) multiGetImpl(req readRequest, keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	var rest [][]byte
+	var restIdx []int
+	for i, k := range keys {
+		if v, kind, ok := tx.index.Get(k); ok {
+			if kind == base.KindSet {
+				out[i] = append(make([]byte, 0, len(v)), v...)
+			}
+			continue
+		}
+		rest = append(rest, k)
+		restIdx = append(restIdx, i)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	vals, err := tx.db.multiGetImpl(req, rest, tx.snap.seq)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range restIdx {
+		out[i] = vals[j]
+	}
+	return out, nil
+}
+
+// NewIterator returns an iterator over the transaction's view: the snapshot
+// with the transaction's writes (as of this call) merged over it. The
+// context's activity must be Unknown or DBIterator.
+func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*TxIterator, error) {
+	if err := tx.check(); err != nil {
+		return nil, err
+	}
+	req, err := tx.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	if err != nil {
+		return nil, err
+	}
+	return tx.newIteratorImpl(req, opts), nil
+}
+
+// newIteratorImpl creates the transaction's iterator with the caller's tag.
+func (tx *Tx) newIteratorImpl(req readRequest, opts *IterOptions) *TxIterator {
+	var lower, upper []byte
+	if opts != nil {
+		lower, upper = opts.LowerBound, opts.UpperBound
+	}
+	return &TxIterator{
+		db:    tx.db.newIteratorImpl(req, opts, tx.snap.seq),
+		batch: tx.index.NewIter(lower, upper),
+	}
+}
+
+// Commit applies the transaction's writes atomically, unless a key it wrote
+// was written by someone else after it began: then it returns an error
+// marked ErrConflict and applies nothing. Either way the transaction is
+// over.
+func (tx *Tx) Commit() error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	tx.done = true
+	defer tx.snap.Close()
+	if tx.b.Empty() {
+		return nil
+	}
+	d := tx.db
+	return d.write(context.Background(), &tx.b, tx.sync || d.opts.Sync, tx.checkConflicts)
+}
+
+// checkConflicts runs in the commit leader, with every earlier write
+// applied and no later one: a key this transaction wrote whose newest entry
+// is newer than the snapshot was written by someone else since BeginTx.
+// Its reads are internal (not on behalf of a public read API), so they
+// carry activity Unknown and count only in the aggregate histogram.
+func (tx *Tx) checkConflicts() error {
+	d := tx.db
+	rs := d.loadReadState()
+	defer rs.unref()
+	env := conflictCheckReadEnv
+	r := tx.b.Reader()
+	for {
+		_, key, _, ok, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		seq, found, err := readpath.LatestSeqNum(context.Background(), &rs.view, env, key)
+		if err != nil {
+			return errors.Wrapf(err, "engine: checking key %q for conflicts", key)
+		}
+		if found && seq > tx.snap.seq {
+			d.stats.RecordTick(statistics.TxnConflicts, 1)
+			return base.Mark(errors.Newf("engine: key %q was written at sequence number %d, after the transaction "+
+				"began at %d", key, seq, tx.snap.seq), ErrConflict)
+		}
+	}
+}
+
+// Rollback discards the transaction's writes. Rolling back a finished
+// transaction returns ErrTxDone.
+func (tx *Tx) Rollback() error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	tx.done = true
+	return tx.snap.Close()
+}
+
+// TxIterator iterates over a transaction's view: its snapshot with the
+// transaction's own writes merged over it (a write in the transaction hides
+// the snapshot's value of the key; a delete hides the key). It merges at
+// the user-key level, in either direction. Not safe for concurrent use.
+type TxIterator struct {
+	db    *Iterator
+	batch base.InternalIterator
+	bkv   *base.InternalKV
+	dbOK  bool
+	// fromBatch says the current key comes from the batch.
+	fromBatch bool
+	valid     bool
+	forward   bool
+	err       error
+}
+
+// First moves to the first key.
+func (t *TxIterator) First() bool {
+	t.dbOK, t.bkv, t.forward = t.db.First(), t.batch.First(), true
+	return t.settle()
+}
+
+// Last moves to the last key.
+func (t *TxIterator) Last() bool {
+	t.dbOK, t.bkv, t.forward = t.db.Last(), t.batch.Last(), false
+	return t.settle()
+}
+
+// SeekGE moves to the first key >= key.
+func (t *TxIterator) SeekGE(key []byte) bool {
+	t.dbOK, t.bkv, t.forward = t.db.SeekGE(key), t.batch.SeekGE(key), true
+	return t.settle()
+}
+
+// SeekLT moves to the last key < key.
+func (t *TxIterator) SeekLT(key []byte) bool {
+	t.dbOK, t.bkv, t.forward = t.db.SeekLT(key), t.batch.SeekLT(key), false
+	return t.settle()
+}
+
+// Next moves to the next key.
+func (t *TxIterator) Next() bool {
+	if !t.valid {
+		return false
+	}
+	if !t.forward {
+		// Reposition both children just after the current key.
+		key := append([]byte(nil), t.Key()...)
+		return t.SeekGE(append(key, 0))
+	}
+	t.advance(true)
+	return t.settle()
+}
+
+// Prev moves to the previous key.
+func (t *TxIterator) Prev() bool {
+	if !t.valid {
+		return false
+	}
+	if t.forward {
+		key := append([]byte(nil), t.Key()...)
+		return t.SeekLT(key)
+	}
+	t.advance(false)
+	return t.settle()
+}
+
+// advance steps past the current key: the child it came from, and the other
+// child too when both were at it.
+func (t *TxIterator) advance(forward bool) {
+	cur := t.Key()
+	step := func() {
+		if forward {
+			t.dbOK = t.db.Next()
+		} else {
+			t.dbOK = t.db.Prev()
+		}
+	}
+	if t.fromBatch {
+		if t.dbOK && bytes.Equal(t.db.Key(), cur) {
+			step()
+		}
+		if forward {
+			t.bkv = t.batch.Next()
+		} else {
+			t.bkv = t.batch.Prev()
+		}
+		return
+	}
+	step()
+}
+
+// settle picks the current key from the two children in the iteration
+// direction, skipping keys the transaction deleted.
+func (t *TxIterator) settle() bool {
+	for {
+		if err := t.childErr(); err != nil {
+			t.err, t.valid = err, false
+			return false
+		}
+		switch {
+		case !t.dbOK && t.bkv == nil:
+			t.valid = false
+			return false
+		case t.bkv == nil:
+			t.fromBatch = false
+		case !t.dbOK:
+			t.fromBatch = true
+		default:
+			c := bytes.Compare(t.bkv.K.UserKey, t.db.Key())
+			if !t.forward {
+				c = -c
+			}
+			t.fromBatch = c <= 0
+		}
+		if t.fromBatch && t.bkv.K.Kind() == base.KindDelete {
+			t.valid = true // so Key works inside advance
+			t.advance(t.forward)
+			continue
+		}
+		t.valid = true
+		return true
+	}
+}
+
+func (t *TxIterator) childErr() error {
+	if err := t.db.Error(); err != nil {
+		return err
+	}
+	return t.batch.Error()
+}
+
+// Valid reports whether the iterator is at a key.
+func (t *TxIterator) Valid() bool { return t.valid }
+
+// Key returns the current key, valid until the next move.
+func (t *TxIterator) Key() []byte {
+	if t.fromBatch {
+		return t.bkv.K.UserKey
+	}
+	return t.db.Key()
+}
+
+// Value returns the current value, valid until the next move.
+func (t *TxIterator) Value() []byte {
+	if t.fromBatch {
+		return t.bkv.V
+	}
+	return t.db.Value()
+}
+
+// Error returns the error that stopped the iterator.
+func (t *TxIterator) Error() error { return t.err }
+
+// Close releases the iterator.
+func (t *TxIterator) Close() error {
+	err := t.db.Close()
+	return errors.CombineErrors(err, t.batch.Close())
+}
+
+// conflictCheckReadEnv tags the conflict check's reads Unknown: they are
+// made on behalf of Commit, not of a public read API.
+var conflictCheckReadEnv = sstable.ReadEnv{VerifyChecksums: true, FillCache: true}

@@ -1,0 +1,416 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/batch"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/statistics"
+)
+
+// Batch is an atomic group of writes: either all of them are applied or none
+// is. A Batch is not safe for concurrent use; after Write it may be reset and
+// reused.
+type Batch struct {
+	b batch.Batch
+}
+
+// NewBatch returns an empty batch.
+func NewBatch() *Batch { return &Batch{} }
+
+// Put adds a write of value to key. Both are copied.
+func (b *Batch) Put(key, value []byte) { b.b.Set(key, value) }
+
+// Delete adds a deletion of key. key is copied.
+func (b *Batch) Delete(key []byte) { b.b.Delete(key) }
+
+// Count returns the number of writes in the batch.
+func (b *Batch) Count() int { return int(b.b.Count()) }
+
+// Len returns the batch's encoded size in bytes.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Reset empties the batch for reuse.
+func (b *Batch) Reset() { b.b.Reset() }
+
+// WriteOptions control one write.
+type WriteOptions struct {
+	// Sync waits until the write is durable. Options.Sync makes every write
+	// sync.
+	Sync bool
+}
+
+// maxGroupBytes bounds a commit group, so one leader does not make a small
+// write wait behind megabytes of others (LevelDB's 1 MiB rule).
+const maxGroupBytes = 1 << 20
+
+// writer is one queued write.
+type writer struct {
+	batch *batch.Batch
+	sync  bool
+	// precommit runs in the leader before sequence numbers are assigned,
+	// with every earlier write applied; a writer with one commits alone.
+	// Transactions check for conflicts in it.
+	precommit func() error
+	ctx       context.Context
+
+	done bool
+	err  error
+	cond sync.Cond
+}
+
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
+
+// groupBatch is the leader's scratch batch for a group of several writes.
+type groupBatch struct {
+	b batch.Batch
+}
+
+// Put writes value under key.
+func (d *DB) Put(ctx context.Context, key, value []byte) error {
+	b := batchPool.Get().(*Batch)
+	b.Put(key, value)
+	err := d.Write(ctx, b, nil)
+	b.Reset()
+	batchPool.Put(b)
+	return err
+}
+
+// Delete deletes key. Deleting a missing key is not an error.
+func (d *DB) Delete(ctx context.Context, key []byte) error {
+	b := batchPool.Get().(*Batch)
+	b.Delete(key)
+	err := d.Write(ctx, b, nil)
+	b.Reset()
+	batchPool.Put(b)
+	return err
+}
+
+var batchPool = sync.Pool{New: func() any { return NewBatch() }}
+
+// Write applies b atomically. opts may be nil. The batch is not retained.
+func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
+	if b == nil {
+		return base.InvalidArgumentf("engine: Write of a nil batch")
+	}
+	sync := d.opts.Sync || (opts != nil && opts.Sync)
+	return d.write(ctx, &b.b, sync, nil)
+}
+
+// write queues b and waits until it is applied. Concurrent writers form
+// groups: the writer at the head of the queue (the leader) writes every
+// queued batch it can in one WAL record, syncs once if any of them asked,
+// applies them to the memtable and wakes their writers (LevelDB's group
+// commit).
+func (d *DB) write(ctx context.Context, b *batch.Batch, sync bool, precommit func() error) error {
+	if err := d.checkWritable(ctx); err != nil {
+		return err
+	}
+	if b.Empty() && precommit == nil {
+		return nil
+	}
+	w := writerPool.Get().(*writer)
+	*w = writer{batch: b, sync: sync, precommit: precommit, ctx: ctx}
+	w.cond.L = &d.mu.Mutex
+	start := time.Now()
+
+	d.mu.Lock()
+	d.mu.writers = append(d.mu.writers, w)
+	for !w.done && d.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		d.mu.Unlock()
+		err := w.err
+		writerPool.Put(w)
+		d.stats.RecordTick(statistics.WriteDoneByOther, 1)
+		d.stats.ReportTimeToHistogram(statistics.DBWrite, uint64(time.Since(start).Microseconds()))
+		return err
+	}
+	d.stats.RecordTick(statistics.WriteDoneBySelf, 1)
+	group, err := d.leadLocked(w)
+	d.finishGroupLocked(group, err)
+	d.mu.Unlock()
+	writerPool.Put(w)
+	d.stats.ReportTimeToHistogram(statistics.DBWrite, uint64(time.Since(start).Microseconds()))
+	return err
+}
+
+// leadLocked commits a group led by w, the head of the queue. d.mu is held on
+// entry and exit but released for IO. It returns the writers it committed.
+func (d *DB) leadLocked(w *writer) ([]*writer, error) {
+	group := d.mu.writers[:1]
+	if err := d.makeRoomForWriteLocked(w.ctx, w.batch); err != nil {
+		return group, err
+	}
+	if w.precommit != nil {
+		// The check must see every earlier write and no later one: run it
+		// alone, with the queue head held, outside the mutex.
+		d.mu.Unlock()
+		err := w.precommit()
+		d.mu.Lock()
+		if err != nil {
+			return group, err
+		}
+	} else {
+		size := w.batch.Len()
+		for _, next := range d.mu.writers[1:] {
+			// A writer without a batch is a Flush waiting to lead; writers
+			// with a precommit check commit alone.
+			if next.batch == nil || next.precommit != nil || (next.sync && !w.sync) || size+next.batch.Len() > maxGroupBytes {
+				break
+			}
+			size += next.batch.Len()
+			group = d.mu.writers[:len(group)+1]
+		}
+	}
+	var count uint32
+	syncWAL := false
+	for _, g := range group {
+		count += g.batch.Count()
+		syncWAL = syncWAL || g.sync
+	}
+	if count == 0 {
+		return group, nil
+	}
+	first := d.mu.lastSeq + 1
+	d.mu.lastSeq += base.SeqNum(count)
+	mem := d.mu.mem
+	d.mu.Unlock()
+	err := d.commitGroup(group, first, mem, syncWAL)
+	d.mu.Lock()
+	if err != nil {
+		// The WAL may now hold a record the memtable lacks, or the reverse:
+		// no further write is safe until a reopen replays the WAL.
+		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: write failed; reopen the database to recover"))
+		return group, err
+	}
+	d.visibleSeq.Store(uint64(d.mu.lastSeq))
+	return group, nil
+}
+
+// commitGroup writes the group's batches to the WAL as one record and applies
+// them to mem. It runs without d.mu; only the leader calls it.
+func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) error {
+	var rec *batch.Batch
+	if len(group) == 1 {
+		rec = group[0].batch
+	} else {
+		rec = &d.commit.group.b
+		rec.Reset()
+		for _, g := range group {
+			rec.Append(g.batch)
+		}
+	}
+	rec.SetSeqNum(first)
+	if _, err := d.commit.log.WriteRecord(rec.Repr()); err != nil {
+		return errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
+	}
+	if syncWAL {
+		start := time.Now()
+		if err := d.commit.log.Sync(); err != nil {
+			return errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
+		}
+		d.stats.RecordTick(statistics.WALFileSynced, 1)
+		d.stats.ReportTimeToHistogram(statistics.WALFileSyncMicros, uint64(time.Since(start).Microseconds()))
+	} else if err := d.commit.log.Flush(); err != nil {
+		return errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
+	}
+	n := int64(len(rec.Repr()))
+	d.commit.logBytes += n
+	d.stats.RecordTick(statistics.WALFileBytes, uint64(n))
+	d.stats.RecordTick(statistics.WriteWithWAL, uint64(len(group)))
+	d.stats.RecordTick(statistics.BytesWritten, uint64(n))
+	d.stats.RecordTick(statistics.NumberKeysWritten, uint64(rec.Count()))
+	seq := first
+	for _, g := range group {
+		if err := mem.Apply(g.batch, seq); err != nil {
+			return errors.Wrap(err, "engine: applying a batch to the memtable")
+		}
+		seq += base.SeqNum(g.batch.Count())
+	}
+	return nil
+}
+
+// finishGroupLocked wakes the group's writers with err and hands leadership
+// to the next queued writer.
+func (d *DB) finishGroupLocked(group []*writer, err error) {
+	for _, g := range group {
+		g.err, g.done = err, true
+		if g != group[0] {
+			g.cond.Signal()
+		}
+	}
+	n := copy(d.mu.writers, d.mu.writers[len(group):])
+	clear(d.mu.writers[n:])
+	d.mu.writers = d.mu.writers[:n]
+	if n > 0 {
+		d.mu.writers[0].cond.Signal()
+	}
+}
+
+// makeRoomForWriteLocked makes sure the mutable memtable can take b: it
+// delays writes when L0 is filling, waits when flushes or L0 compactions fall
+// too far behind, and otherwise switches to a new memtable and WAL when the
+// current one is full. d.mu is held; it is released while waiting.
+func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch) error {
+	delayed := false
+	for {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		if d.mu.closing {
+			return base.Mark(errors.New("engine: database is closing"), ErrClosed)
+		}
+		l0 := d.l0CountLocked()
+		switch {
+		case !delayed && l0 >= d.opts.Level0SlowdownWritesTrigger:
+			// Spread the wait over many writes instead of stopping one for
+			// seconds later (LevelDB's 1 ms delay).
+			delayed = true
+			d.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			d.stats.RecordTick(statistics.StallMicros, 1000)
+			d.mu.Lock()
+		case d.mu.mem.ApproximateSize() < int(d.opts.WriteBufferSize) && d.mu.mem.Fits(b):
+			return nil
+		case len(d.mu.imm) >= d.opts.MaxWriteBufferNumber-1:
+			if err := d.stallLocked(ctx, "memtables wait for a flush"); err != nil {
+				return err
+			}
+		case l0 >= d.opts.Level0StopWritesTrigger:
+			if err := d.stallLocked(ctx, "L0 has too many tables"); err != nil {
+				return err
+			}
+		default:
+			if err := d.rotateMemtableLocked(b); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// stallLocked waits for background progress or ctx.
+func (d *DB) stallLocked(ctx context.Context, why string) error {
+	d.maybeScheduleLocked()
+	start := time.Now()
+	ch := d.mu.changed
+	d.mu.Unlock()
+	var err error
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		err = errors.Wrapf(ctx.Err(), "engine: write stalled (%s)", why)
+	}
+	stalled := time.Since(start)
+	d.stats.RecordTick(statistics.StallMicros, uint64(stalled.Microseconds()))
+	d.stats.ReportTimeToHistogram(statistics.WriteStall, uint64(stalled.Microseconds()))
+	d.mu.Lock()
+	return err
+}
+
+// rotateMemtableLocked makes the mutable memtable immutable and starts a new
+// one with a new WAL. Only the write leader calls it (Flush queues as a
+// writer to become one). b is the batch that did not fit, or nil, so an
+// oversized batch gets a memtable big enough for it.
+func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
+	logNum := d.vs.NewFileNum()
+	d.mu.Unlock()
+	f, err := d.createLog(logNum)
+	d.mu.Lock()
+	if err != nil {
+		return err
+	}
+	old := d.commit.logFile
+	oldLog := d.commit.log
+	d.commit.log = wal.NewWriter(f)
+	d.commit.logFile = f
+	d.commit.logNum = logNum
+	d.commit.logBytes = 0
+	if old != nil {
+		// The old WAL's records are complete; sync it so that a crash after
+		// later, synced writes cannot lose these earlier ones (a synced write
+		// is only meaningful if everything before it is durable too).
+		d.mu.Unlock()
+		err := oldLog.Sync()
+		err = errors.CombineErrors(err, old.Close())
+		d.mu.Lock()
+		if err != nil {
+			return errors.Wrap(err, "engine: closing the previous WAL")
+		}
+	}
+	if d.mu.mem != nil && !d.mu.mem.Empty() {
+		d.mu.imm = append(d.mu.imm, d.mu.mem)
+	}
+	d.mu.mem = d.newMemTable(b, logNum)
+	d.updateReadStateLocked()
+	d.maybeScheduleLocked()
+	return nil
+}
+
+// newMemTable returns an empty memtable whose arena fits the write buffer
+// size and, when b is not nil, at least batch b (a batch larger than the
+// write buffer gets a memtable of its own size).
+func (d *DB) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
+	size := int(d.opts.WriteBufferSize)
+	// The arena holds skiplist nodes as well as keys and values; leave
+	// headroom so a memtable is not rotated well before it holds
+	// WriteBufferSize bytes of data.
+	size += size / 8
+	if b != nil {
+		size = max(size, memtable.ArenaSizeFor(b))
+	}
+	return &memTable{MemTable: memtable.New(size), logNum: logNum}
+}
+
+// createLog creates WAL file logNum and makes its directory entry durable,
+// so a synced write to it survives a crash.
+func (d *DB) createLog(logNum manifest.FileNum) (f vfs.File, err error) {
+	name := manifest.LogFileName(d.dirname, logNum)
+	f, err = d.fs.Create(name)
+	if err != nil {
+		return nil, errors.Wrapf(err, "engine: creating WAL %s", name)
+	}
+	if err := d.syncDir(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (d *DB) l0CountLocked() int {
+	v := d.readState.val
+	if v == nil {
+		return 0
+	}
+	return v.current.NumFiles(0)
+}
+
+func (d *DB) setBackgroundErrorLocked(err error) {
+	if d.mu.bgErr == nil {
+		d.mu.bgErr = err
+		d.notifyLocked()
+	}
+}
+
+// checkWritable rejects writes to a read-only or closed database and writes
+// whose context is already done.
+func (d *DB) checkWritable(ctx context.Context) error {
+	if d.opts.ReadOnly {
+		return base.InvalidArgumentf("engine: the database is open read-only")
+	}
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return errors.Wrap(err, "engine: write")
+	}
+	return nil
+}
