@@ -2,7 +2,6 @@ package engine
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -85,13 +84,13 @@ func DefaultConfig(dir string) *Config {
 	}
 }
 
-// dsnKey is one DSN parameter: its name, its default as printed in the
-// documentation table, how to parse it into a Config and how to print a
-// Config's value (the empty string when it is the default).
+// dsnKey is one DSN parameter: its name and documentation, how to parse it
+// into a Config, and how to print a Config's value in DSN form (which, for
+// the default Config, is the default the documentation shows).
 type dsnKey struct {
-	name, def, doc string
-	parse          func(c *Config, v string) error
-	format         func(c, def *Config) string
+	name, doc string
+	parse     func(c *Config, v string) error
+	get       func(c *Config) string
 }
 
 func sizeKey(name, doc string, field func(c *Config) *int64, zeroMeansNone bool) dsnKey {
@@ -108,15 +107,11 @@ func sizeKey(name, doc string, field func(c *Config) *int64, zeroMeansNone bool)
 			*field(c) = n
 			return nil
 		},
-		format: func(c, def *Config) string {
-			n := *field(c)
-			if n == *field(def) {
-				return ""
+		get: func(c *Config) string {
+			if n := *field(c); n > 0 {
+				return driver.FormatSize(n)
 			}
-			if zeroMeansNone && n < 0 {
-				return "0"
-			}
-			return driver.FormatSize(n)
+			return "0"
 		},
 	}
 }
@@ -135,19 +130,17 @@ func intKey(name, doc string, field func(c *Config) *int, zeroMeansNone bool) ds
 			*field(c) = n
 			return nil
 		},
-		format: func(c, def *Config) string {
-			n := *field(c)
-			if n == *field(def) {
-				return ""
+		get: func(c *Config) string {
+			if n := *field(c); !zeroMeansNone || n >= 0 {
+				return strconv.Itoa(n)
 			}
-			if zeroMeansNone && n < 0 {
-				return "0"
-			}
-			return strconv.Itoa(n)
+			return "0"
 		},
 	}
 }
 
+// boolKey is a boolean key; inverted keys are stored negated (DSN
+// create_if_missing is Config.ErrorIfMissing).
 func boolKey(name, doc string, field func(c *Config) *bool, inverted bool) dsnKey {
 	return dsnKey{
 		name: name, doc: doc,
@@ -159,12 +152,7 @@ func boolKey(name, doc string, field func(c *Config) *bool, inverted bool) dsnKe
 			*field(c) = b != inverted
 			return nil
 		},
-		format: func(c, def *Config) string {
-			if *field(c) == *field(def) {
-				return ""
-			}
-			return strconv.FormatBool(*field(c) != inverted)
-		},
+		get: func(c *Config) string { return strconv.FormatBool(*field(c) != inverted) },
 	}
 }
 
@@ -186,12 +174,7 @@ var dsnKeys = []dsnKey{
 			c.StatsLevel = l
 			return err
 		},
-		format: func(c, def *Config) string {
-			if c.StatsLevel == def.StatsLevel {
-				return ""
-			}
-			return c.StatsLevel.String()
-		},
+		get: func(c *Config) string { return c.StatsLevel.String() },
 	},
 	sizeKey("block_cache_size", "block cache capacity; 0 disables the cache",
 		func(c *Config) *int64 { return &c.BlockCacheSize }, true),
@@ -213,12 +196,7 @@ var dsnKeys = []dsnKey{
 			c.MaxBytesForLevelMultiplier = f
 			return nil
 		},
-		format: func(c, def *Config) string {
-			if c.MaxBytesForLevelMultiplier == def.MaxBytesForLevelMultiplier {
-				return ""
-			}
-			return strconv.FormatFloat(c.MaxBytesForLevelMultiplier, 'g', -1, 64)
-		},
+		get: func(c *Config) string { return strconv.FormatFloat(c.MaxBytesForLevelMultiplier, 'g', -1, 64) },
 	},
 	intKey("level0_file_num_compaction_trigger", "L0 tables that start an L0 compaction",
 		func(c *Config) *int { return &c.Level0FileNumCompactionTrigger }, false),
@@ -238,12 +216,7 @@ var dsnKeys = []dsnKey{
 			c.BlockSize = int(n)
 			return err
 		},
-		format: func(c, def *Config) string {
-			if c.BlockSize == def.BlockSize {
-				return ""
-			}
-			return driver.FormatSize(int64(c.BlockSize))
-		},
+		get: func(c *Config) string { return driver.FormatSize(int64(c.BlockSize)) },
 	},
 	intKey("block_restart_interval", "keys between restart points in a data block",
 		func(c *Config) *int { return &c.BlockRestartInterval }, false),
@@ -262,12 +235,7 @@ var dsnKeys = []dsnKey{
 			}
 			return nil
 		},
-		format: func(c, def *Config) string {
-			if c.Compression == def.Compression {
-				return ""
-			}
-			return c.Compression.String()
-		},
+		get: func(c *Config) string { return c.Compression.String() },
 	},
 	{
 		name: "checksum", doc: "block checksum: xxh64 or crc32c",
@@ -282,12 +250,7 @@ var dsnKeys = []dsnKey{
 			}
 			return nil
 		},
-		format: func(c, def *Config) string {
-			if c.ChecksumType == def.ChecksumType {
-				return ""
-			}
-			return c.ChecksumType.String()
-		},
+		get: func(c *Config) string { return c.ChecksumType.String() },
 	},
 	boolKey("file_checksums", "record each table's whole-file CRC32C for VerifyFileChecksums",
 		func(c *Config) *bool { return &c.DisableFileChecksums }, true),
@@ -301,12 +264,7 @@ var dsnKeys = []dsnKey{
 			c.RateLimitMode = m
 			return err
 		},
-		format: func(c, def *Config) string {
-			if c.RateLimitMode == def.RateLimitMode {
-				return ""
-			}
-			return c.RateLimitMode.String()
-		},
+		get: func(c *Config) string { return c.RateLimitMode.String() },
 	},
 	{
 		name: "rate_limit_refill_period", doc: "rate limiter refill period (a Go duration)",
@@ -318,12 +276,7 @@ var dsnKeys = []dsnKey{
 			c.RateLimitRefillPeriod = d
 			return nil
 		},
-		format: func(c, def *Config) string {
-			if c.RateLimitRefillPeriod == def.RateLimitRefillPeriod {
-				return ""
-			}
-			return c.RateLimitRefillPeriod.String()
-		},
+		get: func(c *Config) string { return c.RateLimitRefillPeriod.String() },
 	},
 	intKey("rate_limit_fairness", "1-in-N chance that lower priorities go first",
 		func(c *Config) *int { return &c.RateLimitFairness }, false),
@@ -339,12 +292,7 @@ var dsnKeys = []dsnKey{
 			c.MaxOpenFiles = max(n, 0)
 			return nil
 		},
-		format: func(c, def *Config) string {
-			if c.MaxOpenFiles == def.MaxOpenFiles {
-				return ""
-			}
-			return strconv.Itoa(c.MaxOpenFiles)
-		},
+		get: func(c *Config) string { return strconv.Itoa(c.MaxOpenFiles) },
 	},
 	boolKey("mmap_reads", "memory-map table files and read blocks from the mapping",
 		func(c *Config) *bool { return &c.MmapReads }, false),
@@ -400,7 +348,7 @@ func (c *Config) String() string {
 	def := DefaultConfig(c.Dir)
 	var params []driver.Param
 	for _, k := range dsnKeys {
-		if v := k.format(c, def); v != "" {
+		if v := k.get(c); v != k.get(def) {
 			params = append(params, driver.Param{Key: k.name, Value: v})
 		}
 	}
@@ -449,31 +397,13 @@ func (c *Config) Options() (*Options, error) {
 	return &o, nil
 }
 
-// DSNKeys returns the DSN parameter table as "key | default | meaning" rows,
-// for documentation and the command-line tool.
+// DSNKeys returns the DSN parameter table as {key, default, meaning} rows, in
+// documentation order, for the README and the command-line tool.
 func DSNKeys() [][3]string {
 	def := DefaultConfig("")
 	rows := make([][3]string, 0, len(dsnKeys))
 	for _, k := range dsnKeys {
-		rows = append(rows, [3]string{k.name, defaultString(k, def), k.doc})
+		rows = append(rows, [3]string{k.name, k.get(def), k.doc})
 	}
 	return rows
-}
-
-// defaultString prints a key's default by formatting a Config that differs
-// only in that key... which the table cannot do generically; so print the
-// default Config's value through the key's own formatter against an empty
-// reference.
-func defaultString(k dsnKey, def *Config) string {
-	zero := &Config{RateLimitMode: ratelimit.Mode(255), StatsLevel: statistics.Level(-1),
-		Compression: Compression(255), ChecksumType: ChecksumType(255),
-		MaxBytesForLevelMultiplier: -1, RateLimitRefillPeriod: -1}
-	v := k.format(def, zero)
-	switch {
-	case strings.HasPrefix(k.name, "rate_limit") && v == "":
-		return "0"
-	case v == "":
-		return "false"
-	}
-	return v
 }

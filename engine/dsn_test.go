@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
+	"github.com/shaledb/shale/statistics"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseDSN(t *testing.T) {
+	c, err := ParseDSN("/var/lib/app/db?stats_level=all&block_cache_size=32MiB&rate_limit=8MiB")
+	require.NoError(t, err)
+	require.Equal(t, "/var/lib/app/db", c.Dir)
+	require.Equal(t, statistics.LevelAll, c.StatsLevel)
+	require.Equal(t, int64(32<<20), c.BlockCacheSize)
+	require.Equal(t, int64(8<<20), c.RateLimit)
+
+	def, err := ParseDSN("/db")
+	require.NoError(t, err)
+	require.Equal(t, DefaultConfig("/db"), def)
+	require.Equal(t, "/db", def.String(), "a default config prints no parameters")
+
+	for _, tc := range []struct{ dsn, want string }{
+		{"/db?bogus=1", `unknown key "bogus"`},
+		{"/db?block_cache_size=lots", "block_cache_size"},
+		{"/db?stats_level=verbose", "stats_level"},
+		{"/db?compression=zstd", `"zstd" is not snappy or none`},
+		{"/db?create_if_missing=maybe", "create_if_missing"},
+		{"/db?write_buffer_size=1KiB", "write_buffer_size 1024 is below the minimum"},
+		{"/db?rate_limit_mode=sideways", "rate_limit_mode"},
+		{"/db?max_open_files=-2", "max_open_files"},
+		{"/db?block_size=1KiB&block_size=2KiB", "block_size"},
+		{"", "path"},
+	} {
+		_, err := ParseDSN(tc.dsn)
+		require.Error(t, err, tc.dsn)
+		require.ErrorIs(t, err, ErrInvalidArgument, tc.dsn)
+		require.Contains(t, err.Error(), tc.want, tc.dsn)
+	}
+}
+
+func TestDSNRoundTrip(t *testing.T) {
+	for _, dsn := range []string{
+		"/db",
+		":memory:",
+		"/tmp/a b/db?stats_level=all",
+		"/db?create_if_missing=false&statistics=false&block_cache_size=0&bloom_bits_per_key=0",
+		"/db?write_buffer_size=1MiB&max_write_buffer_number=3&target_file_size_base=2MiB" +
+			"&max_bytes_for_level_base=10MiB&max_bytes_for_level_multiplier=8.5&level0_file_num_compaction_trigger=2" +
+			"&disable_auto_compactions=true&block_size=16KiB&block_restart_interval=8&compression=none" +
+			"&checksum=crc32c&file_checksums=false&sync=true&rate_limit=1MiB&rate_limit_mode=reads" +
+			"&rate_limit_refill_period=10ms&rate_limit_fairness=5&rate_limit_auto_tuned=true&max_open_files=100" +
+			"&mmap_reads=true&max_manifest_file_size=1MiB&read_only=true",
+	} {
+		c, err := ParseDSN(dsn)
+		require.NoError(t, err, dsn)
+		again, err := ParseDSN(c.String())
+		require.NoError(t, err, c.String())
+		require.Equal(t, c, again, "%s → %s", dsn, c.String())
+	}
+	c, _ := ParseDSN("/db?block_cache_size=33554432")
+	require.Equal(t, "/db?block_cache_size=32MiB", c.String(), "sizes print in the largest exact unit")
+}
+
+func TestConfigOptions(t *testing.T) {
+	c, err := ParseDSN("/db?stats_level=all&rate_limit=4MiB&rate_limit_mode=writes&block_cache_size=0&bloom_bits_per_key=0")
+	require.NoError(t, err)
+	o, err := c.Options()
+	require.NoError(t, err)
+	require.Equal(t, statistics.LevelAll, o.Statistics.Level())
+	g, ok := o.RateLimiter.(*ratelimit.Generic)
+	require.True(t, ok)
+	require.Equal(t, int64(4<<20), g.BytesPerSecond())
+	require.False(t, g.IsRateLimited(ratelimit.OpRead))
+	require.Negative(t, o.BlockCacheSize, "0 in the DSN disables the cache")
+	require.Negative(t, o.BloomBitsPerKey, "0 in the DSN writes no filter")
+	g.Close()
+
+	c, _ = ParseDSN("/db?statistics=false")
+	o, err = c.Options()
+	require.NoError(t, err)
+	require.Nil(t, o.Statistics)
+	require.True(t, o.DisableStatistics)
+}
+
+// TestDriverRegistered opens databases through the façade, by DSN and by
+// connector.
+func TestDriverRegistered(t *testing.T) {
+	require.Contains(t, driver.Drivers(), DriverName)
+	ctx := context.Background()
+	for _, dsn := range []string{MemoryPath + "?stats_level=all", t.TempDir() + "/db?block_cache_size=1MiB"} {
+		db, err := driver.Open(DriverName, dsn)
+		require.NoError(t, err, dsn)
+		require.NoError(t, db.Put(ctx, []byte("k"), []byte("v")))
+		v, err := db.Get(ctx, []byte("k"))
+		require.NoError(t, err)
+		require.Equal(t, "v", string(v))
+		_, err = db.Get(ctx, []byte("absent"))
+		require.True(t, errors.Is(err, driver.ErrNotFound), "engine errors match driver sentinels: %v", err)
+		require.NotNil(t, db.Statistics())
+		require.NoError(t, db.Close())
+	}
+	_, err := driver.Open(DriverName, "/db?nope=1")
+	require.True(t, errors.Is(err, driver.ErrInvalidArgument))
+	require.Contains(t, err.Error(), `unknown key "nope"`)
+
+	db := driver.OpenDB(NewConnector(t.TempDir(), &Options{BlockCacheSize: 1 << 20}))
+	require.NoError(t, db.Put(ctx, []byte("a"), []byte("1")))
+	// The façade's reads reach the engine tagged: a wrong activity is
+	// rejected with RocksDB's message.
+	bad := ioctx.WithReadOptions(ctx, ioctx.ReadOptions{Activity: ioctx.ActivityCompaction})
+	_, err = db.Get(bad, []byte("a"))
+	require.True(t, errors.Is(err, driver.ErrInvalidArgument))
+	require.Contains(t, err.Error(), "Can only call Get with")
+	require.NoError(t, db.Close())
+
+	// A failed open is reported by every call.
+	db = driver.OpenDB(NewConnector(t.TempDir()+"/missing", &Options{ErrorIfMissing: true}))
+	_, err = db.Get(ctx, []byte("a"))
+	require.ErrorIs(t, err, driver.ErrInvalidArgument)
+	require.ErrorIs(t, db.Put(ctx, []byte("a"), nil), driver.ErrInvalidArgument)
+	_ = db.Close()
+}
+
+// TestReadmeDSNTable keeps the README's DSN table in step with the parser.
+func TestReadmeDSNTable(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skip("no README")
+	}
+	require.NoError(t, err)
+	readme := string(data)
+	for _, row := range DSNKeys() {
+		line := "| `" + row[0] + "` | `" + row[1] + "` | " + row[2] + " |"
+		require.True(t, strings.Contains(readme, line), "README.md lacks the DSN row:\n%s", line)
+	}
+}
