@@ -174,7 +174,9 @@ func TestCapacityBound(t *testing.T) {
 			const capacity = 256 << 10
 			c := newWithShards(capacity, shards)
 			rng := rand.New(rand.NewPCG(1, 2))
-			for i := range scaled(5000) {
+			// Not scaled down under -race: the fill check below needs the
+			// steady state, and single-goroutine inserts are cheap.
+			for i := range 5000 {
 				k := Key{1, uint64(rng.IntN(8)), uint64(rng.IntN(1000)) * 4096}
 				n := 32 + rng.IntN(8<<10)
 				h := c.Set(k, makeValue(c.Alloc(n), k, uint64(i)))
@@ -184,7 +186,10 @@ func TestCapacityBound(t *testing.T) {
 					require.NoError(t, checkInvariants(c))
 				}
 			}
-			require.Greater(t, c.Size(), int64(capacity)*3/4, "the cache should be nearly full")
+			// Values of up to 8 KiB in shards of 16 KiB (16 shards) leave a
+			// shard up to half empty after an eviction, so "full" means more
+			// than half.
+			require.Greater(t, c.Size(), int64(capacity)/2, "the cache should be nearly full")
 			requireQuiescent(t, c)
 		})
 	}
