@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shale/internal/merging"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -141,7 +142,7 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 // output level's tables overlap).
 func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs []*manifest.FileMetadata, err error) {
 	var iters []base.InternalIterator
-	var refs []tableRefCloser
+	var refs []readpath.TableRef
 	defer func() {
 		for _, r := range refs {
 			r.Release()
@@ -263,8 +264,6 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs [
 	d.stats.RecordTick(statistics.CompactionKeyDropObsolete, stats.DroppedObsolete)
 	return outputs, nil
 }
-
-type tableRefCloser interface{ Release() }
 
 // manualCompaction is a Compact call's request.
 type manualCompaction struct {

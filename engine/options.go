@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"runtime"
-
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/checksum"
@@ -345,7 +343,3 @@ func (o *Options) targetFileSize(level int) int64 {
 	}
 	return size
 }
-
-// numBackgroundWorkers is how many goroutines flush and compact. One of each
-// keeps L0 from piling up behind a long compaction.
-func numBackgroundWorkers() int { return min(2, max(1, runtime.GOMAXPROCS(0))) }
