@@ -589,3 +589,56 @@ func TestClosedDB(t *testing.T) {
 	err = db.Put(ctx, []byte("k"), nil)
 	require.True(t, errors.Is(err, ErrClosed), "%v", err)
 }
+
+// TestIteratorOverManyVersions covers the reseek past a key's hidden
+// versions: a key overwritten many times, with snapshots in between, in the
+// memtable and in tables.
+func TestIteratorOverManyVersions(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTestDB(t, nil)
+	var snaps []*Snapshot
+	for i := range 100 {
+		require.NoError(t, db.Put(ctx, []byte("a"), []byte(fmt.Sprint(i))))
+		require.NoError(t, db.Put(ctx, []byte("c"), []byte(fmt.Sprint(i))))
+		if i%30 == 0 {
+			if i <= 30 {
+				require.NoError(t, db.Delete(ctx, []byte("b")))
+			} else if i == 60 {
+				require.NoError(t, db.Put(ctx, []byte("b"), []byte("b")))
+				require.NoError(t, db.Flush(ctx))
+			}
+			s, err := db.NewSnapshot()
+			require.NoError(t, err)
+			snaps = append(snaps, s)
+		}
+	}
+	scan := func(it *Iterator) (fwd, bwd []string) {
+		for ok := it.First(); ok; ok = it.Next() {
+			fwd = append(fwd, string(it.Key())+"="+string(it.Value()))
+		}
+		for ok := it.Last(); ok; ok = it.Prev() {
+			bwd = append([]string{string(it.Key()) + "=" + string(it.Value())}, bwd...)
+		}
+		require.NoError(t, it.Error())
+		require.NoError(t, it.Close())
+		return fwd, bwd
+	}
+	it, err := db.NewIterator(ctx, nil)
+	require.NoError(t, err)
+	fwd, bwd := scan(it)
+	require.Equal(t, []string{"a=99", "b=b", "c=99"}, fwd)
+	require.Equal(t, fwd, bwd)
+	for j, s := range snaps {
+		it, err := s.NewIterator(ctx, nil)
+		require.NoError(t, err)
+		fwd, bwd := scan(it)
+		v := fmt.Sprint(j * 30)
+		want := []string{"a=" + v, "c=" + v}
+		if j*30 >= 60 {
+			want = []string{"a=" + v, "b=b", "c=" + v}
+		}
+		require.Equal(t, want, fwd, "snapshot %d", j)
+		require.Equal(t, fwd, bwd, "snapshot %d", j)
+		require.NoError(t, s.Close())
+	}
+}

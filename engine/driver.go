@@ -27,13 +27,20 @@ var (
 	_ driver.DriverContext = Driver{}
 )
 
-// Open opens the database the DSN names (see ParseDSN).
+// Open opens the database the DSN names (see ParseDSN). The returned
+// connection owns the database: its Close closes it.
 func (Driver) Open(dsn string) (driver.DriverConn, error) {
 	c, err := Driver{}.OpenConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return c.Connect(context.Background())
+	dc, err := c.Connect(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	owned := dc.(*conn)
+	owned.owner = c.(*connector)
+	return owned, nil
 }
 
 // OpenConnector parses dsn once; the returned Connector opens the database on
@@ -120,6 +127,9 @@ func (c *connector) Close() error {
 // directly with them (never the exported, checking, read methods).
 type conn struct {
 	db *DB
+	// owner is set on a connection from Driver.Open, which has no
+	// Connector for the façade to close: the connection closes it.
+	owner *connector
 }
 
 var (
@@ -218,8 +228,14 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Drive
 
 func (c *conn) Statistics() *statistics.Statistics { return c.db.Statistics() }
 
-// Close does nothing: the connector owns the database and closes it.
-func (c *conn) Close() error { return nil }
+// Close closes the database when the connection owns it; otherwise the
+// connector owns the database and closes it.
+func (c *conn) Close() error {
+	if c.owner != nil {
+		return c.owner.Close()
+	}
+	return nil
+}
 
 // driverTx adapts a Tx; its reads take the façade's tagged options.
 type driverTx struct {

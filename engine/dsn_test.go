@@ -129,6 +129,21 @@ func TestDriverRegistered(t *testing.T) {
 	_ = db.Close()
 }
 
+func TestDriverOpenOwnsTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Driver{}.Open(dir)
+	require.NoError(t, err)
+	require.NoError(t, c.Put(context.Background(), []byte("k"), []byte("v")))
+	require.NoError(t, c.Close())
+	// The database was closed and its lock released: it opens again.
+	c, err = Driver{}.Open(dir)
+	require.NoError(t, err)
+	v, err := c.Get(context.Background(), ioctx.ReadOptions{Activity: ioctx.ActivityGet}, []byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, "v", string(v))
+	require.NoError(t, c.Close())
+}
+
 // TestReadmeDSNTable keeps the README's DSN table in step with the parser.
 func TestReadmeDSNTable(t *testing.T) {
 	data, err := os.ReadFile("../README.md")

@@ -395,28 +395,45 @@ func (it *Iterator) prev() bool {
 	return it.findPrev(kv)
 }
 
+// maxSequentialSkip is how many hidden versions of one key the iterator
+// steps over before it seeks past them instead (RocksDB's
+// max_sequential_skip_in_iterations): a key overwritten thousands of times in
+// the memtable would otherwise cost thousands of steps per Next.
+const maxSequentialSkip = 8
+
 // findNext moves forward from kv, the merged iterator's entry, to the first
 // visible value. With skipping, entries of keys <= keyBuf are hidden.
 func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
-	for ; kv != nil; kv = it.merged.Next() {
+	skipped := 0
+	for kv != nil {
 		if kv.K.SeqNum() > it.seq {
+			kv = it.merged.Next()
 			continue
 		}
 		switch kv.K.Kind() {
 		case base.KindDelete:
 			// Hide the older versions of the deleted key.
-			it.keyBuf = append(it.keyBuf[:0], kv.K.UserKey...)
-			skipping = true
-		case base.KindSet:
-			if skipping && bytes.Compare(kv.K.UserKey, it.keyBuf) <= 0 {
-				continue
+			if !skipping || !bytes.Equal(kv.K.UserKey, it.keyBuf) {
+				it.keyBuf = append(it.keyBuf[:0], kv.K.UserKey...)
+				skipping, skipped = true, 0
 			}
-			it.key, it.value = kv.K.UserKey, kv.V
-			it.pos = posValid
-			return true
+		case base.KindSet:
+			if !skipping || bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+				it.key, it.value = kv.K.UserKey, kv.V
+				it.pos = posValid
+				return true
+			}
 		default:
 			return it.fail(base.CorruptionErrorf("readpath: iterator: entry %s has an unknown kind", kv.K))
 		}
+		if skipped++; skipped > maxSequentialSkip {
+			// Seek to the first key after keyBuf: keyBuf followed by a zero
+			// byte is its immediate successor.
+			it.seekBuf = append(append(it.seekBuf[:0], it.keyBuf...), 0)
+			kv, skipped = it.merged.SeekGE(it.seekBuf), 0
+			continue
+		}
+		kv = it.merged.Next()
 	}
 	return it.exhausted(posAfterEnd)
 }

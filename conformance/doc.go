@@ -1,0 +1,198 @@
+// Package conformance is the conformance suite of shale's façade: a library
+// that a driver's tests call to check, through package driver, that the
+// driver keeps the contract package driver documents. It does for a driver
+// what testing/fstest does for an fs.FS and testing/slogtest for a
+// slog.Handler:
+//
+//	import (
+//		"testing"
+//
+//		"github.com/shaledb/shale/conformance"
+//		_ "example.com/mydriver" // registers "mydriver"
+//	)
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, "mydriver", func(t *testing.T) string { return t.TempDir() })
+//	}
+//
+// [Run] runs every case as a subtest named after it ([CaseNames] lists
+// them); [RunWith] takes a [Config] that can skip cases by name. newDSN must
+// return the data source name of a fresh, empty database on every call: the
+// suite opens several databases per case, adds parameters to the DSN (with
+// [driver.ParseDSN] and [driver.FormatDSN]), and reopens a DSN to check that
+// data outlives Close.
+//
+// Everything goes through the façade (driver.Open, *driver.DB, Conn, Tx,
+// Iterator), so the suite checks the façade and the driver together, as
+// users meet them: a failure may be the driver's or the façade's, and the
+// message says what was observed and what the contract requires, in those
+// terms ("Get(\"empty\") returned a nil slice for an empty value; a found
+// empty value must be a non-nil empty slice …"). A failing case also logs
+// the sentence that explains what it checks.
+//
+// # Capabilities, skips and DSN keys
+//
+// A case skips, rather than fails, when it needs something the driver may
+// legitimately lack, and says what:
+//
+//   - an optional interface of package driver: Flush (driver.Flusher),
+//     Compact (driver.Compacter), VerifyChecksum and VerifyFileChecksums
+//     (driver.Verifier), BeginTx (driver.TxBeginner), Statistics
+//     (driver.StatsReporter). Where a case only uses a capability in
+//     passing (a Flush to move data into table files, a Tx variant of a
+//     read), it goes on without it and logs so.
+//   - a DSN key. The suite adds stats_level, block_cache_size=0 (cold
+//     reads), rate_limit and rate_limit_mode where a case needs them; if
+//     the open fails with an error that names the key, the case skips
+//     ("driver does not support DSN key …"). The hints write_buffer_size,
+//     disable_auto_compactions and (for reopening a corrupt database)
+//     block_cache_size are dropped instead, and the open retried.
+//   - a database that outlives Close: with the path ":memory:" the Reopen
+//     and Corruption cases skip, and the checks of other cases that reopen
+//     are left out.
+//   - table files: Corruption flips bytes in the *.sst files of the DSN's
+//     directory and skips if there are none.
+//
+// # The cases
+//
+// In the order Run runs them, with what each needs beyond DriverConn:
+//
+//   - CRUD: Put, Get, Delete and overwrite; an absent key is an error
+//     matching driver.ErrNotFound; an empty value (Put of []byte{} or nil)
+//     reads back as a non-nil empty slice; binary keys and values with zero
+//     and 0xff bytes, keys that are prefixes of one another; a 1 MiB value;
+//     1000 keys; the slice Get returns is the caller's, and Put copies its
+//     arguments.
+//   - Batch: within one Write the last write of a key wins (put then
+//     delete, delete then put, put twice); an empty (or reset) batch is a
+//     no-op; a 500-write batch, written twice.
+//   - BatchAtomicity: a writer writes 16 keys per batch, all with one
+//     generation number, while one goroutine reads them with MultiGet and
+//     another with bounded iterators; no read may mix generations. So
+//     MultiGet must read one snapshot: the façade's fallback (a loop of Get
+//     for a driver without driver.MultiGetter) does not. Uses Flush if
+//     available.
+//   - MultiGet: one entry per key in the caller's order, duplicates
+//     included; nil for an absent key, a non-nil empty slice for an empty
+//     value; copies; no keys (nil or empty) gives no values; 400 keys at
+//     once.
+//   - IteratorModel: 2000 random puts, deletes and batches (with a Flush
+//     every 400, if available) checked against a sorted map: full scans in
+//     both directions, SeekGE and SeekLT to every present and absent key and
+//     beyond both ends, each followed by steps both ways, then 3000 random
+//     moves; an empty database.
+//   - IteratorBounds: eleven bound pairs (lower only, upper only, both,
+//     between keys, empty lower bound, one key, lower = upper, ranges with
+//     no keys, before and after every key): scans, seeks outside the
+//     bounds, random moves; bounds the caller changes after NewIterator.
+//   - IteratorSnapshot: writes, a batch and a Flush after NewIterator are
+//     invisible to the iterator, whether it is positioned yet or not; the
+//     Key and Value of an iterator that did not move do not change.
+//   - IteratorClose: an exhausted iterator has no error; after Close moves
+//     return false, Error matches driver.ErrClosed, as does a second Close.
+//   - FlushCompact (driver.Flusher; driver.Compacter if available): three
+//     overlapping rounds of writes and deletes and a 1 MiB value, each
+//     flushed; unflushed writes over tables; Compact of a sub-range, of
+//     everything, of half-open and empty ranges; Get and scans after each.
+//   - Reopen (a directory DSN; Flush if available): flushed and unflushed
+//     writes survive Close and a reopen of the same DSN, twice.
+//   - TxSnapshot (driver.TxBeginner): a transaction reads its BeginTx
+//     snapshot (writes and a Flush by others after it are invisible) merged
+//     with its own puts and deletes, through Get, MultiGet and bounded and
+//     unbounded iterators; nobody else sees its writes before Commit.
+//   - TxCommitAtomicity (driver.TxBeginner): BatchAtomicity with each
+//     generation committed by a transaction.
+//   - TxRollback (driver.TxBeginner): Rollback discards the writes, which
+//     then cause no conflict.
+//   - TxConflict (driver.TxBeginner): two transactions write a key, the
+//     first commits, the second's Commit matches driver.ErrConflict and
+//     applies none of its writes; likewise after a plain Put, and for a
+//     delete; disjoint transactions, and a key last written before the
+//     transaction began, commit.
+//   - TxDone (driver.TxBeginner): after Commit or Rollback every call
+//     matches driver.ErrTxDone and the transaction's iterators stop; a
+//     read-only transaction's Put and Delete match driver.ErrInvalidArgument.
+//   - ActivityCheck: each read API of DB, Conn and Tx (Get, MultiGet,
+//     NewIterator, VerifyChecksum, VerifyFileChecksums; the last two may be
+//     unsupported) is called with ReadOptions{Activity: a} for every named
+//     ioctx.Activity a: its own activity and Unknown are accepted; every
+//     other fails with an error matching driver.ErrInvalidArgument whose
+//     message starts with RocksDB's exact text, "Can only call <API> with
+//     `ReadOptions::io_activity` is `Env::IOActivity::kUnknown` or
+//     `Env::IOActivity::k<own>`", and names the activity given
+//     (Env::IOActivity::k<a>). An iterator may report the error from
+//     NewIterator or from its first move.
+//   - StatisticsPerActivity (statistics; Flush; keys stats_level=all,
+//     block_cache_size=0): with the data in table files, each read (DB's
+//     five read APIs, Conn's Get and MultiGet, a read-only Tx's Get,
+//     MultiGet and iterator) grows its own FileRead*Micros histogram, no
+//     other user-read one, and SSTReadMicros by exactly as many samples.
+//   - StatisticsGating (statistics; Flush; stats_level, block_cache_size):
+//     at except_detailed_timers (the default) Statistics().Level() says
+//     so, Flush fills FileReadFlushMicros, Compact FileReadCompactionMicros
+//     and a reopen FileReadDBOpenMicros, the reads grow SSTReadMicros and
+//     the five user-read histograms stay empty; at except_timers no time
+//     histogram records and tickers count; at except_histogram_or_timers
+//     no histogram records and tickers count; at disable_all nothing
+//     records (or Statistics is nil).
+//   - RateLimiterCharging (statistics; Flush; rate_limit, rate_limit_mode,
+//     stats_level, block_cache_size): each read of StatisticsPerActivity at
+//     the default priority (PriorityTotal) charges nothing, and with
+//     ReadOptions{RateLimiterPriority: PriorityUser} charges requests and
+//     bytes, as the tickers RateLimiterRequestsRead and
+//     RateLimiterBytesRead count them.
+//   - RateLimiterThrottling (Flush; rate_limit; rate_limit_mode=reads if
+//     accepted): VerifyFileChecksums (or, without it, a full scan) of about
+//     320 KiB of tables at rate_limit=256KiB takes at least a quarter of
+//     the expected 1.25 s, and three times as long, at PriorityLow as at
+//     PriorityTotal.
+//   - Corruption (a directory DSN; Flush; *.sst files): after a byte in the
+//     middle of every table file is flipped, a reopen either fails with an
+//     error matching driver.ErrCorruption, or VerifyChecksum and
+//     VerifyFileChecksums (where supported) fail with one that names a
+//     corrupt file; every Get, a MultiGet of every key and a full scan
+//     return the right values or fail with driver.ErrCorruption, never a
+//     wrong value or a missing key.
+//   - ContextCancel: every method of DB, Conn and Tx that takes a context
+//     fails, given a cancelled or an expired one, with an error matching
+//     ctx.Err(), and writes nothing; every read given ReadOptions{Deadline:
+//     a second ago} fails with an error matching context.DeadlineExceeded;
+//     cancelling an iterator's context stops its next move with
+//     context.Canceled.
+//   - Close: after DB.Close every call on the DB, its Conns and its Txs
+//     matches driver.ErrClosed, iterators left open are closed (moves
+//     false, Error and Close match ErrClosed), a second Close matches
+//     ErrClosed, and a transaction left open was rolled back (checked by
+//     reopening); Close stops an iterator another goroutine is scanning
+//     with.
+//   - CloseConcurrent: goroutines calling Get, MultiGet, Put and scanning
+//     while DB.Close runs each get correct results until a call fails with
+//     driver.ErrClosed; Close returns, and no goroutine is left calling.
+//   - ConnSession: DB.Conn takes the context's ReadOptions as the session's
+//     defaults; a default activity limits the session to its API, a call's
+//     own activity overrides it, and SetReadOptions replaces it; a session
+//     deadline and a call's deadline both apply; writes through a Conn are
+//     the DB's; Conn.Close ends the session only. With the rate-limiter
+//     keys and statistics, a session with default priority User has its
+//     reads charged, a call's priority overrides a session's Total, and the
+//     DB's own reads are not charged.
+//   - Concurrency: four goroutines mix puts, deletes, batches, transactions
+//     (if available), Gets (reading their own writes), MultiGets, bounded
+//     scans and Flushes (if available) on keys of their own; every value
+//     read was written to its key, scans are ordered and bounded, and the
+//     final state is the union of what each goroutine wrote.
+//
+// # Concurrency, time and the race detector
+//
+// The cases that start goroutines (BatchAtomicity, TxCommitAtomicity,
+// Close, CloseConcurrent, Concurrency) are meant to run under the race
+// detector as well. Cases run one after another, never in parallel: the
+// statistics cases compare counts exactly, and RateLimiterThrottling
+// measures time. The whole suite takes a few seconds against an in-memory
+// driver; RateLimiterThrottling alone waits about 1.3 s by design.
+//
+// This package imports only the standard library, driver, ioctx and
+// statistics (a test enforces it), so any driver's tests can import it.
+// Its own tests run it against an in-memory model driver, against shale's
+// engine, and against deliberately broken drivers that it must fail.
+package conformance
