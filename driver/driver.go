@@ -156,7 +156,10 @@ type Iter interface {
 //
 // Without it, or when it returns [ErrSkip], the façade loops
 // DriverConn.Get with the same MultiGet-tagged ReadOptions, so reads keep
-// their MultiGet activity (RocksDB #11444).
+// their MultiGet activity (RocksDB #11444). Each of those Gets reads the
+// latest state, so the fallback's results are not one consistent snapshot: a
+// driver whose MultiGet must see a batch whole (the conformance suite's
+// BatchAtomicity case) implements MultiGetter.
 type MultiGetter interface {
 	MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error)
 }
