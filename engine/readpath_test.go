@@ -491,3 +491,52 @@ func TestDeadlinesAndCancellation(t *testing.T) {
 	require.ErrorIs(t, it.Error(), context.DeadlineExceeded)
 	_ = it.Close()
 }
+
+// TestMaxOpenFiles bounds the table cache: tables are closed and reopened on
+// demand, reads stay correct, and a reopen's reads carry the tag of the read
+// that needed the table (RocksDB: with max_open_files != -1 the first Get of
+// a file opens it, and those reads are tagged Get).
+func TestMaxOpenFiles(t *testing.T) {
+	ctx := context.Background()
+	stats := statistics.New(statistics.LevelAll)
+	opts := smallOptions(nil)
+	opts.MaxOpenFiles = 8
+	opts.TargetFileSizeBase = 4 << 10
+	opts.Statistics = stats
+	opts.DisableAutoCompactions = true
+	db, _ := openTestDB(t, opts)
+	rng := rand.New(rand.NewPCG(4, 4))
+	m := model{}
+	for i := range 4000 {
+		k, v := key(i), value(rng, 60)
+		require.NoError(t, db.Put(ctx, k, v))
+		m[string(k)] = string(v)
+	}
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	rs := db.loadReadState()
+	tables := 0
+	for _, files := range rs.current.Levels {
+		tables += len(files)
+	}
+	rs.unref()
+	require.Greater(t, tables, 3*opts.MaxOpenFiles, "the test needs many more tables than the bound")
+
+	opensBefore := stats.TickerCount(statistics.NoFileOpens)
+	getBefore := stats.Snapshot()
+	for range 2000 {
+		k := key(rng.IntN(4000))
+		v, err := db.Get(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, m[string(k)], string(v))
+	}
+	require.Greater(t, stats.TickerCount(statistics.NoFileOpens), opensBefore, "evicted tables were reopened")
+	after := stats.Snapshot()
+	require.Zero(t, after.CountDelta(getBefore, statistics.FileReadDBOpenMicros), "reopens on behalf of a Get are Get reads")
+	require.Equal(t, after.CountDelta(getBefore, statistics.SSTReadMicros), after.CountDelta(getBefore, statistics.FileReadGetMicros))
+	db.tables.mu.RLock()
+	open := len(db.tables.entries)
+	db.tables.mu.RUnlock()
+	require.LessOrEqual(t, open, opts.MaxOpenFiles)
+	runUserRead(t, ctx, db, "Iterator", 4000)
+	runUserRead(t, ctx, db, "MultiGet", 4000)
+}
