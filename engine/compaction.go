@@ -44,6 +44,12 @@ func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction,
 	v := d.readState.val.current
 	if manual != nil {
 		c = compact.PickManual(v, d.compactOptions(), manual.level, manual.start, manual.end)
+		if c == nil {
+			// PickManual also declines when a file it needs is being
+			// compacted in the background: then the caller must wait.
+			return nil, anyInProgress(v.Overlaps(manual.level, manual.start, manual.end)) ||
+				(manual.level+1 < manifest.NumLevels && anyInProgress(v.Overlaps(manual.level+1, manual.start, manual.end)))
+		}
 	} else {
 		c = compact.Pick(v, d.compactOptions())
 	}
@@ -64,6 +70,15 @@ func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction,
 		}
 	}
 	return c, false
+}
+
+func anyInProgress(files []*manifest.FileMetadata) bool {
+	for _, f := range files {
+		if f.CompactionInProgress {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *DB) unmarkLocked(c *compact.Compaction) {

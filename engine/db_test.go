@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/manifest"
@@ -641,4 +642,44 @@ func TestIteratorOverManyVersions(t *testing.T) {
 		require.Equal(t, fwd, bwd, "snapshot %d", j)
 		require.NoError(t, s.Close())
 	}
+}
+
+// TestCompactWaitsForBackgroundCompaction checks that a manual compaction
+// does not skip a level whose files a background compaction is using: it
+// waits for them. The background compaction is simulated by marking the L0
+// tables as being compacted.
+func TestCompactWaitsForBackgroundCompaction(t *testing.T) {
+	ctx := context.Background()
+	opts := smallOptions(nil)
+	opts.DisableAutoCompactions = true
+	db, _ := openTestDB(t, opts)
+	for i := range 3 {
+		require.NoError(t, db.Put(ctx, key(i), []byte("v")))
+		require.NoError(t, db.Flush(ctx))
+	}
+	db.mu.Lock()
+	busy := db.readState.val.current.Levels[0]
+	require.Len(t, busy, 3)
+	for _, f := range busy {
+		f.CompactionInProgress = true
+	}
+	db.mu.Unlock()
+
+	done := make(chan error, 1)
+	go func() { done <- db.Compact(ctx, nil, nil) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Compact returned (%v) while L0's tables were being compacted", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	db.mu.Lock()
+	for _, f := range busy {
+		f.CompactionInProgress = false
+	}
+	db.notifyLocked()
+	db.mu.Unlock()
+	require.NoError(t, <-done)
+	rs := db.loadReadState()
+	defer rs.unref()
+	require.Zero(t, rs.current.NumFiles(0), "L0 compacted once its tables were free")
 }

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/engine"
+	"github.com/shaledb/shale/ioctx"
+)
+
+// Exit codes (see the package doc). Scripts rely on them: do not renumber.
+const (
+	exitOK      = 0
+	exitProblem = 1
+	exitUsage   = 2
+	exitFailure = 3
+)
+
+func main() {
+	// An interrupt cancels the context, so a long bench or verify stops at
+	// the next operation and still removes its temporary directory.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args (without the program name), writing data to
+// stdout and errors and progress to stderr, and returns the exit code. Tests
+// call it in-process.
+func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// command is one subcommand. run returns nil, or an error whose exit code
+// exitCode derives. The table is read-only after init.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *cmdEnv, args []string) error
+}
+
+// cmdEnv is what a command writes to, and the name it reports errors under.
+// One command uses it at a time.
+type cmdEnv struct {
+	name           string // "bench", "sst dump", ...
+	stdout, stderr io.Writer
+}
+
+var commands []command
+
+func init() {
+	// Assigned in init: the help command refers to the table.
+	commands = []command{
+		{"bench", "fill, compact and time every read API; print the per-activity histograms", runBench},
+		{"stats", "open a database read-only and print its statistics", runStats},
+		{"verify", "verify the block (and whole-file) checksums of a database", runVerify},
+		{"sst dump", "print a table file: footer, properties, index, entries", runSSTDump},
+		{"wal dump", "print a write-ahead log: records and their operations", runWALDump},
+		{"dsn", "print the DSN parameter table", runDSN},
+		{"help", "print usage; \"shale help <command>\" for a command's flags", runHelp},
+	}
+}
+
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		printUsage(stdout)
+		return exitOK
+	}
+	cmd, rest, ok := findCommand(args)
+	if !ok {
+		fmt.Fprintf(stderr, "shale: unknown command %q\n", strings.Join(args[:min(len(args), 2)], " "))
+		printUsage(stderr)
+		return exitUsage
+	}
+	env := &cmdEnv{name: cmd.name, stdout: stdout, stderr: stderr}
+	err := cmd.run(ctx, env, rest)
+	if errors.Is(err, errHelpShown) {
+		return exitOK
+	}
+	code := exitCode(err)
+	if err != nil {
+		fmt.Fprintf(stderr, "shale %s: %s\n", cmd.name, oneLine(err))
+	}
+	return code
+}
+
+// findCommand matches the longest command name at the start of args: "sst
+// dump" takes two words.
+func findCommand(args []string) (command, []string, bool) {
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			return c, args[len(words):], true
+		}
+	}
+	return command{}, nil, false
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `shale is the command-line tool of the shale key-value engine.
+
+Usage:
+
+	shale <command> [flags] [args]
+
+Commands:
+
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "\t%-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Exit codes: 0 ok; 1 a problem was found (corruption, wrong result);
+2 usage error; 3 runtime failure (cannot open, IO error, interrupted).
+
+Run "shale help <command>" for a command's flags. With no flags,
+"shale bench" runs on a temporary directory that it removes at the end.
+`)
+}
+
+func runHelp(_ context.Context, env *cmdEnv, args []string) error {
+	if len(args) == 0 {
+		printUsage(env.stdout)
+		return nil
+	}
+	cmd, _, ok := findCommand(args)
+	if !ok || cmd.name == "help" {
+		return usageErrorf("unknown command %q", strings.Join(args, " "))
+	}
+	// Every command prints its usage for -h and returns errHelpShown.
+	err := cmd.run(context.Background(), &cmdEnv{name: cmd.name, stdout: env.stdout, stderr: env.stderr}, []string{"-h"})
+	if errors.Is(err, errHelpShown) {
+		return nil
+	}
+	return err
+}
+
+// exitError carries the exit code of a failed command. It is immutable.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// errHelpShown is returned by a command whose usage was asked for with -h
+// and printed; the exit code is 0.
+var errHelpShown = errors.New("help shown")
+
+// usageErrorf returns an error that exits with exitUsage.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: errors.Newf(format, args...)}
+}
+
+// problem returns err with exit code exitProblem: the operation ran and
+// found something wrong.
+func problem(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitProblem, err: err}
+}
+
+// problemf is problem(errors.Newf(...)).
+func problemf(format string, args ...any) error { return problem(errors.Newf(format, args...)) }
+
+// exitCode maps a command's error to the exit code. Errors that say what
+// they are (exitError) keep their code; otherwise corruption is a problem
+// found (1), a misused argument a usage error (2) and anything else a
+// runtime failure (3).
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, driver.ErrCorruption):
+		return exitProblem
+	}
+	return exitFailure
+}
+
+// oneLine flattens an error message for a one-line report: joined errors
+// (errors.Join) print one per line.
+func oneLine(err error) string {
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+}
+
+// newFlagSet returns a flag set for the command whose usage line (after
+// "shale ") is usage and whose longer description is doc.
+func newFlagSet(env *cmdEnv, usage, doc string) *flag.FlagSet {
+	fs := flag.NewFlagSet("shale "+env.name, flag.ContinueOnError)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: shale %s\n\n%s\n", strings.TrimSpace(usage), strings.TrimSpace(doc))
+		if hasFlags(fs) {
+			fmt.Fprintf(out, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parseFlags parses args with fs. -h prints the usage to stdout and returns
+// errHelpShown (exit 0). A bad flag or value is a usage error (exit 2) whose
+// message names it; the flag package's own printing is silenced so that
+// every error has the "shale <command>: " form.
+func parseFlags(fs *flag.FlagSet, env *cmdEnv, args []string) error {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(env.stdout)
+			fs.Usage()
+			return errHelpShown
+		}
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+	}
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return usageErrorf("%s (run \"shale help %s\" for usage)", err, env.name)
+	}
+	return nil
+}
+
+// priorityNames maps the -priority spellings to priorities.
+var priorityNames = map[string]ioctx.Priority{
+	"total": ioctx.PriorityTotal, "low": ioctx.PriorityLow, "mid": ioctx.PriorityMid,
+	"high": ioctx.PriorityHigh, "user": ioctx.PriorityUser,
+}
+
+func parsePriority(s string) (ioctx.Priority, error) {
+	p, ok := priorityNames[strings.ToLower(s)]
+	if !ok {
+		return 0, usageErrorf("invalid -priority %q: want total, low, mid, high or user", s)
+	}
+	return p, nil
+}
+
+// sizeFlag is a byte size flag that takes plain bytes or units ("64MiB"),
+// as DSN sizes do. Like every flag.Value, it is set while flags are parsed,
+// by one goroutine.
+type sizeFlag struct{ n int64 }
+
+func (f *sizeFlag) String() string {
+	if f == nil {
+		return "0"
+	}
+	return driver.FormatSize(f.n)
+}
+
+func (f *sizeFlag) Set(s string) error {
+	n, err := driver.ParseSize(s)
+	if err != nil {
+		// The flag package adds the flag's name; drop the driver's prefix.
+		return errors.New(strings.TrimPrefix(err.Error(), "driver: "))
+	}
+	f.n = n
+	return nil
+}
+
+// dsnBuilder assembles a DSN from a path and parameters, where later
+// settings override earlier ones. It is not safe for concurrent use.
+type dsnBuilder struct {
+	path   string
+	params []driver.Param
+}
+
+// parseDSNBuilder starts a builder from a user's DSN. A malformed DSN is a
+// usage error that names it.
+func parseDSNBuilder(dsn string) (*dsnBuilder, error) {
+	d, err := driver.ParseDSN(dsn)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return &dsnBuilder{path: d.Path, params: d.Params}, nil
+}
+
+// set sets key to value, replacing an earlier value.
+func (b *dsnBuilder) set(key, value string) {
+	for i := range b.params {
+		if b.params[i].Key == key {
+			b.params[i].Value = value
+			return
+		}
+	}
+	b.params = append(b.params, driver.Param{Key: key, Value: value})
+}
+
+// setDefault sets key to value unless it is already set.
+func (b *dsnBuilder) setDefault(key, value string) {
+	if _, ok := b.get(key); !ok {
+		b.set(key, value)
+	}
+}
+
+func (b *dsnBuilder) get(key string) (string, bool) {
+	for _, p := range b.params {
+		if p.Key == key {
+			return p.Value, true
+		}
+	}
+	return "", false
+}
+
+// merge applies "k=v&k=v" parameters over the builder's. A malformed list
+// is a usage error.
+func (b *dsnBuilder) merge(params string) error {
+	if params == "" {
+		return nil
+	}
+	d, err := driver.ParseDSN("x?" + strings.TrimPrefix(params, "?"))
+	if err != nil {
+		return usageErrorf("invalid -dsn-params %q: %s", params, strings.TrimPrefix(err.Error(), "driver: "))
+	}
+	for _, p := range d.Params {
+		b.set(p.Key, p.Value)
+	}
+	return nil
+}
+
+// build formats the DSN and checks it with the engine's parser, so an
+// unknown key or bad value is a usage error that names it before anything
+// is opened.
+func (b *dsnBuilder) build() (string, *engine.Config, error) {
+	dsn := driver.FormatDSN(b.path, b.params)
+	cfg, err := engine.ParseDSN(dsn)
+	if err != nil {
+		return "", nil, &exitError{code: exitUsage, err: err}
+	}
+	return dsn, cfg, nil
+}
+
+// openDB opens dsn through the façade and connects at once (the façade
+// connects lazily), so that a database that cannot be opened fails here:
+// corruption found while opening is exit code 1, anything else 3.
+func openDB(ctx context.Context, dsn string) (*driver.DB, error) {
+	db, err := driver.Open(engine.DriverName, dsn)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	if err := db.Ping(ctx); err != nil {
+		_ = db.Close()
+		if errors.Is(err, driver.ErrCorruption) {
+			return nil, problem(err)
+		}
+		return nil, &exitError{code: exitFailure, err: err}
+	}
+	return db, nil
+}
+
+// isTerminal reports whether w is a terminal, where progress bars may be
+// drawn.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
