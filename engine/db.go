@@ -62,7 +62,7 @@ type DB struct {
 	// queue): only it touches the WAL and the group batch.
 	commit struct {
 		log      *wal.Writer
-		logFile  vfs.File
+		logFile  *walFile
 		logNum   manifest.FileNum
 		group    groupBatch
 		logBytes int64

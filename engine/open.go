@@ -234,8 +234,9 @@ func (d *DB) recoverWALs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.commit.log = wal.NewWriter(f)
-	d.commit.logFile = f
+	wf := newWALFile(f)
+	d.commit.log = wal.NewWriter(wf)
+	d.commit.logFile = wf
 	d.commit.logNum = logNum
 	d.mu.mem = d.newMemTable(nil, logNum)
 

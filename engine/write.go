@@ -330,8 +330,9 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
 	}
 	old := d.commit.logFile
 	oldLog := d.commit.log
-	d.commit.log = wal.NewWriter(f)
-	d.commit.logFile = f
+	wf := newWALFile(f)
+	d.commit.log = wal.NewWriter(wf)
+	d.commit.logFile = wf
 	d.commit.logNum = logNum
 	d.commit.logBytes = 0
 	if old != nil {
