@@ -520,3 +520,44 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+func TestMultiReadParallel(t *testing.T) {
+	fs, data := testFile(t, "f", 1<<20)
+	stats := statistics.New(statistics.LevelAll)
+	r := openTest(t, fs, "f", Options{Stats: stats})
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 20 {
+		n := 1 + rng.IntN(24)
+		reqs := make([]ReadRequest, n)
+		off := int64(0)
+		for i := range reqs {
+			off += int64(rng.IntN(8 << 10))
+			l := 1 + rng.IntN(8<<10)
+			reqs[i] = ReadRequest{Offset: off, Len: l, Scratch: make([]byte, l)}
+			off += int64(l)
+		}
+		bad := -1
+		if round%4 == 3 && reqs[n-1].Offset+int64(reqs[n-1].Len) < 1<<20 {
+			// Make the last request run past the end of the file.
+			bad = n - 1
+			reqs[bad].Offset = 1<<20 - 10
+			reqs[bad].Len, reqs[bad].Scratch = 100, make([]byte, 100)
+		}
+		stats.Reset()
+		err := r.MultiRead(context.Background(), ioctx.IOOptions{Activity: ioctx.ActivityMultiGet}, reqs)
+		for i, q := range reqs {
+			if i == bad {
+				require.Error(t, q.Err)
+				continue
+			}
+			require.NoError(t, q.Err, "round %d request %d", round, i)
+			require.Equal(t, data[q.Offset:q.Offset+int64(q.Len)], q.Result)
+		}
+		if bad >= 0 {
+			require.ErrorIs(t, err, base.ErrCorruption)
+		} else {
+			require.NoError(t, err)
+		}
+		require.Equal(t, uint64(1), stats.HistogramData(statistics.FileReadMultiGetMicros).Count, "one sample per call")
+	}
+}
