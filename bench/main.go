@@ -1,0 +1,289 @@
+// Command bench runs one workload on shale, Pebble, goleveldb and Badger
+// and prints each figure with its ratio to shale. See README.md.
+//
+//	cd bench && go run .
+//
+// The parent process runs each engine in a child process (this binary
+// re-executed with -engine=NAME), so that each engine's peak RSS is its
+// own; a child writes its results as JSON on stdout and its progress on
+// stderr.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+type config struct {
+	engines       []string
+	threads       []int
+	maxData       int64
+	valueSize     int
+	cacheSize     int64
+	memtableSize  int64
+	phaseDuration time.Duration
+	warmup        time.Duration
+	stats         string
+	statsRounds   int
+	statsDuration time.Duration
+	dir           string
+	keep          bool
+	jsonPath      string
+	cpuProfileDir string
+	child         string
+}
+
+func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var (
+		engines = fs.String("engines", strings.Join(engineNames, ","), "engines to run, comma-separated")
+		threads = fs.String("threads", "1", "reader goroutines: 1, 8, or a list such as 1,8 (fill is always one writer)")
+		maxData = fs.String("max-data", "128MiB", "data size: keys × (16 + value size) bytes")
+		cache   = fs.String("cache", "32MiB", "block cache size of every engine")
+		mem     = fs.String("memtable", "64MiB", "memtable size of every engine")
+		dir     = fs.String("dir", "", "parent directory for the databases (default /dev/shm when it exists, else the temporary directory)")
+	)
+	c := &config{}
+	fs.IntVar(&c.valueSize, "value-size", 256, "value size in bytes")
+	fs.DurationVar(&c.phaseDuration, "phase-duration", 3*time.Second, "measured time of each read phase")
+	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "untimed warm-up before each read phase")
+	fs.StringVar(&c.stats, "stats", "default", "shale statistics for the main run: off, default or all")
+	fs.IntVar(&c.statsRounds, "stats-rounds", 9, "rounds of shale's interleaved statistics-level and façade comparisons (0: skip)")
+	fs.DurationVar(&c.statsDuration, "stats-duration", time.Second, "measured time of each candidate in each round of the interleaved comparisons")
+	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
+	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
+	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write a CPU profile of each engine's Get hit phase (first thread count) into this directory")
+	fs.StringVar(&c.child, "engine", "", "internal: run one engine as a child process")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, errors.Newf("unexpected arguments %q", fs.Args())
+	}
+	for _, e := range strings.Split(*engines, ",") {
+		e = strings.TrimSpace(e)
+		if !contains(engineNames, e) {
+			return nil, errors.Newf("-engines: unknown engine %q (want some of %s)", e, strings.Join(engineNames, ","))
+		}
+		c.engines = append(c.engines, e)
+	}
+	for _, t := range strings.Split(*threads, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(t))
+		if err != nil || n < 1 {
+			return nil, errors.Newf("-threads: bad thread count %q", t)
+		}
+		c.threads = append(c.threads, n)
+	}
+	var err error
+	if c.maxData, err = parseSize(*maxData); err != nil {
+		return nil, errors.Wrap(err, "-max-data")
+	}
+	if c.cacheSize, err = parseSize(*cache); err != nil {
+		return nil, errors.Wrap(err, "-cache")
+	}
+	if c.memtableSize, err = parseSize(*mem); err != nil {
+		return nil, errors.Wrap(err, "-memtable")
+	}
+	if c.valueSize < 1 || c.valueSize > 1<<20 {
+		return nil, errors.Newf("-value-size %d out of range", c.valueSize)
+	}
+	if c.numKeys() < 100 {
+		return nil, errors.Newf("-max-data %s holds only %d keys", *maxData, c.numKeys())
+	}
+	if _, _, err := shaleStatistics(c.stats); err != nil {
+		return nil, err
+	}
+	c.dir = *dir
+	if c.dir == "" {
+		c.dir = defaultDir()
+	}
+	return c, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errors.Newf("bad size %q (want e.g. 128MiB)", s)
+	}
+	return n * mult, nil
+}
+
+func defaultDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// fsKind names the filesystem under dir: tmpfs or not.
+func fsKind(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return "unknown filesystem"
+	}
+	if st.Type == 0x01021994 { // TMPFS_MAGIC
+		return "tmpfs"
+	}
+	return "not tmpfs: expect noisier figures"
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if cfg.child != "" {
+		// Nothing but the JSON result may reach stdout: the engines' own
+		// chatter goes to stderr.
+		out := os.Stdout
+		os.Stdout = os.Stderr
+		if err := runChild(cfg, cfg.child, out); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %+v\n", cfg.child, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := runParent(cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// runMeta describes the run for the table header and the JSON file.
+type runMeta struct {
+	Date          string   `json:"date"`
+	GOOS          string   `json:"goos"`
+	GOARCH        string   `json:"goarch"`
+	CPUs          int      `json:"cpus"`
+	CPUModel      string   `json:"cpu_model"`
+	GoVersion     string   `json:"go_version"`
+	Command       string   `json:"command"`
+	MaxDataBytes  int64    `json:"max_data_bytes"`
+	KeySize       int      `json:"key_size"`
+	ValueSize     int      `json:"value_size"`
+	NumKeys       int      `json:"num_keys"`
+	Dir           string   `json:"dir"`
+	DirKind       string   `json:"dir_kind"`
+	Threads       []int    `json:"threads"`
+	PhaseDuration string   `json:"phase_duration"`
+	LoadAvgBefore string   `json:"loadavg_before"`
+	LoadAvgAfter  string   `json:"loadavg_after"`
+	Engines       []string `json:"engines"`
+}
+
+type runOutput struct {
+	Meta    runMeta                  `json:"meta"`
+	Results map[string]*engineResult `json:"results"`
+}
+
+func runParent(cfg *config, w io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return err
+	}
+	runDir, err := os.MkdirTemp(cfg.dir, "shale-bench-")
+	if err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer func() { _ = os.RemoveAll(runDir) }()
+	}
+	meta := runMeta{
+		Date: time.Now().Format("2006-01-02 15:04"), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), CPUModel: cpuModel(), GoVersion: runtime.Version(),
+		Command:      "go run . " + strings.Join(os.Args[1:], " "),
+		MaxDataBytes: cfg.maxData, KeySize: keySize, ValueSize: cfg.valueSize, NumKeys: cfg.numKeys(),
+		Dir: cfg.dir, DirKind: fsKind(cfg.dir), Threads: cfg.threads, PhaseDuration: cfg.phaseDuration.String(),
+		LoadAvgBefore: loadAvg(), Engines: cfg.engines,
+	}
+	out := runOutput{Meta: meta, Results: map[string]*engineResult{}}
+	for _, e := range cfg.engines {
+		args := append(append([]string{}, os.Args[1:]...), "-engine="+e, "-dir="+runDir)
+		cmd := exec.Command(exe, args...)
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return errors.Wrapf(err, "engine %s", e)
+		}
+		var r engineResult
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			return errors.Wrapf(err, "engine %s: bad result %q", e, stdout.String())
+		}
+		out.Results[e] = &r
+	}
+	out.Meta.LoadAvgAfter = loadAvg()
+	printTable(w, cfg, &out)
+	if cfg.jsonPath != "" {
+		b, err := json.MarshalIndent(&out, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
