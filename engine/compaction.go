@@ -43,12 +43,16 @@ var compactionReadEnv = sstable.ReadEnv{
 func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction, busy bool) {
 	v := d.readState.val.current
 	if manual != nil {
-		c = compact.PickManual(v, d.compactOptions(), manual.level, manual.start, manual.end)
+		c = compact.PickManualThrough(v, d.compactOptions(), manual.level, manual.start, manual.end)
 		if c == nil {
-			// PickManual also declines when a file it needs is being
+			// The picker also declines when a file it needs is being
 			// compacted in the background: then the caller must wait.
-			return nil, anyInProgress(v.Overlaps(manual.level, manual.start, manual.end)) ||
-				(manual.level+1 < manifest.NumLevels && anyInProgress(v.Overlaps(manual.level+1, manual.start, manual.end)))
+			for l := manual.level; l < manifest.NumLevels; l++ {
+				if anyInProgress(v.Overlaps(l, manual.start, manual.end)) {
+					return nil, true
+				}
+			}
+			return nil, false
 		}
 	} else {
 		c = compact.Pick(v, d.compactOptions())
@@ -289,7 +293,9 @@ type manualCompaction struct {
 // Compact compacts every level's tables overlapping the user-key range
 // [start, end] (nil bounds are open) down to the bottom of the tree, waiting
 // until done. It first flushes the memtables, so all data in the range is in
-// tables. Honours ctx between tables and while waiting.
+// tables. Each level's tables go straight to the next level below that holds
+// data in the range, so empty levels are skipped rather than rewritten.
+// Honours ctx between tables and while waiting.
 func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
 		return base.InvalidArgumentf("engine: Compact range start %q is after end %q", start, end)

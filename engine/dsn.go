@@ -47,6 +47,7 @@ type Config struct {
 	MaxOpenFiles                   int
 	MmapReads                      bool
 	MaxManifestFileSize            int64
+	ParanoidFileChecks             bool
 
 	// RateLimit is the rate limiter's bytes per second; 0 means none.
 	RateLimit             int64
@@ -298,6 +299,8 @@ var dsnKeys = []dsnKey{
 		func(c *Config) *bool { return &c.MmapReads }, false),
 	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
 		func(c *Config) *int64 { return &c.MaxManifestFileSize }, false),
+	boolKey("paranoid_file_checks", "read back and verify every block of each new table before installing it",
+		func(c *Config) *bool { return &c.ParanoidFileChecks }, false),
 }
 
 // ParseDSN parses a DSN: a directory path (or ":memory:") with URL-style
@@ -373,6 +376,7 @@ func (c *Config) options() Options {
 		BloomBitsPerKey: c.BloomBitsPerKey, Compression: c.Compression, ChecksumType: c.ChecksumType,
 		DisableFileChecksums: c.DisableFileChecksums, Sync: c.Sync, MaxOpenFiles: c.MaxOpenFiles,
 		MmapReads: c.MmapReads, MaxManifestFileSize: c.MaxManifestFileSize,
+		ParanoidFileChecks: c.ParanoidFileChecks,
 	}
 }
 

@@ -22,6 +22,9 @@ func smallOptions(fs vfs.FS) *Options {
 		Level0FileNumCompactionTrigger: 2,
 		BlockSize:                      512,
 		BlockCacheSize:                 256 << 10,
+		// Read back every new table: the tests want flush and compaction
+		// bugs caught where they happen.
+		ParanoidFileChecks: true,
 	}
 }
 

@@ -179,6 +179,13 @@ type Options struct {
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten as a
 	// snapshot. Default 4 MiB.
 	MaxManifestFileSize int64
+
+	// ParanoidFileChecks reads back every block of every table a flush or
+	// compaction writes and verifies its checksum before installing it.
+	// Without it (RocksDB's default) a new table is opened, which reads and
+	// verifies its footer, index, filter and properties, and its data blocks
+	// are verified when they are read.
+	ParanoidFileChecks bool
 }
 
 // Defaults, with units.

@@ -126,9 +126,10 @@ func (lw *limitedWriter) Write(p []byte) (int, error) {
 }
 
 // openAndCheckTable opens a table the engine just wrote, reading it with
-// activity (Flush, Compaction or DBOpen) and verifying every block checksum,
-// and adds the open reader to the table cache. A table that does not read
-// back is not installed.
+// activity (Flush, Compaction or DBOpen): the open verifies its footer,
+// index, filter and properties, and with ParanoidFileChecks every data block
+// is read back and verified too. The open reader goes into the table cache.
+// A table that does not read back is not installed.
 func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata, activity ioctx.Activity, pri ioctx.Priority) error {
 	env := sstable.ReadEnv{
 		IO:              ioctx.IOOptions{Activity: activity, RateLimiterPriority: pri},
@@ -139,6 +140,9 @@ func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata,
 		return errors.Wrapf(err, "engine: opening new table %s", meta.FileNum)
 	}
 	defer ref.Release()
+	if !d.opts.ParanoidFileChecks {
+		return nil
+	}
 	if err := ref.Reader.VerifyChecksums(ctx, env); err != nil {
 		return errors.Wrapf(err, "engine: checking new table %s", meta.FileNum)
 	}

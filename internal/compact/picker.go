@@ -197,6 +197,34 @@ func PickManual(v *manifest.Version, opts Options, level int, start, end []byte)
 	if level == manifest.NumLevels-1 {
 		out = level
 	}
+	return pickManual(v, opts, level, out, inputs)
+}
+
+// PickManualThrough is PickManual for compacting a range through the whole
+// tree: its output level is the first level below level that holds data in
+// the inputs' key range, or the last level when none does. The levels in
+// between are empty in that range, so skipping them keeps the tree ordered
+// and saves rewriting the data once per empty level: a full compaction of a
+// freshly loaded L0 goes straight to the bottom.
+func PickManualThrough(v *manifest.Version, opts Options, level int, start, end []byte) *Compaction {
+	if level < 0 || level >= manifest.NumLevels {
+		return nil
+	}
+	opts = opts.WithDefaults()
+	inputs := v.Overlaps(level, start, end)
+	if len(inputs) == 0 {
+		return nil
+	}
+	out := level
+	if level < manifest.NumLevels-1 {
+		smallest, largest := keyRange(inputs, nil)
+		for out = level + 1; out < manifest.NumLevels-1 && len(v.Overlaps(out, smallest, largest)) == 0; out++ {
+		}
+	}
+	return pickManual(v, opts, level, out, inputs)
+}
+
+func pickManual(v *manifest.Version, opts Options, level, out int, inputs []*manifest.FileMetadata) *Compaction {
 	c := newCompaction(v, opts, level, out, inputs, true)
 	if c != nil {
 		c.Score = Scores(v, opts)[level]

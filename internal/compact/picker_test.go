@@ -332,3 +332,30 @@ func BenchmarkPick(b *testing.B) {
 		})
 	}
 }
+
+func TestPickManualThrough(t *testing.T) {
+	for _, tc := range []struct {
+		name, version string
+		level         int
+		want          string
+	}{
+		{"empty tree below goes to the bottom", `L0 2:a-m 1:b-c`, 0,
+			"L0->L6 [000002 000001] + [] score=1.00 manual bottommost"},
+		{"stops at the first level with data in range", `
+L0 5:a-m
+L3 2:c-d`, 0, "L0->L3 [000005] + [000002] score=0.50 manual bottommost"},
+		{"data outside the range does not stop it", `
+L0 5:a-m
+L2 2:x-z`, 0, "L0->L6 [000005] + [] score=0.50 manual bottommost"},
+		{"the next level when it has data", `
+L1 5:a-m
+L2 2:b-c`, 1, "L1->L2 [000005] + [000002] score=0.01 manual bottommost"},
+		{"last level into itself", `L6 1:a-b`, 6, "L6->L6 [000001] + [] score=0.00 manual bottommost"},
+		{"nothing to do", `L1 1:a-b`, 0, "nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := parseVersion(t, tc.version)
+			require.Equal(t, tc.want, describe(PickManualThrough(v, testOpts, tc.level, nil, nil)))
+		})
+	}
+}
