@@ -101,6 +101,9 @@ type DB struct {
 		flushesDone     uint64
 	}
 
+	// arenas keeps the arenas of released memtables for reuse.
+	arenas arenaPool
+
 	// flushWork and compactWork wake the background goroutines; Close closes
 	// them. bgDone waits for the goroutines.
 	flushWork, compactWork chan struct{}

@@ -116,6 +116,7 @@ func (d *DB) applyFlush(mem *memTable, meta *manifest.FileMetadata) error {
 	d.mu.imm = d.mu.imm[1:]
 	d.mu.flushesDone++
 	d.updateReadStateLocked()
+	mem.unref()
 	d.maybeScheduleLocked()
 	return nil
 }

@@ -213,6 +213,7 @@ func (d *DB) recoverWALs(ctx context.Context) error {
 		if meta != nil {
 			edit.AddFile(0, meta)
 		}
+		mem.unref()
 		mem = d.newMemTable(nil, 0)
 		return nil
 	}
@@ -228,6 +229,7 @@ func (d *DB) recoverWALs(ctx context.Context) error {
 		d.mu.mem = mem
 		return nil
 	}
+	mem.unref()
 
 	logNum := d.vs.NewFileNum()
 	f, err := d.createLog(logNum)
@@ -284,6 +286,7 @@ func (d *DB) replayWAL(num manifest.FileNum, newest bool, mem **memTable, flush 
 				return err
 			}
 			if !(*mem).Fits(&b) {
+				(*mem).unref()
 				*mem = d.newMemTable(&b, 0)
 			}
 		}
@@ -331,6 +334,13 @@ func (d *DB) Close() error {
 		d.readState.val.unref()
 		d.readState.val = nil
 	}
+	for _, m := range d.mu.imm {
+		m.unref()
+	}
+	if d.mu.mem != nil {
+		d.mu.mem.unref()
+	}
+	d.mu.mem, d.mu.imm = nil, nil
 	d.mu.Unlock()
 	if err == nil && !d.opts.ReadOnly {
 		d.deleteObsoleteFiles(false)

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"sync"
 	"sync/atomic"
+
+	"github.com/shaledb/shale/internal/base"
 
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
@@ -10,11 +13,31 @@ import (
 )
 
 // memTable is a memtable with the WAL that holds its writes.
+//
+// It is reference-counted so its arena can be reused once nothing can read
+// it: the database holds one reference while the memtable is mutable or
+// waiting to be flushed, and every readState that lists it holds one. Values
+// and iterators read from a memtable keep their readState, so they keep the
+// memtable too.
 type memTable struct {
 	*memtable.MemTable
 	// logNum is the WAL file whose records this memtable holds; the WAL can
 	// be deleted once the memtable is flushed.
 	logNum manifest.FileNum
+	refs   atomic.Int32
+	// free takes the memtable back when the last reference is dropped.
+	free *arenaPool
+}
+
+func (m *memTable) ref() { m.refs.Add(1) }
+
+func (m *memTable) unref() {
+	switch n := m.refs.Add(-1); {
+	case n == 0:
+		m.free.put(m)
+	case n < 0:
+		panic(base.AssertionFailedf("engine: memtable released more often than referenced"))
+	}
 }
 
 // readState is an immutable picture of the database for readers: the
@@ -27,11 +50,18 @@ type readState struct {
 	view readpath.View
 	// current is the version view.Version points to; kept for the unref.
 	current *manifest.Version
+	// mems are the memtables of view.Mems, referenced by this state.
+	mems []*memTable
 }
 
-func newReadState(mems []*memtable.MemTable, v *manifest.Version, tables readpath.TableSource, stats *statistics.Statistics) *readState {
-	rs := &readState{current: v}
-	rs.view = readpath.View{Mems: mems, Version: v, Tables: tables, Stats: stats}
+func newReadState(mems []*memTable, v *manifest.Version, tables readpath.TableSource, stats *statistics.Statistics) *readState {
+	rs := &readState{current: v, mems: mems}
+	views := make([]*memtable.MemTable, len(mems))
+	for i, m := range mems {
+		m.ref()
+		views[i] = m.MemTable
+	}
+	rs.view = readpath.View{Mems: views, Version: v, Tables: tables, Stats: stats}
 	rs.refs.Store(1)
 	return rs
 }
@@ -39,11 +69,51 @@ func newReadState(mems []*memtable.MemTable, v *manifest.Version, tables readpat
 func (rs *readState) ref() { rs.refs.Add(1) }
 
 // unref drops a reference; the last one releases the version, which lets the
-// engine delete tables only this state still used.
+// engine delete tables only this state still used, and the memtables, whose
+// arenas can then be reused.
 func (rs *readState) unref() {
 	if rs.refs.Add(-1) == 0 {
 		rs.current.Unref()
+		for _, m := range rs.mems {
+			m.unref()
+		}
 	}
+}
+
+// arenaPool keeps the arenas of memtables nobody can read any more, so a new
+// memtable reuses one instead of allocating (and later leaving to the
+// garbage collector) another write_buffer_size of memory.
+type arenaPool struct {
+	mu   sync.Mutex
+	free []*memtable.MemTable
+}
+
+// arenaPoolSize bounds the arenas kept: one being filled, one flushing, one
+// spare cover the steady state.
+const arenaPoolSize = 2
+
+func (p *arenaPool) put(m *memTable) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < arenaPoolSize {
+		p.free = append(p.free, m.MemTable)
+	}
+}
+
+// get returns an empty memtable with at least size bytes of arena, reusing
+// a free one when it is big enough.
+func (p *arenaPool) get(size int) *memtable.MemTable {
+	p.mu.Lock()
+	for i, m := range p.free {
+		if m.Capacity() >= size {
+			p.free = append(p.free[:i], p.free[i+1:]...)
+			p.mu.Unlock()
+			m.Reset()
+			return m
+		}
+	}
+	p.mu.Unlock()
+	return memtable.New(size)
 }
 
 // loadReadState returns the current read state, referenced.
@@ -58,12 +128,12 @@ func (d *DB) loadReadState() *readState {
 // updateReadStateLocked installs a read state built from the current
 // memtables and version. d.mu must be held.
 func (d *DB) updateReadStateLocked() {
-	mems := make([]*memtable.MemTable, 0, 1+len(d.mu.imm))
+	mems := make([]*memTable, 0, 1+len(d.mu.imm))
 	if d.mu.mem != nil {
-		mems = append(mems, d.mu.mem.MemTable)
+		mems = append(mems, d.mu.mem)
 	}
 	for i := len(d.mu.imm) - 1; i >= 0; i-- {
-		mems = append(mems, d.mu.imm[i].MemTable)
+		mems = append(mems, d.mu.imm[i])
 	}
 	rs := newReadState(mems, d.vs.Current(), d.tables, d.stats)
 	d.readState.Lock()

@@ -349,6 +349,8 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
 	}
 	if d.mu.mem != nil && !d.mu.mem.Empty() {
 		d.mu.imm = append(d.mu.imm, d.mu.mem)
+	} else if d.mu.mem != nil {
+		d.mu.mem.unref()
 	}
 	d.mu.mem = d.newMemTable(b, logNum)
 	d.updateReadStateLocked()
@@ -356,9 +358,10 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
 	return nil
 }
 
-// newMemTable returns an empty memtable whose arena fits the write buffer
-// size and, when b is not nil, at least batch b (a batch larger than the
-// write buffer gets a memtable of its own size).
+// newMemTable returns an empty memtable, holding the database's reference,
+// whose arena fits the write buffer size and, when b is not nil, at least
+// batch b (a batch larger than the write buffer gets a memtable of its own
+// size).
 func (d *DB) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
 	size := int(d.opts.WriteBufferSize)
 	// The arena holds skiplist nodes as well as keys and values; leave
@@ -368,7 +371,9 @@ func (d *DB) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
 	if b != nil {
 		size = max(size, memtable.ArenaSizeFor(b))
 	}
-	return &memTable{MemTable: memtable.New(size), logNum: logNum}
+	m := &memTable{MemTable: d.arenas.get(size), logNum: logNum, free: &d.arenas}
+	m.refs.Store(1)
+	return m
 }
 
 // createLog creates WAL file logNum and makes its directory entry durable,

@@ -44,13 +44,29 @@ type MemTable struct {
 func New(arenaSize int) *MemTable {
 	m := &MemTable{}
 	m.arena.init(arenaSize)
+	m.initHead()
+	return m
+}
+
+func (m *MemTable) initHead() {
 	head, ok := m.arena.alloc(uint64(maxNodeSize))
 	if !ok {
 		panic(base.AssertionFailedf("memtable: a %d-byte arena has no room for the head node", len(m.arena.buf)))
 	}
 	m.head = head
 	m.height.Store(1)
-	return m
+}
+
+// Reset empties the memtable so its arena can hold a new one, saving the
+// allocation (and the garbage) of a fresh arena. The caller must make sure
+// that nothing refers to the memtable any more: no reader, no iterator, no
+// value it returned.
+func (m *MemTable) Reset() {
+	// Nodes are linked assuming zeroed memory, as a fresh arena has.
+	clear(m.arena.buf[:m.arena.used.Load()])
+	m.arena.used.Store(arenaStart)
+	m.count.Store(0)
+	m.initHead()
 }
 
 // Add inserts an entry: key at seq with kind, and value for a Set (a Delete

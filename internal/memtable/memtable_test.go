@@ -512,3 +512,26 @@ func TestAllocs(t *testing.T) {
 		_ = m.Apply(b, seq)
 	}), "Apply")
 }
+
+func TestReset(t *testing.T) {
+	m := New(1 << 20)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for round := range 3 {
+		var want []entry
+		for i := range 2000 {
+			e := entry{key: fmt.Sprintf("k%05d", rng.IntN(5000)), seq: base.SeqNum(i + 1), kind: base.KindSet,
+				value: fmt.Sprintf("r%d", round)}
+			if m.Add(e.seq, e.kind, []byte(e.key), []byte(e.value)) != nil {
+				break
+			}
+			want = append(want, e)
+		}
+		sortEntries(want)
+		require.Equal(t, len(want), m.Count(), "round %d", round)
+		require.Equal(t, want, scanBoth(t, m.NewIter(nil, nil)), "round %d", round)
+		m.Reset()
+		require.True(t, m.Empty())
+		require.Zero(t, m.Count())
+		require.Nil(t, m.NewIter(nil, nil).First(), "a reset memtable is empty")
+	}
+}
