@@ -93,26 +93,37 @@ func (c *Cache) recycle(e *entry) {
 	c.spares.Put(e)
 }
 
-// newEntry returns an unpublished entry for (k, v) with refs references.
-// It reuses a spare struct when there is one; the struct keeps its generation
-// counter, so handles to its previous life stay recognisable.
-func (c *Cache) newEntry(k Key, v []byte, refs int32) *entry {
+// newEntry returns an unpublished entry for k in the given state, without a
+// value and with no references. It reuses a spare struct when there is one;
+// the struct keeps its generation counter, so handles to its previous life
+// stay recognisable.
+//
+// A freed entry already has refs 0, no links, no flight and no buffer (see
+// entry.free, shard.removeLocked, releaseChain and Alloc), so a spare needs
+// only plain stores: an atomic store is a full fence on amd64, and on the
+// spare's line, often cold by now, it would stall the miss path.
+func (c *Cache) newEntry(k Key, state entryState) *entry {
 	var e *entry
 	if x := c.spares.Get(); x != nil {
 		e = x.(*entry)
+		// The CLOCK bit is the one atomic a freed entry may have left set
+		// (EvictFile and replacement remove referenced entries); load it
+		// first so that the usual clear bit costs no store.
+		if e.referenced.Load() {
+			e.referenced.Store(false)
+		}
 	} else {
-		e = new(entry)
+		e = &entry{cache: c}
 	}
 	if invariants.Enabled {
 		c.live.Add(1)
+		if e.refs.Load() != 0 || e.buf != nil || e.next != nil || e.prev != nil ||
+			e.hashNext != nil || e.chained || e.fileNext != nil || e.filePrev != nil ||
+			e.flight != nil || e.cache != c {
+			panic(base.AssertionFailedf("cache: a spare entry was not reset (was %s)", e.key))
+		}
 	}
 	e.key = k
-	e.buf = v
-	e.cache = c
-	e.charge = int64(len(v)) + EntryOverhead
-	e.refs.Store(refs)
-	e.referenced.Store(false)
-	e.indexed.Store(false)
-	e.next, e.prev, e.fileNext, e.filePrev = nil, nil, nil, nil
+	e.state = state
 	return e
 }

@@ -175,3 +175,78 @@ func BenchmarkMixed(b *testing.B) {
 		b.ReportMetric(float64(hits.Load())/float64(n), "hit-ratio")
 	}
 }
+
+// BenchmarkSteadyState reproduces the block cache of a Get-heavy workload
+// whose data is larger than the cache: GetOrLoad of random 4 KiB blocks on a
+// full cache, where a miss loads a buffer from Alloc and evicts an older
+// block. keys=4x draws from four times as many blocks as the cache holds, so
+// about three in four calls miss; keys=new never repeats a key, so every
+// call is a miss with an eviction.
+func BenchmarkSteadyState(b *testing.B) {
+	const size = 4 << 10
+	const capacity = 32 << 20 // the engine benchmark's block cache
+	keys := benchKeys(4 * capacity / (size + EntryOverhead))
+	for _, newKeys := range []bool{false, true} {
+		for _, goroutines := range []int{1, 8} {
+			name := "keys=4x"
+			if newKeys {
+				name = "keys=new"
+			}
+			b.Run(fmt.Sprintf("%s/goroutines=%d", name, goroutines), func(b *testing.B) {
+				c := New(capacity)
+				ctx := context.Background()
+				load := func() ([]byte, error) { return c.Alloc(size), nil }
+				step := func(rng *rand.Rand) (hit bool) {
+					k := keys[rng.IntN(len(keys))]
+					if newKeys {
+						// Offsets far beyond the filled ones; 2^40 of them
+						// make a repeat vanishingly rare.
+						k.Offset = (1<<20 + rng.Uint64N(1<<40)) * size
+					}
+					h, hit, err := c.GetOrLoad(ctx, k, load)
+					if err != nil {
+						b.Fatal(err)
+					}
+					h.Release()
+					return hit
+				}
+				// Fill the cache and the buffer pools before timing.
+				rng := rand.New(rand.NewPCG(1, 2))
+				for range 4 * len(keys) {
+					h, _, _ := c.GetOrLoad(ctx, keys[rng.IntN(len(keys))], load)
+					h.Release()
+				}
+				var hits, calls atomic.Int64
+				b.ReportAllocs()
+				if goroutines == 1 {
+					var h, n int64
+					for b.Loop() {
+						if step(rng) {
+							h++
+						}
+						n++
+					}
+					hits.Store(h)
+					calls.Store(n)
+				} else {
+					b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0)))
+					var seed atomic.Uint64
+					b.ResetTimer()
+					b.RunParallel(func(pb *testing.PB) {
+						rng := rand.New(rand.NewPCG(seed.Add(1), 2))
+						var h, n int64
+						for pb.Next() {
+							if step(rng) {
+								h++
+							}
+							n++
+						}
+						hits.Add(h)
+						calls.Add(n)
+					})
+				}
+				b.ReportMetric(float64(hits.Load())/float64(max(calls.Load(), 1)), "hit-ratio")
+			})
+		}
+	}
+}

@@ -70,6 +70,12 @@ func New(capacity int64) *Cache {
 
 // newWithShards is New with an explicit shard count, a power of two.
 func newWithShards(capacity int64, n int) *Cache {
+	return newWithMask(capacity, n, ^uint64(0))
+}
+
+// newWithMask is newWithShards with the mask the shards apply to hashes: a
+// test passes a small one to make keys collide in the indexes.
+func newWithMask(capacity int64, n int, mask uint64) *Cache {
 	capacity = max(capacity, 0)
 	c := &Cache{
 		capacity: capacity,
@@ -77,19 +83,16 @@ func newWithShards(capacity int64, n int) *Cache {
 		shards:   make([]shard, n),
 	}
 	for i := range c.shards {
-		c.shards[i].init(capacity / int64(n))
+		c.shards[i].init(capacity/int64(n), mask)
 	}
 	return c
 }
 
-// shardFor picks k's shard: the three words are mixed by multiplying with
-// odd constants, and the top bits of the product select the shard, since
-// offsets are multiples of block sizes and file numbers are small.
-func (c *Cache) shardFor(k Key) *shard {
-	h := k.ID*0x9e3779b97f4a7c15 ^ k.FileNum*0xc2b2ae3d27d4eb4f ^ k.Offset*0x165667b19e3779f9
-	h *= 0xff51afd7ed558ccd
-	return &c.shards[h>>c.shift]
-}
+// shardOf returns the shard of the key whose hash is h.
+func (c *Cache) shardOf(h uint64) *shard { return &c.shards[h>>c.shift] }
+
+// shardFor returns k's shard.
+func (c *Cache) shardFor(k Key) *shard { return c.shardOf(hashKey(k)) }
 
 // NewID returns an ID no other call on this cache returned, for a DB sharing
 // the cache to put in its keys. IDs start at 1; a nil *Cache returns 0.
@@ -117,7 +120,10 @@ func (c *Cache) Size() int64 {
 	}
 	var n int64
 	for i := range c.shards {
-		n += c.shards[i].size.Load()
+		s := &c.shards[i]
+		s.mu.RLock()
+		n += s.size
+		s.mu.RUnlock()
 	}
 	return n
 }
@@ -130,7 +136,10 @@ func (c *Cache) Len() int {
 	}
 	var n int64
 	for i := range c.shards {
-		n += c.shards[i].count.Load()
+		s := &c.shards[i]
+		s.mu.RLock()
+		n += s.count
+		s.mu.RUnlock()
 	}
 	return int(n)
 }
@@ -144,7 +153,8 @@ func (c *Cache) Get(k Key) (h Handle, ok bool) {
 	if c == nil {
 		return Handle{}, false
 	}
-	return c.shardFor(k).get(k)
+	hash := hashKey(k)
+	return c.shardOf(hash).get(hash, k)
 }
 
 // Set inserts value under k, replacing any entry of k, and returns a
@@ -161,31 +171,19 @@ func (c *Cache) Set(k Key, value []byte) Handle {
 		return detached(k, value)
 	}
 	s := c.shardFor(k)
-	e := c.newEntry(k, value, 1)
+	e := c.newEntry(k, stateDetached)
+	e.buf = value
 	h := Handle{e: e, gen: e.gen.Load()}
 	s.mu.Lock()
-	evicted := s.publishLocked(e)
+	evicted := s.publishLocked(e, 1)
 	s.mu.Unlock()
 	releaseChain(evicted)
 	return h
 }
 
-// publishLocked indexes e if it fits the shard, adding the index's reference,
-// or otherwise leaves it detached and removes the stale entry of its key.
-func (s *shard) publishLocked(e *entry) (evicted *entry) {
-	if e.charge <= s.capacity {
-		e.refs.Add(1)
-		return s.insertLocked(e)
-	}
-	if old := s.entries[e.key]; old != nil {
-		evicted = s.removeLocked(old, nil)
-	}
-	return evicted
-}
-
 // detached wraps a value in a handle of a nil *Cache.
 func detached(k Key, value []byte) Handle {
-	e := &entry{key: k, buf: value, charge: int64(len(value)) + EntryOverhead}
+	e := &entry{key: k, buf: value}
 	e.refs.Store(1)
 	return Handle{e: e}
 }
@@ -222,36 +220,47 @@ func (c *Cache) GetOrLoad(
 		}
 		return detached(k, v), false, nil
 	}
-	s := c.shardFor(k)
-	if h, ok := s.get(k); ok {
+	hash := hashKey(k)
+	s := c.shardOf(hash)
+	if h, ok := s.get(hash, k); ok {
 		return h, true, nil
 	}
+	hash &= s.mask
 	waited := false
 	for {
 		s.mu.Lock()
-		if e := s.entries[k]; e != nil {
+		e, head := s.entries.lookup(hash, k)
+		if e == nil {
+			// Take the key's slot with a placeholder before loading: later
+			// callers find it and wait, and the load's value then fills
+			// it in place.
+			e = c.newEntry(k, stateLoading)
+			// Count the loader's handle and the index's reference now,
+			// while the struct's line is at hand and just before the
+			// Unlock fences anyway, so that the usual finish (no waiters)
+			// needs no atomic on the entry.
+			e.refs.Store(1 + indexRef)
+			s.entries.add(hash, e, head)
+			s.mu.Unlock()
+			h, err := c.runLoad(s, e, load)
+			return h, false, err
+		}
+		if e.state == stateIndexed {
 			h := refLocked(e)
 			s.mu.Unlock()
 			return h, !waited, nil
 		}
-		f := s.flights[k]
+		f := e.flight
 		if f == nil {
-			f = &flight{}
-			s.flights[k] = f
-			s.mu.Unlock()
-			h, err := c.runLoad(s, k, f, load)
-			return h, false, err
+			f = &flight{done: make(chan struct{})}
+			e.flight = f
 		}
 		f.waiters++
-		if f.done == nil {
-			f.done = make(chan struct{})
-		}
-		done := f.done
 		s.mu.Unlock()
 
 		waited = true
 		select {
-		case <-done:
+		case <-f.done:
 		case <-ctx.Done():
 			s.mu.Lock()
 			completed := f.completed
@@ -281,44 +290,78 @@ func isContextError(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// runLoad calls load for flight f and publishes its outcome. If load panics,
-// the flight is finished with an error first, so waiters do not hang.
-func (c *Cache) runLoad(s *shard, k Key, f *flight, load func() ([]byte, error)) (Handle, error) {
+// runLoad calls load for the placeholder e and publishes its outcome. If
+// load panics, the load is finished with an error first, so waiters do not
+// hang.
+func (c *Cache) runLoad(s *shard, e *entry, load func() ([]byte, error)) (Handle, error) {
 	finished := false
 	defer func() {
 		if !finished {
-			c.finishLoad(s, k, f, nil, errors.Newf("cache: load of block %s panicked", k))
+			c.finishLoad(s, e, nil, errors.Newf("cache: load of block %s panicked", e.key))
 		}
 	}()
 	v, err := load()
 	finished = true
-	return c.finishLoad(s, k, f, v, err)
+	return c.finishLoad(s, e, v, err)
 }
 
-// finishLoad ends flight f: it caches v (unless err is set), reserves one
-// reference for each remaining waiter, and wakes them.
-func (c *Cache) finishLoad(s *shard, k Key, f *flight, v []byte, err error) (Handle, error) {
-	var e *entry
+// finishLoad ends the load of placeholder e, whose refs count the loader's
+// handle and indexRef: unless err is set, e takes v and becomes the key's
+// entry (or a detached one, if v does not fit), one reference is reserved for
+// each remaining waiter, and the waiters are woken. On an error the
+// placeholder leaves the index and is recycled.
+func (c *Cache) finishLoad(s *shard, e *entry, v []byte, err error) (Handle, error) {
 	var h Handle
-	if err == nil {
-		e = c.newEntry(k, v, 1)
-		h = Handle{e: e, gen: e.gen.Load()}
-	}
 	var evicted *entry
 	s.mu.Lock()
-	delete(s.flights, k)
-	f.completed = true
-	if err != nil {
-		f.err = err
-	} else {
-		e.refs.Add(f.waiters)
-		f.e, f.gen = e, h.gen
-		evicted = s.publishLocked(e)
+	refs := int32(1)
+	f := e.flight
+	if f != nil {
+		e.flight = nil
+		f.completed = true
+		refs += f.waiters
 	}
-	done := f.done
+	inIndex := e.state == stateLoading // a Set did not take the slot
+	switch {
+	case err != nil:
+		if f != nil {
+			f.err = err
+		}
+		if inIndex {
+			s.entries.remove(hashKey(e.key)&s.mask, e)
+		}
+		e.state = stateDetached
+	default:
+		e.buf = v
+		h = Handle{e: e, gen: e.gen.Load()}
+		if f != nil {
+			f.e, f.gen = e, h.gen
+		}
+		switch {
+		case !inIndex:
+			evicted = s.publishLocked(e, refs)
+		case charge(len(v)) <= s.capacity:
+			// The common case: e already holds the slot and its
+			// references, so only the ring and the file's list take it
+			// in.
+			if refs > 1 {
+				e.refs.Add(refs - 1)
+			}
+			evicted = s.linkLocked(e, nil)
+		default:
+			e.refs.Store(refs)
+			s.entries.remove(hashKey(e.key)&s.mask, e)
+			e.state = stateDetached
+		}
+	}
 	s.mu.Unlock()
-	if done != nil {
-		close(done)
+	if f != nil {
+		close(f.done)
+	}
+	if err != nil {
+		// No handle ever referred to the placeholder: recycle it as is.
+		e.refs.Store(0)
+		c.recycle(e)
 	}
 	releaseChain(evicted)
 	return h, err
@@ -332,21 +375,26 @@ func (c *Cache) EvictFile(id, fileNum uint64) {
 	if c == nil {
 		return
 	}
-	fk := fileKey{id, fileNum}
+	fk := Key{ID: id, FileNum: fileNum}
+	fh := hashKey(fk)
 	for i := range c.shards {
 		s := &c.shards[i]
 		// Most shards hold nothing of the file; look before locking
 		// exclusively, so that hits on them are not held up.
 		s.mu.RLock()
-		_, ok := s.files[fk]
+		ok := s.files.find(fh&s.mask, fk) != nil
 		s.mu.RUnlock()
 		if !ok {
 			continue
 		}
 		var evicted *entry
 		s.mu.Lock()
-		for head := s.files[fk]; head != nil; head = s.files[fk] {
-			evicted = s.removeLocked(head, evicted)
+		if sent := s.files.find(fh&s.mask, fk); sent != nil {
+			for e := sent.fileNext; e != sent; {
+				next := e.fileNext // removeLocked clears it
+				evicted = s.removeLocked(e, evicted)
+				e = next
+			}
 		}
 		s.mu.Unlock()
 		releaseChain(evicted)

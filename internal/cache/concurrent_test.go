@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -17,12 +16,13 @@ import (
 // reused or poisoned while referenced shows up as a wrong value, and any
 // unsynchronised access as a race report under -race.
 func TestConcurrent(t *testing.T) {
-	for _, shards := range []int{1, 4} {
-		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+	for _, tc := range collisionCases {
+		t.Run(tc.name, func(t *testing.T) {
+			shards := tc.shards
 			const goroutines = 8
 			ops := scaled(20000)
 			// Room for about 24 of the ~64 distinct blocks per shard.
-			c := newWithShards(int64(shards)*24*(1024+EntryOverhead), shards)
+			c := newWithMask(int64(shards)*24*(1024+EntryOverhead), shards, tc.mask)
 			errLoad := errors.New("injected load failure")
 			var wg sync.WaitGroup
 			for g := range goroutines {

@@ -8,8 +8,9 @@
 // A [Key] is (ID, FileNum, Offset). ID tells apart DBs that share one cache;
 // each DB takes one from [Cache.NewID]. A multiplicative hash spreads keys
 // over a power-of-two number of shards: 4 per GOMAXPROCS, between 4 and 256,
-// but halved (down to 4) while a shard would get less than 256 KiB. Each
-// shard has its own lock, index and eviction state; no lock is global.
+// but halved (down to 4) while a shard would get less than 256 KiB; the same
+// hash keys the shard's index. Each shard has its own lock, index and
+// eviction state; no lock is global.
 //
 // Each shard holds capacity/shards bytes and evicts with CLOCK (second
 // chance): a hit sets the entry's reference bit with an atomic store; when a
@@ -51,6 +52,14 @@
 // waiter whose context ends stops waiting with an error for which
 // errors.Is(err, ctx.Err()) holds, while the load continues for the rest. A
 // load error is returned to every caller and nothing is cached.
+//
+// The first caller to miss reserves the key's index slot with a placeholder
+// entry before it calls load: hits do not see it, later callers of the key
+// find it and wait, and when the load returns the same entry takes the value
+// in place. So a miss costs one index insertion and one removal (of the block
+// it evicts), and a load nobody waits for allocates nothing. A Set of the key
+// during the load takes the slot; the load's value then replaces the Set's
+// when it arrives, as any later insert would.
 //
 // # Bypassing the cache and the nil cache
 //

@@ -13,23 +13,30 @@ import (
 // per-file index. The build fails if the entry struct outgrows it.
 const EntryOverhead = 160
 
-// mapSlotOverhead estimates one map[Key]*entry slot (24-byte key, 8-byte
-// pointer, control byte, load-factor slack).
-const mapSlotOverhead = 48
+// mapSlotOverhead estimates one slot of the index, a map[uint64]*entry
+// (16-byte slot, control byte, load-factor slack).
+const mapSlotOverhead = 32
 
 // entry is one value: a buffer and the reference count that decides when the
-// buffer may be reused. While an entry is in its shard's index it is also a
-// node of the shard's CLOCK ring and of its file's list.
+// buffer may be reused. While an entry is indexed it is also a node of its
+// shard's CLOCK ring and of its file's list.
 //
-// An entry is created by Set or a load, possibly reusing a struct freed
-// earlier (see Cache.newEntry); it is never re-inserted after it leaves the
-// index: a later Set of the same key makes a new entry.
+// An entry is created by Set or by GetOrLoad, reusing a struct freed earlier
+// when there is one (see Cache.newEntry); it is never re-inserted after it
+// leaves the index: a later Set of the same key makes a new entry.
+//
+// A GetOrLoad miss indexes its entry before calling load, as a placeholder
+// (stateLoading) that hits skip and that later callers of the same key wait
+// on; once the load returns the same entry takes the value without another
+// index operation. This is what makes the single flight cost no extra map.
 type entry struct {
-	// The fields a hit touches come first, so that they share a cache line.
+	// The first 64 bytes are what a hit touches; with the struct in the
+	// 128-byte malloc size class they are one cache line.
 
-	// refs is 1 for the index while the entry is indexed, plus 1 for every
-	// outstanding Handle (including, during a single-flight load, the ones
-	// reserved for waiters). The entry is freed when it reaches 0.
+	// refs counts one reference for every outstanding Handle (including,
+	// during a single-flight load, the ones reserved for waiters) plus
+	// indexRef while the index holds the entry. The entry is freed when it
+	// reaches 0.
 	refs atomic.Int32
 	// gen changes every time the entry is freed. A Handle records it, so a
 	// Release or Value through a stale handle is recognised even after the
@@ -38,35 +45,75 @@ type entry struct {
 	// referenced is the CLOCK bit. Hits set it under the shard's read lock;
 	// the eviction hand clears it under the write lock.
 	referenced atomic.Bool
-	// indexed is true while the entry is in its shard's index. It is written
-	// under the shard's write lock and read by release without it: a
-	// Handle's release that drops refs to 0 while the entry is still indexed
-	// must have consumed the index's reference, so it is a double Release.
-	indexed atomic.Bool
+	// state says where the entry is (see entryState). Guarded by the
+	// shard's mu; a hit reads it under the read lock.
+	state entryState
+	// chained is set while another entry precedes this one on its index
+	// chain (see index). Guarded by the shard's mu.
+	chained bool
 
 	// buf is the value, with the full capacity the cache owns; handles see
 	// buf[:len:len]. Written before the entry is published and not again
 	// until it is freed.
 	buf []byte
-
 	key Key
-	// cache recycles buf when the entry is freed; nil for the detached
-	// entries of a nil *Cache.
-	cache *Cache
-	// charge is len(buf) + EntryOverhead.
-	charge int64
 
 	// next and prev link the shard's CLOCK ring; after removal, next chains
 	// the entries whose index reference is still to be dropped (see
-	// releaseChain). fileNext and filePrev link the entries of one file.
-	// All four are guarded by the shard's write lock.
+	// releaseChain). hashNext links an index chain. fileNext and filePrev
+	// link a ring of the entries of one file and its sentinel (see
+	// shard.files). All are guarded by the shard's write lock and nil while
+	// the entry is not linked, so a freed entry needs no reset.
 	next, prev         *entry
+	hashNext           *entry
 	fileNext, filePrev *entry
+	// cache recycles buf when the entry is freed; nil for the detached
+	// entries of a nil *Cache.
+	cache *Cache
+	// flight is the record waiters of a loading entry share; the first
+	// waiter creates it, so a load nobody waits on allocates nothing.
+	// Guarded by the shard's write lock.
+	flight *flight
 }
 
-// Compile-time proof that EntryOverhead covers the struct and a map slot; the
-// expression underflows (a compile error) otherwise.
-const _ = EntryOverhead - (unsafe.Sizeof(entry{}) + mapSlotOverhead)
+// entryState is where an entry is. Every change happens under the shard's
+// write lock.
+type entryState uint8
+
+const (
+	// stateDetached: in no index. Freed entries, the entries of a nil
+	// *Cache, values too large for a shard, and loads that lost their
+	// placeholder slot to a Set (they insert when they finish).
+	stateDetached entryState = iota
+	// stateLoading: in the index as the placeholder of a load in progress;
+	// not in the ring, not charged, invisible to hits.
+	stateLoading
+	// stateIndexed: in the index, the ring and its file's list, charged.
+	stateIndexed
+	// stateSentinel: the head of a file's list (shard.files); never a value.
+	stateSentinel
+)
+
+// indexRef is the index's share of refs. Counting it as a large constant
+// rather than as 1 lets a lock-free Release tell "the last handle went while
+// the entry is still indexed" (a double Release: refs would fall to
+// indexRef-1) from a legitimate release, without a separate indexed flag to
+// store on every insert and removal.
+const indexRef = 1 << 30
+
+// charge is what an entry of a value of n bytes costs the shard.
+func charge(n int) int64 { return int64(n) + EntryOverhead }
+
+// entryAllocSize is the malloc size class entries fall in.
+const entryAllocSize = 128
+
+// Compile-time proof that the struct fits its size class and EntryOverhead
+// covers it and a map slot; the expressions underflow (a compile error)
+// otherwise.
+const (
+	_ = entryAllocSize - unsafe.Sizeof(entry{})
+	_ = EntryOverhead - (entryAllocSize + mapSlotOverhead)
+)
 
 // release drops one Handle's reference. gen is the generation the handle
 // recorded.
@@ -76,20 +123,18 @@ func (e *entry) release(gen uint32) {
 			"cache: Release of a handle to %s whose entry was already freed (generation %d, now %d)",
 			e.key, gen, g))
 	}
-	n := e.refs.Add(-1)
-	if n > 0 {
-		return
-	}
-	if n < 0 || e.indexed.Load() {
+	switch n := e.refs.Add(-1); {
+	case n == 0:
+		e.free()
+	case n < 0 || n == indexRef-1:
 		panic(base.AssertionFailedf("cache: double Release of a handle to %s (reference count %d)", e.key, n))
 	}
-	e.free()
 }
 
 // releaseIndexRef drops the index's reference after the entry has left the
 // index.
 func (e *entry) releaseIndexRef() {
-	switch n := e.refs.Add(-1); {
+	switch n := e.refs.Add(-indexRef); {
 	case n == 0:
 		e.free()
 	case n < 0:
@@ -98,7 +143,8 @@ func (e *entry) releaseIndexRef() {
 }
 
 // free is called once the last reference is gone: no Handle can reach buf
-// any more, so it may be reused.
+// any more, so it may be reused. The entry is linked nowhere and refs is 0,
+// which newEntry relies on.
 func (e *entry) free() {
 	if invariants.Enabled {
 		poison(e.buf[:cap(e.buf)])

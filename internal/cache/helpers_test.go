@@ -74,22 +74,37 @@ func checkInvariants(c *Cache) error {
 }
 
 func (s *shard) checkLocked(c *Cache, idx int) error {
+	entries, err := checkIndex(s.entries, s.mask)
+	if err != nil {
+		return errors.Wrapf(err, "shard %d: entries", idx)
+	}
+	var indexed, loading int
+	for _, e := range entries {
+		switch e.state {
+		case stateLoading:
+			loading++
+		case stateIndexed:
+			indexed++
+		default:
+			return errors.Newf("shard %d: entry %s in the index in state %d", idx, e.key, e.state)
+		}
+	}
 	var ringLen int
 	var size int64
 	if e := s.hand; e != nil {
 		for {
 			ringLen++
-			if ringLen > len(s.entries)+1 {
-				return errors.Newf("shard %d: ring longer than the index (%d)", idx, len(s.entries))
+			if ringLen > indexed+1 {
+				return errors.Newf("shard %d: ring longer than the index (%d)", idx, indexed)
 			}
-			if s.entries[e.key] != e {
+			if s.entries.find(hashKey(e.key)&s.mask, e.key) != e {
 				return errors.Newf("shard %d: ring entry %s is not the indexed one", idx, e.key)
 			}
-			if !e.indexed.Load() {
-				return errors.Newf("shard %d: ring entry %s not marked indexed", idx, e.key)
+			if e.state != stateIndexed {
+				return errors.Newf("shard %d: ring entry %s in state %d", idx, e.key, e.state)
 			}
-			if e.refs.Load() < 1 {
-				return errors.Newf("shard %d: entry %s has %d refs", idx, e.key, e.refs.Load())
+			if n := e.refs.Load(); n < indexRef {
+				return errors.Newf("shard %d: indexed entry %s has %d refs", idx, e.key, n)
 			}
 			if c.shardFor(e.key) != s {
 				return errors.Newf("shard %d: entry %s belongs to another shard", idx, e.key)
@@ -97,48 +112,79 @@ func (s *shard) checkLocked(c *Cache, idx int) error {
 			if e.next.prev != e || e.prev.next != e {
 				return errors.Newf("shard %d: ring links broken at %s", idx, e.key)
 			}
-			if e.charge != int64(len(e.buf))+EntryOverhead {
-				return errors.Newf("shard %d: entry %s charged %d for %d bytes", idx, e.key, e.charge, len(e.buf))
+			if e.flight != nil {
+				return errors.Newf("shard %d: indexed entry %s has a flight", idx, e.key)
 			}
-			size += e.charge
+			size += charge(len(e.buf))
 			e = e.next
 			if e == s.hand {
 				break
 			}
 		}
 	}
-	if ringLen != len(s.entries) || int64(ringLen) != s.count.Load() {
-		return errors.Newf("shard %d: ring %d, index %d, count %d", idx, ringLen, len(s.entries), s.count.Load())
+	if ringLen != indexed || int64(ringLen) != s.count {
+		return errors.Newf("shard %d: ring %d, index %d (and %d loading), count %d",
+			idx, ringLen, indexed, loading, s.count)
 	}
-	if size != s.size.Load() {
-		return errors.Newf("shard %d: charges sum to %d, size says %d", idx, size, s.size.Load())
+	if size != s.size {
+		return errors.Newf("shard %d: charges sum to %d, size says %d", idx, size, s.size)
 	}
 	if size > s.capacity {
 		return errors.Newf("shard %d: size %d over capacity %d", idx, size, s.capacity)
 	}
+	sentinels, err := checkIndex(s.files, s.mask)
+	if err != nil {
+		return errors.Wrapf(err, "shard %d: files", idx)
+	}
 	var inFiles int
-	for fk, head := range s.files {
-		e := head
-		for {
+	for _, sent := range sentinels {
+		if sent.state != stateSentinel || sent.key.Offset != 0 || sent.fileNext == sent {
+			return errors.Newf("shard %d: file %s has sentinel state %d and is empty: %t",
+				idx, sent.key, sent.state, sent.fileNext == sent)
+		}
+		for e := sent.fileNext; e != sent; e = e.fileNext {
 			inFiles++
-			if fk != (fileKey{e.key.ID, e.key.FileNum}) || s.entries[e.key] != e {
-				return errors.Newf("shard %d: file list %v holds %s", idx, fk, e.key)
+			if e.key.ID != sent.key.ID || e.key.FileNum != sent.key.FileNum || e.state != stateIndexed {
+				return errors.Newf("shard %d: file list %s holds %s in state %d", idx, sent.key, e.key, e.state)
 			}
-			if e.fileNext.filePrev != e {
+			if e.fileNext.filePrev != e || e.filePrev.fileNext != e {
 				return errors.Newf("shard %d: file links broken at %s", idx, e.key)
 			}
-			if inFiles > len(s.entries) {
+			if inFiles > indexed {
 				return errors.Newf("shard %d: file lists longer than the index", idx)
-			}
-			if e = e.fileNext; e == head {
-				break
 			}
 		}
 	}
-	if inFiles != len(s.entries) {
-		return errors.Newf("shard %d: file lists hold %d entries, index %d", idx, inFiles, len(s.entries))
+	if inFiles != indexed {
+		return errors.Newf("shard %d: file lists hold %d entries, index %d", idx, inFiles, indexed)
 	}
 	return nil
+}
+
+// checkIndex verifies x's chains (every entry under its masked hash, each
+// key once, chained set on all but the head) and returns their entries.
+func checkIndex(x index, mask uint64) ([]*entry, error) {
+	var all []*entry
+	seen := make(map[Key]bool)
+	for h, head := range x {
+		if head == nil || head.chained {
+			return nil, errors.Newf("chain %#x starts with %v", h, head)
+		}
+		for e := head; e != nil; e = e.hashNext {
+			if hashKey(e.key)&mask != h {
+				return nil, errors.Newf("%s is on chain %#x", e.key, h)
+			}
+			if seen[e.key] {
+				return nil, errors.Newf("%s is in the index twice", e.key)
+			}
+			seen[e.key] = true
+			if e != head && !e.chained {
+				return nil, errors.Newf("%s is not the head of chain %#x but not marked chained", e.key, h)
+			}
+			all = append(all, e)
+		}
+	}
+	return all, nil
 }
 
 // requireQuiescent checks, once every handle has been released, that only the
@@ -150,31 +196,39 @@ func requireQuiescent(t testing.TB, c *Cache) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		for k, e := range s.entries {
-			if n := e.refs.Load(); n != 1 {
-				s.mu.Unlock()
-				t.Fatalf("entry %s has %d references with no handle outstanding", k, n)
+		for _, head := range s.entries {
+			for e := head; e != nil; e = e.hashNext {
+				if e.state == stateLoading {
+					s.mu.Unlock()
+					t.Fatalf("entry %s is still loading", e.key)
+				}
+				if n := e.refs.Load(); n != indexRef {
+					s.mu.Unlock()
+					t.Fatalf("entry %s has %d references with no handle outstanding", e.key, n-indexRef)
+				}
 			}
 		}
-		nf := len(s.flights)
 		s.mu.Unlock()
-		require.Zero(t, nf, "flights left in shard %d", i)
 	}
 	if invariants.Enabled {
 		require.Equal(t, int64(c.Len()), c.live.Load(), "entries neither indexed nor freed")
 	}
 }
 
-// flightWaiters returns the number of callers waiting on k's flight, or -1
-// if there is none.
+// flightWaiters returns the number of callers waiting for the load of k in
+// progress, or -1 if there is none.
 func flightWaiters(c *Cache, k Key) int32 {
 	s := c.shardFor(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.flights[k]; f != nil {
-		return f.waiters
+	e := s.entries.find(hashKey(k)&s.mask, k)
+	switch {
+	case e == nil || e.state != stateLoading:
+		return -1
+	case e.flight == nil:
+		return 0
 	}
-	return -1
+	return e.flight.waiters
 }
 
 // keysInShard returns n distinct keys of file (id, fileNum) that all map to

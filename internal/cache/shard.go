@@ -2,34 +2,39 @@ package cache
 
 import (
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
-// fileKey names one table file of one DB: the unit EvictFile drops.
-type fileKey struct{ id, fileNum uint64 }
-
 // shardState is a shard without its padding.
 type shardState struct {
-	// mu guards the maps, the ring and the entries' links. Hits take it
-	// shared: they only read the index and touch atomics (refs, the CLOCK
-	// bit), so readers of one shard do not exclude each other.
-	mu      sync.RWMutex
-	entries map[Key]*entry
-	// files maps a file to one entry of its circular list of entries.
-	files map[fileKey]*entry
-	// flights holds the single-flight loads in progress.
-	flights map[Key]*flight
+	// mu guards the fields below not marked immutable, and the entries'
+	// links and states. Hits take it shared: they only read the index and
+	// touch atomics (refs, the CLOCK bit), so readers of one shard do not
+	// exclude each other.
+	mu sync.RWMutex
+	// entries indexes the shard's entries, and the placeholders of loads
+	// in progress (stateLoading), by hashKey & mask.
+	entries index
+	// files indexes the sentinel of each file's ring of indexed entries,
+	// by the hash of the sentinel's key, (ID, FileNum, 0). A sentinel,
+	// rather than one of the entries, heads the ring so that removing an
+	// entry never has to update the index, except when the last entry of a
+	// file goes.
+	files index
+	// mask is applied to hashes before they key entries and files: all
+	// ones, except in tests that force hash collisions. Immutable.
+	mask uint64
 	// hand is the CLOCK hand: the next entry eviction examines. New entries
 	// are linked just behind it, so they are examined last.
 	hand *entry
 	// capacity is this shard's share of the cache's capacity. Immutable.
 	capacity int64
-	// size and count are the charged bytes and number of indexed entries.
-	// They change only under mu (write); atomics let Size and Len read them
-	// without locking.
-	size  atomic.Int64
-	count atomic.Int64
+	// size and count are the charged bytes and number of indexed entries
+	// (placeholders excluded). Plain fields, not atomics: the miss path
+	// changes them under mu anyway, and Size and Len are rare enough to
+	// take the read lock.
+	size  int64
+	count int64
 }
 
 // cacheLinePad separates shards so that one shard's lock word does not share
@@ -43,12 +48,11 @@ type shard struct {
 	_ [cacheLinePad - unsafe.Sizeof(shardState{})%cacheLinePad]byte
 }
 
-// flight is a single-flight load in progress. Until done is closed, every
-// field is guarded by the shard's mu; afterwards e, gen and err are
-// read-only.
+// flight is what the callers waiting for a load share. The first waiter
+// creates it (see entry.flight). Until completed is set every field is
+// guarded by the shard's mu; afterwards e, gen and err are read-only.
 type flight struct {
-	// done is closed when the load has finished. The first waiter creates
-	// it, so a miss nobody waits on costs no channel.
+	// done is closed when the load has finished.
 	done chan struct{}
 	// waiters is the number of callers waiting that still want a reference.
 	// The loader adds that many references to the entry before it closes
@@ -61,18 +65,19 @@ type flight struct {
 	err       error
 }
 
-func (s *shard) init(capacity int64) {
-	s.entries = make(map[Key]*entry)
-	s.files = make(map[fileKey]*entry)
-	s.flights = make(map[Key]*flight)
+func (s *shard) init(capacity int64, mask uint64) {
+	s.entries = make(index)
+	s.files = make(index)
 	s.capacity = capacity
+	s.mask = mask
 }
 
-// get is the hit path: a shared lock, a map lookup and two atomics.
-func (s *shard) get(k Key) (Handle, bool) {
+// get is the hit path: a shared lock, a map lookup and two atomics. hash is
+// hashKey(k).
+func (s *shard) get(hash uint64, k Key) (Handle, bool) {
 	s.mu.RLock()
-	e := s.entries[k]
-	if e == nil {
+	e := s.entries.find(hash&s.mask, k)
+	if e == nil || e.state != stateIndexed {
 		s.mu.RUnlock()
 		return Handle{}, false
 	}
@@ -94,18 +99,42 @@ func refLocked(e *entry) Handle {
 	return Handle{e: e, gen: e.gen.Load()}
 }
 
-// insertLocked indexes e, whose charge must fit the shard, replacing any entry
-// of the same key, and evicts until the shard is within capacity. It returns
-// the chain of removed entries (linked by next) whose index references the
-// caller drops with releaseChain after unlocking. e.refs must already count
-// the index's reference.
-func (s *shard) insertLocked(e *entry) (evicted *entry) {
-	if old := s.entries[e.key]; old != nil {
+// publishLocked makes e, which holds a value and is not in the index, the
+// entry of its key, storing in refs the references the caller counted plus
+// indexRef; or, if e does not fit the shard, leaves it detached with just
+// those. Either way an older entry of the key leaves the index (a placeholder
+// only for an e that fits: a load in progress keeps its slot otherwise). It
+// returns the chain of removed entries (linked by next) whose index references
+// the caller drops with releaseChain after unlocking.
+func (s *shard) publishLocked(e *entry, refs int32) (evicted *entry) {
+	h := hashKey(e.key) & s.mask
+	fits := charge(len(e.buf)) <= s.capacity
+	switch old := s.entries.find(h, e.key); {
+	case old == nil:
+	case old.state == stateIndexed:
 		evicted = s.removeLocked(old, evicted)
+	case fits:
+		// A load in progress loses its slot. It inserts its own value
+		// when it finishes (see Cache.finishLoad), and its waiters wait
+		// for that.
+		s.entries.remove(h, old)
+		old.state = stateDetached
 	}
-	s.entries[e.key] = e
-	e.indexed.Store(true)
+	if !fits {
+		e.refs.Store(refs)
+		return evicted
+	}
+	e.refs.Store(refs + indexRef)
+	s.entries.add(h, e, s.entries[h])
+	return s.linkLocked(e, evicted)
+}
 
+// linkLocked makes e, which holds a value and the index slot of its key,
+// an indexed entry: it joins the ring just behind the hand and its file's
+// list, is charged, and the hand then evicts until the shard is within
+// capacity. e.refs must already count indexRef.
+func (s *shard) linkLocked(e *entry, evicted *entry) *entry {
+	e.state = stateIndexed
 	if h := s.hand; h == nil {
 		e.next, e.prev = e, e
 		s.hand = e
@@ -115,18 +144,20 @@ func (s *shard) insertLocked(e *entry) (evicted *entry) {
 		h.prev = e
 	}
 
-	fk := fileKey{e.key.ID, e.key.FileNum}
-	if head := s.files[fk]; head == nil {
-		e.fileNext, e.filePrev = e, e
-		s.files[fk] = e
-	} else {
-		e.fileNext, e.filePrev = head, head.filePrev
-		head.filePrev.fileNext = e
-		head.filePrev = e
+	fk := Key{ID: e.key.ID, FileNum: e.key.FileNum}
+	fh := hashKey(fk) & s.mask
+	sent, head := s.files.lookup(fh, fk)
+	if sent == nil {
+		sent = &entry{state: stateSentinel, key: fk}
+		sent.fileNext, sent.filePrev = sent, sent
+		s.files.add(fh, sent, head)
 	}
+	e.fileNext, e.filePrev = sent, sent.filePrev
+	sent.filePrev.fileNext = e
+	sent.filePrev = e
 
-	s.size.Add(e.charge)
-	s.count.Add(1)
+	s.size += charge(len(e.buf))
+	s.count++
 	return s.evictLocked(evicted)
 }
 
@@ -136,7 +167,7 @@ func (s *shard) insertLocked(e *entry) (evicted *entry) {
 // shared lock), so after at most one turn every bit is clear and the loop
 // ends.
 func (s *shard) evictLocked(evicted *entry) *entry {
-	for s.size.Load() > s.capacity {
+	for s.size > s.capacity {
 		e := s.hand
 		if e == nil {
 			break
@@ -151,11 +182,12 @@ func (s *shard) evictLocked(evicted *entry) *entry {
 	return evicted
 }
 
-// removeLocked takes e out of the index, the ring and its file's list, and
-// pushes it on the evicted chain.
+// removeLocked takes the indexed entry e out of the index, the ring and its
+// file's list, and pushes it on the evicted chain. Its links are cleared, as
+// newEntry expects of a freed entry.
 func (s *shard) removeLocked(e, evicted *entry) *entry {
-	delete(s.entries, e.key)
-	e.indexed.Store(false)
+	s.entries.remove(hashKey(e.key)&s.mask, e)
+	e.state = stateDetached
 
 	if e.next == e {
 		s.hand = nil
@@ -167,20 +199,17 @@ func (s *shard) removeLocked(e, evicted *entry) *entry {
 		e.next.prev = e.prev
 	}
 
-	if e.fileNext == e {
-		delete(s.files, fileKey{e.key.ID, e.key.FileNum})
+	if sent := e.fileNext; sent == e.filePrev {
+		// Only the sentinel is left.
+		s.files.remove(hashKey(sent.key)&s.mask, sent)
 	} else {
-		fk := fileKey{e.key.ID, e.key.FileNum}
-		if s.files[fk] == e {
-			s.files[fk] = e.fileNext
-		}
 		e.filePrev.fileNext = e.fileNext
 		e.fileNext.filePrev = e.filePrev
 	}
 	e.fileNext, e.filePrev, e.prev = nil, nil, nil
 
-	s.size.Add(-e.charge)
-	s.count.Add(-1)
+	s.size -= charge(len(e.buf))
+	s.count--
 	e.next = evicted
 	return e
 }

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,4 +320,117 @@ func TestSingleFlightOversized(t *testing.T) {
 	wg.Wait()
 	require.Zero(t, c.Len())
 	requireQuiescent(t, c)
+}
+
+// TestSingleFlightSetDuringLoad: a Set of a key being loaded takes the key's
+// index slot from the load, which inserts its own value when it finishes (so
+// the load's value wins, as for any later insert); an oversized Set leaves
+// the load alone. A load that lost its slot and fails leaves the cache as
+// it is.
+func TestSingleFlightSetDuringLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setLen   int    // length of the value Set during the load
+		evict    bool   // EvictFile after the Set, so that a second load starts
+		loadErr  bool   // the first load fails
+		wantVer  uint64 // version cached at the end
+		wantWait int32  // flightWaiters of the key after the Set
+	}{
+		{name: "set wins until the load ends", setLen: 100, wantVer: 1, wantWait: -1},
+		{name: "oversized set leaves the load its slot", setLen: 8 << 10, wantVer: 1, wantWait: 1},
+		{name: "displaced load fails", setLen: 100, loadErr: true, wantVer: 2, wantWait: -1},
+		{name: "second load after eviction", setLen: 100, evict: true, wantVer: 3, wantWait: -1},
+		{name: "second load after eviction, first fails", setLen: 100, evict: true, loadErr: true,
+			wantVer: 3, wantWait: -1},
+	} {
+		for _, mask := range []uint64{^uint64(0), 0} {
+			t.Run(fmt.Sprintf("%s/mask=%#x", tc.name, mask), func(t *testing.T) {
+				c := newWithMask(4*4<<10, 4, mask)
+				k := Key{1, 1, 0}
+				// Other keys, to share the index chains when mask is 0.
+				for i := range uint64(4) {
+					c.Set(Key{2, 2, i}, newValue(64, Key{2, 2, i}, 0)).Release()
+				}
+				errLoad := errors.New("load failed")
+				unblock1 := make(chan struct{})
+				load1 := make(chan loadResult, 1)
+				go func() {
+					h, hit, err := c.GetOrLoad(context.Background(), k, func() ([]byte, error) {
+						<-unblock1
+						if tc.loadErr {
+							return nil, errLoad
+						}
+						return newValue(100, k, 1), nil
+					})
+					load1 <- loadResult{h, hit, err}
+				}()
+				waitFor(t, "the first load", func() bool { return flightWaiters(c, k) == 0 })
+				// A waiter joins the first load.
+				waiter := make(chan loadResult, 1)
+				go func() {
+					h, hit, err := c.GetOrLoad(context.Background(), k, func() ([]byte, error) {
+						return nil, errors.New("the waiter must not load")
+					})
+					waiter <- loadResult{h, hit, err}
+				}()
+				waitFor(t, "the waiter", func() bool { return flightWaiters(c, k) == 1 })
+
+				c.Set(k, newValue(tc.setLen, k, 2)).Release()
+				h, ok := c.Get(k)
+				require.Equal(t, tc.setLen == 100, ok, "Get after the Set")
+				if ok {
+					ver, err := checkValue(h.Value(), k)
+					require.NoError(t, err)
+					require.Equal(t, uint64(2), ver)
+					h.Release()
+				}
+				require.Equal(t, tc.wantWait, flightWaiters(c, k))
+
+				var load2 chan loadResult
+				unblock2 := make(chan struct{})
+				if tc.evict {
+					c.EvictFile(1, 1)
+					load2 = make(chan loadResult, 1)
+					go func() {
+						h, hit, err := c.GetOrLoad(context.Background(), k, func() ([]byte, error) {
+							<-unblock2
+							return newValue(100, k, 3), nil
+						})
+						load2 <- loadResult{h, hit, err}
+					}()
+					waitFor(t, "the second load", func() bool { return flightWaiters(c, k) == 0 })
+				}
+
+				close(unblock1)
+				for _, ch := range []chan loadResult{load1, waiter} {
+					r := <-ch
+					if tc.loadErr {
+						require.ErrorIs(t, r.err, errLoad)
+						continue
+					}
+					require.NoError(t, r.err)
+					ver, err := checkValue(r.h.Value(), k)
+					require.NoError(t, err)
+					require.Equal(t, uint64(1), ver)
+					r.h.Release()
+				}
+				require.NoError(t, checkInvariants(c))
+				if tc.evict {
+					close(unblock2)
+					r := <-load2
+					require.NoError(t, r.err)
+					r.h.Release()
+				}
+
+				h, ok = c.Get(k)
+				require.True(t, ok, "Get at the end")
+				ver, err := checkValue(h.Value(), k)
+				require.NoError(t, err)
+				require.Equal(t, tc.wantVer, ver)
+				h.Release()
+				require.Equal(t, 5, c.Len())
+				requireQuiescent(t, c)
+			})
+		}
+	}
 }
