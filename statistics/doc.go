@@ -69,15 +69,22 @@
 //
 // Everything but [StopWatch] is safe for concurrent use. Recording never
 // locks and never allocates: a tick is one atomic add; a histogram sample is
-// three (sum, sum of squares, bucket) plus two loads that compare it with the
-// min and max, which are written only when the sample changes them. A
-// Statistics stripes its counters over 4×GOMAXPROCS shards (a power of two
-// in [4, 64]), each padded to whole pairs of cache lines, and picks a shard
-// per call at random, so recorders running in parallel rarely write the same
-// cache line; readers sum the shards. Counts are exact under concurrency,
-// unlike RocksDB's, which may lose updates. Reads are not snapshots: each
-// counter is read atomically, but not all at one instant.
+// three (sum, sum of squares, bucket; one for a sample of 0) plus two loads
+// that compare it with the min and max, which are written only when the
+// sample changes them. A Statistics stripes its counters over 4×GOMAXPROCS
+// shards (a power of two in [4, 64]), each padded to whole pairs of cache
+// lines, and each record goes to the shard of the P (scheduler processor)
+// the recorder runs on, so recorders running in parallel do not write the
+// same cache line; readers sum the shards. Counts are exact under
+// concurrency, unlike RocksDB's, which may lose updates. Reads are not
+// snapshots: each counter is read atomically, but not all at one instant.
 // [Statistics.Reset] is not atomic with respect to concurrent recorders.
+//
+// A StopWatch reads the runtime's monotonic clock (runtime.nanotime, through
+// go:linkname; see linkname.go), twice per sample. On the reference machine
+// (2-core KVM guest, TSC clock source) a read costs about 28 ns, an atomic
+// add about 9 ns: those two, not the bookkeeping around them, are most of
+// what recording costs.
 //
 // A nil *Statistics is valid everywhere and records nothing.
 //

@@ -78,6 +78,46 @@ func TestBucketIndex(t *testing.T) {
 	}
 }
 
+// TestBucketStart checks what bucketIndex's two steps rely on: every value of
+// bit length k lies at most two buckets above bucketStart[k]. Buckets grow
+// with the value, so checking the largest value of each length suffices.
+func TestBucketStart(t *testing.T) {
+	for k := range 65 {
+		lo, hi := uint64(0), uint64(0)
+		if k > 0 {
+			lo, hi = 1<<(k-1), 1<<(k-1)|(1<<(k-1)-1)
+		}
+		start := int(bucketStart[k])
+		require.Equal(t, bucketIndexSearch(lo), start, "bit length %d", k)
+		require.LessOrEqual(t, bucketIndexSearch(hi), start+2, "bit length %d: %d needs more than two steps", k, hi)
+	}
+}
+
+// TestBucketIndexMatchesSearch compares bucketIndex with the binary search
+// it replaces at every limit and power of two, one either side of each, and
+// at random values of every bit length.
+func TestBucketIndexMatchesSearch(t *testing.T) {
+	check := func(v uint64) {
+		require.Equal(t, bucketIndexSearch(v), bucketIndex(v), "value %d", v)
+	}
+	for _, l := range wantLimits {
+		check(l - 1)
+		check(l)
+		check(l + 1)
+	}
+	for k := range 64 {
+		p := uint64(1) << k
+		check(p - 1)
+		check(p)
+		check(p + 1)
+	}
+	check(math.MaxUint64)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		check(rng.Uint64() >> rng.IntN(64))
+	}
+}
+
 // TestHistogramDataByHand checks Data on inputs small enough to work out on
 // paper, following the spec's formulas.
 func TestHistogramDataByHand(t *testing.T) {
@@ -106,6 +146,15 @@ func TestHistogramDataByHand(t *testing.T) {
 		values: []uint64{100},
 		want: HistogramData{Count: 1, Sum: 100, Min: 100, Max: 100, Average: 100,
 			Median: 100, P95: 100, P99: 100},
+	}, {
+		// Zeros count in bucket 0 and lower the min, but add nothing to
+		// the sums (Add skips those adds). P50: threshold 1.5 in bucket
+		// [0, 1] of 2, r = 0.75; P95 and P99 interpolate past 5 in (4, 6]
+		// and are clamped to max = 5. StdDev = sqrt((25·3 − 25)/9).
+		name:   "zeros",
+		values: []uint64{0, 0, 5},
+		want: HistogramData{Count: 3, Sum: 5, Min: 0, Max: 5, Average: 5.0 / 3,
+			StdDev: math.Sqrt(50.0 / 9), Median: 0.75, P95: 5, P99: 5},
 	}, {
 		// Only values above the last limit: min never drops below 1.3e19
 		// (RocksDB starts it there), so Min and every percentile are 1.3e19

@@ -3,7 +3,6 @@ package statistics
 import (
 	"fmt"
 	"math/bits"
-	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -58,8 +57,11 @@ const (
 )
 
 // shardCount returns 4 × GOMAXPROCS rounded up to a power of two and clamped
-// to [4, 64]: enough stripes that two running goroutines rarely pick the same
-// one, few enough that reads (which sum every stripe) stay cheap.
+// to [4, 64]. Recorders pick the stripe of their P (see shard), so
+// GOMAXPROCS stripes would do today; the spare ones keep Ps apart if
+// GOMAXPROCS grows after New (the runtime raises it itself when a
+// container's CPU limit does), and 64 at most keeps reads, which sum every
+// stripe, cheap.
 func shardCount(procs int) int {
 	n := 4 * procs
 	if n <= minShards {
@@ -86,11 +88,19 @@ func newWithShards(l Level, n int) *Statistics {
 	return s
 }
 
-// shard picks a stripe at random. rand.Uint32 draws from per-thread state in
-// the runtime: no lock, no allocation, no shared cache line, and unlike a
-// round-robin counter it needs no shared write of its own.
+// shard returns the stripe of the P the caller runs on, so recorders on
+// different Ps write different cache lines, and each P keeps writing lines
+// its core already holds. (With a random stripe per call, two busy Ps would
+// write a line the other wrote last about half the time.)
+//
+// The goroutine is unpinned at once: it may move to another P before it
+// writes, and then two Ps share a stripe for that one write, which costs
+// time but never a count, since every write is an atomic add. P IDs above
+// the mask (GOMAXPROCS raised after New) wrap around the same way.
 func (s *Statistics) shard() *shardData {
-	return &s.shards[rand.Uint32()&s.mask].shardData
+	p := procPin()
+	procUnpin()
+	return &s.shards[uint32(p)&s.mask].shardData
 }
 
 // Level returns the current level; LevelDisableAll for a nil Statistics.
@@ -127,7 +137,17 @@ func (s *Statistics) RecordTick(t Ticker, n uint64) {
 	}
 }
 
+// tick and add are kept out of line so that the gates calling them stay
+// within the inliner's budget; inlined, shard's two runtime calls would push
+// RecordTick and RecordInHistogram over it and put a call on the disabled path.
+//
+//go:noinline
 func (s *Statistics) tick(t Ticker, n uint64) {
+	// Callers tick counts that are often 0 (an iterator that never stepped
+	// back); that is no write at all.
+	if n == 0 {
+		return
+	}
 	s.shard().tickers[t].Add(n)
 }
 
@@ -182,12 +202,7 @@ func (s *Statistics) ReportTimeToHistogram(h Histogram, micros uint64) {
 	}
 }
 
-func (s *Statistics) record(h Histogram, v uint64) {
-	if s != nil && h < NumHistograms && Level(s.level.Load()) >= histogramMinLevel[h] {
-		s.add(h, v)
-	}
-}
-
+//go:noinline
 func (s *Statistics) add(h Histogram, v uint64) {
 	s.shard().hists[h].Add(v)
 }

@@ -320,6 +320,28 @@ func TestRecordAllocs(t *testing.T) {
 	}
 }
 
+// TestShardPerP: recording picks the shard of the caller's P, so one
+// goroutine ticking in a short tight loop, which the scheduler has no reason
+// to move, puts every tick in one shard; a random pick would spread them
+// over all eight. The goroutine may still move to another P now and then,
+// so the test wants one clean round out of ten, not ten.
+func TestShardPerP(t *testing.T) {
+	const rounds, n = 10, 100
+	clean := 0
+	for range rounds {
+		s := newWithShards(LevelAll, 8)
+		for range n {
+			s.RecordTick(BlockCacheHit, 1)
+		}
+		for i := range s.shards {
+			if s.shards[i].tickers[BlockCacheHit].Load() == n {
+				clean++
+			}
+		}
+	}
+	require.Positive(t, clean, "no round of %d ticks stayed in one shard", n)
+}
+
 func TestShardLayout(t *testing.T) {
 	for _, tc := range []struct{ procs, want int }{
 		{1, 4}, {2, 8}, {3, 16}, {4, 16}, {5, 32}, {8, 32}, {9, 64}, {16, 64}, {1000, 64},

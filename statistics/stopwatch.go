@@ -2,12 +2,10 @@ package statistics
 
 import "time"
 
-// monoBase anchors the stopwatch clock. time.Since on a time.Time that carries
-// a monotonic reading reads only the monotonic clock, one clock read instead
-// of time.Now's two (wall and monotonic), and never goes backwards.
-var monoBase = time.Now()
-
-func monoNow() time.Duration { return time.Since(monoBase) }
+// monoNow reads the monotonic clock: one clock read (time.Now makes two,
+// wall and monotonic), never going backwards. Only differences of its
+// readings mean anything.
+func monoNow() time.Duration { return time.Duration(nanotime()) }
 
 // StopWatch times one sample for up to two time histograms: an aggregate such
 // as SSTReadMicros and a per-activity one such as FileReadGetMicros, as
@@ -106,18 +104,28 @@ func (w *StopWatch) stop() uint64 {
 	}
 	d := max(end-w.start-w.delay, 0)
 	us := uint64(d / time.Microsecond)
-	s.recordSpan(w.h1, d, us)
-	s.recordSpan(w.h2, d, us)
+	// The level is checked again (SetLevel may have lowered it), once for
+	// both slots, and both samples go to one shard: picking it is a call.
+	l := Level(s.level.Load())
+	keep1, keep2 := l >= w.h1.MinLevel(), l >= w.h2.MinLevel()
+	if !keep1 && !keep2 {
+		return us
+	}
+	sh := s.shard()
+	if keep1 {
+		sh.hists[w.h1].Add(spanIn(w.h1, d, us))
+	}
+	if keep2 {
+		sh.hists[w.h2].Add(spanIn(w.h2, d, us))
+	}
 	return us
 }
 
-func (s *Statistics) recordSpan(h Histogram, d time.Duration, us uint64) {
-	if h == HistogramNone {
-		return
-	}
+// spanIn is a span in h's unit: nanoseconds for the two *Nanos histograms,
+// microseconds for the rest.
+func spanIn(h Histogram, d time.Duration, us uint64) uint64 {
 	if h.isNanos() {
-		s.record(h, uint64(d))
-		return
+		return uint64(d)
 	}
-	s.record(h, us)
+	return us
 }
