@@ -95,6 +95,7 @@ var rules = []rule{
 	{prefix: "internal/invariants", allowed: []string{}},
 	{prefix: "internal/base", allowed: []string{"internal/invariants", "ioctx"}},
 	{prefix: "internal/lint", allowed: []string{}},
+	{prefix: "internal/cpubench", allowed: []string{}},
 	{prefix: "internal", denied: []string{"readpath", "engine", "driver", "conformance", "examples", "cmd"}},
 	{prefix: "readpath", denied: []string{"engine", "driver", "conformance", "examples", "cmd"}},
 	{prefix: "engine", denied: []string{"conformance", "examples", "cmd"}},
