@@ -42,8 +42,6 @@ func TestCheck(t *testing.T) {
 		{"separators not increasing", craftSpec{blocks: [][]entry{{e("a", 9)}, {e("b", 8)}},
 			seps: [][]byte{enc(ik("x", 1)), enc(ik("c", 1))}},
 			`index separator "c"#1,SET is not above the previous one, "x"#1,SET`},
-		{"short separator", craftSpec{blocks: good, seps: [][]byte{[]byte("c"), nil, nil}},
-			"shorter than a trailer"},
 		{"empty block", craftSpec{blocks: [][]entry{good[0], {}, good[2]}, seps: [][]byte{nil, enc(ik("e", 1)), nil}},
 			"block is empty"},
 		{"gap between blocks", craftSpec{blocks: good, padAfter: map[int]int{0: 3}},

@@ -141,7 +141,13 @@ func decodeTable(file []byte, name string) (*decodedTable, error) {
 		if ct != compress.None {
 			return nil, base.CorruptionErrorf("filter block is compressed")
 		}
-		fmt.Fprintf(lw, "filter %s: %d bytes, %d probes\n", fh, len(t.filter), t.filter[len(t.filter)-1])
+		// The filter's own format (package bloom): 64-byte lines, then
+		// k and the encoding byte.
+		n := len(t.filter) - 2
+		if n < 64 || n%64 != 0 || t.filter[n+1] != bloom.EncodingBlocked {
+			return nil, errors.Newf("filter of %d bytes is not a blocked bloom filter", len(t.filter))
+		}
+		fmt.Fprintf(lw, "filter %s: %d bytes, %d lines, %d probes\n", fh, len(t.filter), n/64, t.filter[n])
 		if t.props.FilterSize != fh.Length+block.TrailerLen {
 			return nil, errors.Newf("filter size property %d, block %s", t.props.FilterSize, fh)
 		}

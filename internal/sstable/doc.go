@@ -35,7 +35,9 @@
 // the only data block that can hold the first entry >= that key.
 //
 // The filter block is a bloom filter (package bloom) over every distinct user
-// key of the table; it is never compressed.
+// key of the table; it is never compressed. It is cache-line blocked, and its
+// last byte names its encoding (bloom.EncodingBlocked): a reader treats a
+// filter of an encoding it does not know as matching every key.
 //
 // The properties block maps "shale.<name>" to a value, sorted, restart
 // interval 1, never compressed. Integers are varint64; the compression and
@@ -82,6 +84,11 @@
 //
 // All of the above is part of the file format; do not change it. A change
 // needs a new FormatVersion that readers can tell apart.
+//
+// FormatVersion stayed 1 when the filter became cache-line blocked (before
+// any release): the table layout did not change, and the filter says its
+// own encoding, so a development-era table with the old flat filter reads
+// correctly, without its filter's help.
 //
 // # Checksums
 //

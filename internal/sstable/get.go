@@ -13,12 +13,12 @@ import (
 )
 
 // getState is the per-call state of a Get, pooled so that a Get whose block
-// is cached allocates nothing: the block iterators keep their key buffers,
+// is cached allocates nothing: the block iterator keeps its key buffers,
 // and the byte buffers serve reads that bypass the cache.
 type getState struct {
-	index, data block.Iter
-	key         []byte
-	raw, dec    []byte
+	data     block.Iter
+	key      []byte
+	raw, dec []byte
 }
 
 var getStates = sync.Pool{New: func() any { return new(getState) }}
@@ -56,7 +56,6 @@ func (r *Reader) Get(ctx context.Context, env ReadEnv, key []byte, seq base.SeqN
 	gs.key = appendSearchKey(gs.key[:0], key, seq)
 	value, kind, found, pin, err = r.get(ctx, &env, gs, key)
 	// Drop the references to block memory before pooling.
-	gs.index.Reset()
 	gs.data.Reset()
 	getStates.Put(gs)
 	if found && r.filter != nil {
@@ -66,19 +65,11 @@ func (r *Reader) Get(ctx context.Context, env ReadEnv, key []byte, seq base.SeqN
 }
 
 func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte) ([]byte, base.Kind, bool, BlockPin, error) {
-	if err := gs.index.Init(base.CompareEncoded, r.index); err != nil {
-		return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "index", r.footer.Index)
-	}
-	if !gs.index.SeekGE(gs.key) {
-		if err := gs.index.Error(); err != nil {
-			return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "index", r.footer.Index)
-		}
+	b := r.index.seekGE(gs.key)
+	if b == r.index.len() {
 		return nil, 0, false, BlockPin{}, nil
 	}
-	h, err := decodeHandleExact(gs.index.Value())
-	if err != nil {
-		return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "index", r.footer.Index)
-	}
+	h := r.index.handles[b]
 	data, pin, loc, err := r.readData(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec})
 	if err != nil {
 		return nil, 0, false, BlockPin{}, err
@@ -95,7 +86,7 @@ func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte
 		b.buf, gs.dec = gs.dec, b.buf
 		pin = b.pin()
 	}
-	if err := gs.data.Init(base.CompareEncoded, data); err != nil {
+	if err := gs.data.InitInternal(data); err != nil {
 		pin.Release()
 		return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/statistics"
 	"github.com/stretchr/testify/require"
@@ -71,6 +72,67 @@ func TestGetPinOwnsBlock(t *testing.T) {
 			require.Equal(t, string(h.e.value), string(h.value), "%s", h.e.key)
 			h.pin.Release()
 		}
+	}
+}
+
+// TestGetCachedBlockOwnsMemory checks that a block a Get or MultiGet loads
+// into the cache, which for an uncompressed block is the buffer it was read
+// into (see exchangeBuf), is not overwritten by later reads into the same
+// pooled buffers, while pinned and after being evicted and reloaded.
+func TestGetCachedBlockOwnsMemory(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(47, 48)), 3000, 100)
+	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+		t.Run(comp.String(), func(t *testing.T) {
+			data := buildTable(t, WriterOptions{BlockSize: 512, Compression: comp, Checksum: checksum.XXHash64}, es)
+			// A cache of a few blocks: most Gets load and evict.
+			c := cache.New(8 << 10)
+			r := openTable(t, data, openConfig{cache: c})
+			type held struct {
+				e     entry
+				value []byte
+				pin   BlockPin
+			}
+			var hs []held
+			rng := rand.New(rand.NewPCG(49, 50))
+			for range 3000 {
+				e := es[rng.IntN(len(es))]
+				v, _, found, pin, err := r.Get(context.Background(), verifyEnv, e.key.UserKey, e.key.SeqNum())
+				require.NoError(t, err)
+				require.True(t, found)
+				require.Equal(t, string(e.value), string(v), "%s", e.key)
+				if len(hs) < 20 {
+					hs = append(hs, held{e, v, pin})
+				} else {
+					pin.Release()
+				}
+			}
+			// MultiGets of sparse keys: most blocks are alone in their
+			// read request, and go to the cache the same way.
+			all := multiGetKeys(es, base.MaxSeqNum)
+			var heldKeys [][]MultiGetKey
+			for range 200 {
+				var keys []MultiGetKey
+				for i := rng.IntN(40); i < len(all); i += 20 + rng.IntN(40) {
+					keys = append(keys, all[i])
+				}
+				require.NoError(t, r.MultiGet(context.Background(), verifyEnv, keys))
+				checkMultiGetResults(t, keys, es)
+				if len(heldKeys) < 5 {
+					heldKeys = append(heldKeys, keys)
+				} else {
+					releaseKeys(keys)
+				}
+			}
+			for _, h := range hs {
+				require.Equal(t, string(h.e.value), string(h.value), "%s, held across other Gets", h.e.key)
+				h.pin.Release()
+			}
+			for _, keys := range heldKeys {
+				checkMultiGetResults(t, keys, es)
+				releaseKeys(keys)
+			}
+			require.LessOrEqual(t, c.Size(), int64(8<<10))
+		})
 	}
 }
 
@@ -195,6 +257,7 @@ func BenchmarkGet(b *testing.B) {
 				pin.Release()
 			}
 			b.ReportAllocs()
+			defer cpubench.Start(b)()
 			i := 0
 			for b.Loop() {
 				_, _, found, pin, err := r.Get(ctx, verifyEnv, keys[i%len(keys)], base.MaxSeqNum)

@@ -12,10 +12,10 @@ import (
 )
 
 // Iter iterates over the entries of one table whose user keys lie in
-// [lower, upper). It is two-level: an iterator over the in-memory index
-// block picks data blocks, and a block iterator walks the current one, whose
-// memory is pinned (a cache handle, or a buffer of the Iter) until the Iter
-// moves to another block.
+// [lower, upper). It is two-level: a position in the in-memory index picks
+// data blocks, and a block iterator walks the current one, whose memory is
+// pinned (a cache handle, or a buffer of the Iter) until the Iter moves to
+// another block.
 //
 // Block reads go through a fileio.PrefetchBuffer: readahead grows on
 // sequential access (or is ReadEnv.ReadaheadSize), and with ReadEnv.AsyncIO
@@ -43,8 +43,10 @@ type Iter struct {
 	env          ReadEnv
 	lower, upper []byte
 
-	index block.Iter
-	data  block.Iter
+	// ib is the index entry of the current block, in [0, r.index.len());
+	// it is meaningful only while the Iter is positioned or moving.
+	ib   int
+	data block.Iter
 	// loaded says data holds the block at cur, pinned by pin.
 	loaded bool
 	cur    block.Handle
@@ -76,10 +78,6 @@ var iterPool = sync.Pool{New: func() any { return new(Iter) }}
 func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) (*Iter, error) {
 	i := iterPool.Get().(*Iter)
 	i.r, i.ctx, i.env, i.lower, i.upper = r, ctx, env, lower, upper
-	if err := i.index.Init(base.CompareEncoded, r.index); err != nil {
-		i.release()
-		return nil, r.wrapBlockErr(err, "index", r.footer.Index)
-	}
 	return i, nil
 }
 
@@ -99,8 +97,8 @@ func (i *Iter) SeekGE(key []byte) *base.InternalKV {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
-	if !i.index.SeekGE(i.key) {
-		return i.indexDone()
+	if i.ib = i.r.index.seekGE(i.key); i.ib == i.r.index.len() {
+		return i.exhaust()
 	}
 	if !i.loadBlock() {
 		return nil
@@ -124,10 +122,7 @@ func (i *Iter) SeekLT(key []byte) *base.InternalKV {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
-	if !i.index.SeekGE(i.key) {
-		if i.index.Error() != nil {
-			return i.indexDone()
-		}
+	if i.ib = i.r.index.seekGE(i.key); i.ib == i.r.index.len() {
 		// Every entry is < key.
 		return i.lastFromIndex()
 	}
@@ -148,8 +143,8 @@ func (i *Iter) First() *base.InternalKV {
 	if i.err != nil {
 		return nil
 	}
-	if !i.index.First() {
-		return i.indexDone()
+	if i.ib = 0; i.r.index.len() == 0 {
+		return i.exhaust()
 	}
 	if !i.loadBlock() {
 		return nil
@@ -172,8 +167,8 @@ func (i *Iter) Last() *base.InternalKV {
 }
 
 func (i *Iter) lastFromIndex() *base.InternalKV {
-	if !i.index.Last() {
-		return i.indexDone()
+	if i.ib = i.r.index.len() - 1; i.ib < 0 {
+		return i.exhaust()
 	}
 	if !i.loadBlock() {
 		return nil
@@ -223,7 +218,6 @@ func (i *Iter) release() {
 	if i.pf != nil {
 		i.pf.Close()
 	}
-	i.index.Reset()
 	buf, key := i.buf, i.key
 	if cap(buf) > maxPooledBuf {
 		buf = nil
@@ -244,8 +238,8 @@ func (i *Iter) skipForward() *base.InternalKV {
 		if !i.belowUpper {
 			return i.exhaust()
 		}
-		if !i.index.Next() {
-			return i.indexDone()
+		if i.ib++; i.ib >= i.r.index.len() {
+			return i.exhaust()
 		}
 		if !i.loadBlock() {
 			return nil
@@ -263,19 +257,13 @@ func (i *Iter) skipBackward() *base.InternalKV {
 		if err := i.data.Error(); err != nil {
 			return i.fail(i.r.wrapBlockErr(err, "data", i.cur))
 		}
-		if !i.index.Prev() {
-			return i.indexDone()
+		if i.ib--; i.ib < 0 {
+			return i.exhaust()
 		}
-		if i.lower != nil {
-			// The block's entries are all <= its separator: if that is
-			// below lower, so are they.
-			uk, err := i.indexUserKey()
-			if err != nil {
-				return i.fail(err)
-			}
-			if bytes.Compare(uk, i.lower) < 0 {
-				return i.exhaust()
-			}
+		// The block's entries are all <= its separator: if that is below
+		// lower, so are they.
+		if i.lower != nil && bytes.Compare(i.r.index.userKey(i.ib), i.lower) < 0 {
+			return i.exhaust()
 		}
 		if !i.loadBlock() {
 			return nil
@@ -316,34 +304,11 @@ func (i *Iter) backwardKV() *base.InternalKV {
 	return &i.kv
 }
 
-// indexUserKey returns the user key of the index entry the index iterator is
-// at.
-func (i *Iter) indexUserKey() ([]byte, error) {
-	k := i.index.Key()
-	if len(k) < base.TrailerLen {
-		return nil, base.CorruptionErrorf("sstable: %s: index block %s: separator %q is shorter than a %d-byte trailer",
-			i.r.name, i.r.footer.Index, k, base.TrailerLen)
-	}
-	return k[:len(k)-base.TrailerLen], nil
-}
-
-// loadBlock makes data iterate over the block the index iterator is at. It
+// loadBlock makes data iterate over the block of index entry i.ib. It
 // reports false, with the iterator failed, on an error.
 func (i *Iter) loadBlock() bool {
-	h, err := decodeHandleExact(i.index.Value())
-	if err != nil {
-		i.fail(i.r.wrapBlockErr(err, "index", i.r.footer.Index))
-		return false
-	}
-	i.belowUpper = true
-	if i.upper != nil {
-		uk, err := i.indexUserKey()
-		if err != nil {
-			i.fail(err)
-			return false
-		}
-		i.belowUpper = bytes.Compare(uk, i.upper) < 0
-	}
+	h := i.r.index.handles[i.ib]
+	i.belowUpper = i.upper == nil || bytes.Compare(i.r.index.userKey(i.ib), i.upper) < 0
 	if i.loaded && h == i.cur {
 		return true
 	}
@@ -361,7 +326,7 @@ func (i *Iter) loadBlock() bool {
 		return false
 	}
 	i.pin = pin
-	if err := i.data.Init(base.CompareEncoded, data); err != nil {
+	if err := i.data.InitInternal(data); err != nil {
 		i.fail(i.r.wrapBlockErr(err, "data", h))
 		return false
 	}
@@ -375,14 +340,6 @@ func (i *Iter) unload() {
 	i.pin.Release()
 	i.pin = BlockPin{}
 	i.loaded = false
-}
-
-// indexDone handles the index iterator running out: an error, or the end.
-func (i *Iter) indexDone() *base.InternalKV {
-	if err := i.index.Error(); err != nil {
-		return i.fail(i.r.wrapBlockErr(err, "index", i.r.footer.Index))
-	}
-	return i.exhaust()
 }
 
 func (i *Iter) exhaust() *base.InternalKV {

@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
@@ -249,6 +250,7 @@ func BenchmarkIterNext(b *testing.B) {
 			}
 			it.First()
 			b.ReportAllocs()
+			defer cpubench.Start(b)()
 			b.SetBytes(int64(len(data) / len(es)))
 			for b.Loop() {
 				if it.Next() == nil {
@@ -276,6 +278,7 @@ func BenchmarkIterSeekGE(b *testing.B) {
 		keys[i] = es[rng.IntN(len(es))].key.UserKey
 	}
 	b.ReportAllocs()
+	defer cpubench.Start(b)()
 	i := 0
 	for b.Loop() {
 		if it.SeekGE(keys[i%len(keys)]) == nil {

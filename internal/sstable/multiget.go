@@ -57,12 +57,14 @@ type mgBlock struct {
 
 // mgState is the per-call state of a MultiGet, pooled.
 type mgState struct {
-	index, data block.Iter
-	key         []byte
+	data block.Iter
+	key  []byte
 	// blockOf[i] is the index in blocks of keys[i]'s block, or -1.
 	blockOf []int
 	blocks  []mgBlock
 	reqs    []fileio.ReadRequest
+	// bufs[q] holds request q's bytes, when the file is not mapped.
+	bufs []*ownedBlock
 }
 
 var mgStates = sync.Pool{New: func() any { return new(mgState) }}
@@ -78,9 +80,8 @@ var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 // Err as Get would return them (and ticks the bloom filter counters as Get
 // does). Keys whose Done is true are skipped.
 //
-// The error is a failure that affects every key: the context is done, the
-// MultiRead could not be made (rate limiter, timeout), or the index is
-// corrupt. Then no key holds a pin and the outputs are unspecified. Per-key
+// The error is a failure that affects every key: the context is done, or
+// the MultiRead could not be made (rate limiter, timeout). Then no key holds a pin and the outputs are unspecified. Per-key
 // failures, such as a corrupt block or a failed read of one request, are in
 // the keys' Err.
 func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) error {
@@ -92,19 +93,17 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 	}
 	ms := mgStates.Get().(*mgState)
 	err := r.multiGet(ctx, &env, ms, keys)
-	ms.index.Reset()
 	ms.data.Reset()
 	clear(ms.blocks)
 	clear(ms.reqs)
-	ms.blocks, ms.reqs, ms.blockOf = ms.blocks[:0], ms.reqs[:0], ms.blockOf[:0]
+	clear(ms.bufs)
+	ms.blocks, ms.reqs, ms.blockOf, ms.bufs = ms.blocks[:0], ms.reqs[:0], ms.blockOf[:0], ms.bufs[:0]
 	mgStates.Put(ms)
 	return err
 }
 
 func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
-	if err := r.multiGetBlocks(ms, keys); err != nil {
-		return err
-	}
+	r.multiGetBlocks(ms, keys)
 	if err := r.multiGetRead(ctx, env, ms); err != nil {
 		// Only cache hits are pinned yet: one reference per key.
 		for b := range ms.blocks {
@@ -120,12 +119,10 @@ func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys [
 
 // multiGetBlocks runs the filter and the index over the keys and lists the
 // blocks they need, in file order.
-func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) error {
+func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) {
 	st := r.opts.Stats
-	if err := ms.index.Init(base.CompareEncoded, r.index); err != nil {
-		return r.wrapBlockErr(err, "index", r.footer.Index)
-	}
-	indexValid, pastEnd := false, false
+	x := r.index
+	b := -1 // the index entry of the last key's block; -1 before the first
 	for i := range keys {
 		k := &keys[i]
 		ms.blockOf = append(ms.blockOf, -1)
@@ -133,7 +130,9 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) error {
 			continue
 		}
 		k.Found, k.Kind, k.Value, k.Pin, k.Err = false, 0, nil, BlockPin{}, nil
-		if pastEnd {
+		if b == x.len() {
+			// Past the last block: neither this key nor the following
+			// ones are in the table.
 			continue
 		}
 		if r.filter != nil {
@@ -145,29 +144,20 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) error {
 		}
 		ms.key = appendSearchKey(ms.key[:0], k.Key, k.Seq)
 		// Search keys increase with the keys, so the index only moves
-		// forward: seek only when its entry is below the key.
-		if !indexValid || base.CompareEncoded(ms.index.Key(), ms.key) < 0 {
-			if indexValid = ms.index.SeekGE(ms.key); !indexValid {
-				if err := ms.index.Error(); err != nil {
-					return r.wrapBlockErr(err, "index", r.footer.Index)
-				}
-				// Past the last block: neither this key nor the
-				// following ones are in the table.
-				pastEnd = true
+		// forward: seek only when the last block's separator is below the
+		// key.
+		if b < 0 || base.CompareEncoded(x.sep(b), ms.key) < 0 {
+			if b = x.seekGE(ms.key); b == x.len() {
 				continue
 			}
 		}
-		h, err := decodeHandleExact(ms.index.Value())
-		if err != nil {
-			return r.wrapBlockErr(err, "index", r.footer.Index)
-		}
+		h := x.handles[b]
 		if n := len(ms.blocks); n == 0 || ms.blocks[n-1].h != h {
 			ms.blocks = append(ms.blocks, mgBlock{h: h, req: -1})
 		}
 		ms.blockOf[i] = len(ms.blocks) - 1
 		ms.blocks[len(ms.blocks)-1].keys++
 	}
-	return nil
 }
 
 // multiGetRead finds every listed block in the cache or reads it, with one
@@ -175,7 +165,6 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) error {
 func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) error {
 	c := r.opts.Cache
 	st := r.opts.Stats
-	var total int
 	var end uint64 // the end of the last block to read
 	for b := range ms.blocks {
 		blk := &ms.blocks[b]
@@ -211,25 +200,28 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 			ms.reqs = append(ms.reqs, fileio.ReadRequest{Offset: int64(blk.h.Offset), Len: n})
 		}
 		blk.req = len(ms.reqs) - 1
-		total += n
 	}
 	if len(ms.reqs) == 0 {
 		return nil
 	}
 
-	// The requests read into one buffer. Uncompressed blocks that do not go
-	// to the cache are used where they were read, so the buffer is shared by
-	// the pins of their keys (and recycled at once if there are none).
-	var buf *ownedBlock
+	// Each request reads into a buffer of its own. Uncompressed blocks that
+	// do not go to the cache are used where they were read, so a buffer is
+	// shared by the pins of its blocks' keys (and recycled at once if there
+	// are none); an uncompressed block that goes to the cache and is alone
+	// in its request hands the cache its buffer (see exchangeBuf).
 	if !r.file.Mapped() {
-		buf = newOwnedBlock(1)
-		grow(&buf.buf, total)
-		off := 0
 		for q := range ms.reqs {
-			ms.reqs[q].Scratch = buf.buf[off : off+ms.reqs[q].Len]
-			off += ms.reqs[q].Len
+			b := newOwnedBlock(1)
+			ms.reqs[q].Scratch = grow(&b.buf, ms.reqs[q].Len)
+			ms.bufs = append(ms.bufs, b)
 		}
 	}
+	defer func() {
+		for _, b := range ms.bufs {
+			b.unref()
+		}
+	}()
 	err := r.file.MultiRead(ctx, env.IO, ms.reqs)
 	if err != nil {
 		failed := false
@@ -238,9 +230,6 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 		}
 		if !failed {
 			// Nothing was read: the whole call failed.
-			if buf != nil {
-				buf.unref()
-			}
 			return err
 		}
 	}
@@ -257,17 +246,19 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 		}
 		start := int64(blk.h.Offset) - q.Offset
 		raw := q.Result[start : start+int64(blk.h.Length)+block.TrailerLen]
-		blk.data, blk.pin, blk.err = r.multiGetDecode(ms, blk, raw, env, fill, buf)
-	}
-	if buf != nil {
-		buf.unref()
+		var buf *ownedBlock
+		if len(ms.bufs) > 0 {
+			buf = ms.bufs[blk.req]
+		}
+		blk.data, blk.pin, blk.err = r.multiGetDecode(blk, raw, env, fill, buf, len(raw) == q.Len)
 	}
 	return nil
 }
 
 // multiGetDecode verifies and decodes one block read by multiGetRead (raw is
-// the block and its trailer) and pins it for its keys.
-func (r *Reader) multiGetDecode(ms *mgState, blk *mgBlock, raw []byte, env *ReadEnv, fill bool, buf *ownedBlock) ([]byte, BlockPin, error) {
+// the block and its trailer, in buf unless the file is mapped; alone says
+// it is all of buf) and pins it for its keys.
+func (r *Reader) multiGetDecode(blk *mgBlock, raw []byte, env *ReadEnv, fill bool, buf *ownedBlock, alone bool) ([]byte, BlockPin, error) {
 	if env.VerifyChecksums && r.footer.Checksum != checksum.None {
 		r.opts.Stats.RecordTick(statistics.BlockChecksumComputeCount, 1)
 		if err := block.ValidateChecksum(r.footer.Checksum, raw, r.name, blk.h.Offset); err != nil {
@@ -283,9 +274,15 @@ func (r *Reader) multiGetDecode(ms *mgState, blk *mgBlock, raw []byte, env *Read
 		return stored, BlockPin{}, nil
 	case fill:
 		c := r.opts.Cache
-		v, err := r.decompress(ct, stored, blk.h, c.Alloc)
-		if err != nil {
-			return nil, BlockPin{}, err
+		v, ok := []byte(nil), false
+		if ct == compress.None && alone {
+			v, ok = exchangeBuf(c, &buf.buf, len(stored))
+		}
+		if !ok {
+			var err error
+			if v, err = r.decompress(ct, stored, blk.h, c.Alloc); err != nil {
+				return nil, BlockPin{}, err
+			}
 		}
 		hd := c.Set(r.cacheKey(blk.h), v)
 		r.noteCacheAdd(true, len(v))
@@ -334,7 +331,7 @@ func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) {
 		}
 		if b != cur {
 			cur = b
-			if err := ms.data.Init(base.CompareEncoded, blk.data); err != nil {
+			if err := ms.data.InitInternal(blk.data); err != nil {
 				blk.err = r.wrapBlockErr(err, "data", blk.h)
 				k.Err = blk.err
 				blk.pin.Release()

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -14,6 +15,7 @@ import (
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
@@ -126,7 +128,7 @@ func TestMultiGetCoalesces(t *testing.T) {
 	var firsts [][]byte
 	it, err := r.NewIter(context.Background(), ReadEnv{VerifyChecksums: true}, nil, nil)
 	require.NoError(t, err)
-	for ok := it.index.First(); ok; ok = it.index.Next() {
+	for it.ib = 0; it.ib < r.index.len(); it.ib++ {
 		require.True(t, it.loadBlock())
 		require.True(t, it.data.First())
 		firsts = append(firsts, bytes.Clone(it.data.Key()[:len(it.data.Key())-base.TrailerLen]))
@@ -235,16 +237,17 @@ func TestMultiGetErrors(t *testing.T) {
 	require.NotZero(t, ok)
 	releaseKeys(keys)
 
-	// A failed read of one request fails the keys it covers.
-	var reads int
+	// A failed read of one request fails the keys it covers. (MultiRead
+	// may read requests in parallel: the count is atomic, and which
+	// request is the second read is not known.)
+	var reads atomic.Int32
 	r = openTable(t, data, openConfig{wrap: func(fs vfs.FS) vfs.FS {
 		return errorfs.Wrap(fs, errorfs.And(errorfs.OnKind(errorfs.OpFileRead), errorfs.PredicateFunc("2nd data read",
 			func(op errorfs.Op) bool {
 				if op.Offset >= int64(r0.dataEnd) {
 					return false
 				}
-				reads++
-				return reads == 2
+				return reads.Add(1) == 2
 			})))
 	}})
 	keys = multiGetKeys(es, base.MaxSeqNum)
@@ -291,6 +294,7 @@ func BenchmarkMultiGet(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			keys := make([]MultiGetKey, 16)
 			b.ReportAllocs()
+			defer cpubench.Start(b)()
 			for b.Loop() {
 				start := rng.IntN(len(all) - 16*50)
 				for i := range keys {

@@ -129,9 +129,15 @@ const maxSnappyExpansion = 32
 //
 // The index block and the filter are decoded at Open and kept for the
 // Reader's life (not in the block cache: BlockCacheIndexHit never ticks).
+// The index is kept as flat arrays for searching (see indexTable): about 28
+// bytes per data block plus the separators, which the Writer shortens
+// (about 40 bytes per block for 16-byte keys). The filter is copied when
+// its lines are not aligned to cache lines in memory.
 // Data blocks come from the block cache, or, when the cache is not filled,
 // from buffers owned by the caller's BlockPin or iterator. An uncompressed
-// block of a memory-mapped file is used in place and never cached.
+// block of a memory-mapped file is used in place and never cached; one read
+// from the file into the cache by Get or MultiGet is cached in the buffer it
+// was read into, without a copy.
 type Reader struct {
 	file *fileio.Reader
 	name string
@@ -139,9 +145,10 @@ type Reader struct {
 
 	footer Footer
 	props  Properties
-	// index is the decoded index block, filter the bloom filter (nil if the
-	// table has none). Both live as long as the Reader.
-	index  []byte
+	// index is the index block decoded for searching, filter the bloom
+	// filter (nil if the table has none), aligned to cache lines. Both
+	// live as long as the Reader.
+	index  *indexTable
 	filter []byte
 	// dataEnd is where the data blocks end: the offset of the first block
 	// after them. A data handle reaching past it is corrupt.
@@ -164,7 +171,11 @@ type metaHandle struct {
 // and verifies every one of those blocks whatever env.VerifyChecksums says.
 // It keeps the decoded index and filter in memory for the Reader's life.
 // A malformed table is an error marked base.ErrCorruption that names the
-// file and what was wrong.
+// file and what was wrong; that includes every index entry that does not
+// decode (a separator shorter than an internal key trailer, a value that is
+// not exactly a handle), since Open decodes them all. Open does not check
+// that the separators increase or that the handles point into the data
+// region: Check does the first, and every block read the second.
 //
 // Open takes ownership of f: Close closes it, and so does a failed Open.
 func Open(ctx context.Context, f *fileio.Reader, env ReadEnv, opts ReaderOptions) (*Reader, error) {
@@ -254,15 +265,17 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	}
 
 	if hasFilter {
-		if r.filter, err = r.readMetaBlock(ctx, env, "filter", filterHandle, limit); err != nil {
+		filter, err := r.readMetaBlock(ctx, env, "filter", filterHandle, limit)
+		if err != nil {
 			return err
 		}
+		r.filter = bloom.CacheAligned(filter)
 	}
-	if r.index, err = r.readMetaBlock(ctx, env, "index", r.footer.Index, limit); err != nil {
+	index, err := r.readMetaBlock(ctx, env, "index", r.footer.Index, limit)
+	if err != nil {
 		return err
 	}
-	// Check the index block's header now, so that lookups can rely on it.
-	if err := it.Init(base.CompareEncoded, r.index); err != nil {
+	if r.index, err = newIndexTable(index); err != nil {
 		return r.wrapBlockErr(err, "index", r.footer.Index)
 	}
 	return nil
@@ -591,6 +604,12 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 		if err != nil {
 			return nil, err
 		}
+		if ct == compress.None && dest.pf == nil {
+			if v, ok := exchangeBuf(c, dest.raw, len(raw)); ok {
+				loaded = true
+				return v, nil
+			}
+		}
 		v, err := r.decompress(ct, raw, h, c.Alloc)
 		loaded = err == nil
 		return v, err
@@ -601,6 +620,21 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 	v := hd.Value()
 	r.noteCacheAdd(loaded, len(v))
 	return v, BlockPin{h: hd}, locCache, nil
+}
+
+// exchangeBuf hands the cache *buf, which holds an uncompressed block of n
+// bytes (and its trailer), in place of copying the block into a buffer from
+// c.Alloc: *buf gets that buffer instead, for the caller's next read. It
+// returns the block for the cache, or false when *buf's capacity exceeds
+// what Alloc would give for the block (Alloc's slack, below n/8 + 64
+// bytes), so that the cache never holds much more memory than it charges.
+func exchangeBuf(c *cache.Cache, buf *[]byte, n int) ([]byte, bool) {
+	b := *buf
+	if cap(b) > n+n/8+64 {
+		return nil, false
+	}
+	*buf = c.Alloc(len(b))[:0]
+	return b[:n], true
 }
 
 // noteCacheAdd ticks the cache-insert counters when this call's load (rather

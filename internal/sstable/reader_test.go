@@ -441,6 +441,14 @@ func TestOpenErrors(t *testing.T) {
 			f.Index = f.MetaIndex
 			return withFooter(f)
 		}(), "", true}, // the metaindex is a valid block, but not an index
+		{"short separator", craftTable(t, craftSpec{blocks: [][]entry{es[:2], es[2:4]}, seps: [][]byte{nil, []byte("c")}}),
+			`separator 1, "c", is shorter than a 8-byte trailer`, false},
+		{"separator without a handle", craftTable(t, craftSpec{blocks: [][]entry{es[:2]},
+			rawIndex: func(sep, handle []byte) ([]byte, []byte) { return sep, handle[:1] }}),
+			"truncated handle", false},
+		{"handle with stray bytes", craftTable(t, craftSpec{blocks: [][]entry{es[:2]},
+			rawIndex: func(sep, handle []byte) ([]byte, []byte) { return sep, append(handle, 0) }}),
+			"stray bytes", false},
 		{"metaindex without properties", func() []byte {
 			f := footer
 			f.MetaIndex = footer.Index // the index has no properties entry
@@ -978,6 +986,8 @@ type craftSpec struct {
 	props func(*Properties)
 	// padAfter[i] zero bytes follow data block i.
 	padAfter map[int]int
+	// rawIndex, if set, edits each index entry's key and value.
+	rawIndex func(sep, handle []byte) ([]byte, []byte)
 }
 
 // craftTable builds a table from spec, with CRC32C checksums, no filter and
@@ -1029,7 +1039,11 @@ func craftTable(t testing.TB, spec craftSpec) []byte {
 		if i < len(spec.seps) && spec.seps[i] != nil {
 			sep = spec.seps[i]
 		}
-		index.Add(sep, h.Append(nil))
+		hv := h.Append(nil)
+		if spec.rawIndex != nil {
+			sep, hv = spec.rawIndex(sep, hv)
+		}
+		index.Add(sep, hv)
 	}
 	props.DataSize = uint64(len(out))
 	indexBlock := index.Finish()

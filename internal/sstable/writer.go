@@ -189,7 +189,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 func (w *Writer) EstimatedSize() uint64 {
 	size := w.offset + uint64(w.data.EstimatedSize()) + uint64(w.index.EstimatedSize()) + FooterLen
 	if w.filter != nil {
-		size += uint64(w.filter.NumKeys()*w.opts.BloomBitsPerKey/8) + 1
+		size += uint64(bloom.Size(w.filter.NumKeys(), w.opts.BloomBitsPerKey))
 	}
 	return size
 }

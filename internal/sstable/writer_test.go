@@ -15,8 +15,10 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/crc"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/stretchr/testify/require"
@@ -400,16 +402,19 @@ func TestWriterMetadataOwnsKeys(t *testing.T) {
 }
 
 func TestWriterBloomDedup(t *testing.T) {
-	// Ten versions of one key add one key to the filter: the filter is the
-	// minimum 64 bits (8 bytes + k), not 100.
+	// A hundred versions of one key add one key to the filter: the filter
+	// is the minimum one 512-bit line (64 bytes + 2), not the two lines
+	// that 1000 bits would take.
 	var es []entry
-	for seq := base.SeqNum(10); seq >= 1; seq-- {
+	for seq := base.SeqNum(100); seq >= 1; seq-- {
 		es = append(es, entry{base.MakeInternalKey([]byte("k"), seq, base.KindSet), nil})
 	}
 	file, _, _ := writeTable(t, WriterOptions{BloomBitsPerKey: 10}, es)
 	dt, err := decodeTable(file, "t")
 	require.NoError(t, err)
-	require.Len(t, dt.filter, 9)
+	require.Len(t, dt.filter, bloom.Size(1, 10))
+	require.Equal(t, 66, bloom.Size(1, 10))
+	require.Equal(t, 130, bloom.Size(100, 10))
 }
 
 func TestSeparator(t *testing.T) {
@@ -512,6 +517,7 @@ func BenchmarkWriter(b *testing.B) {
 		b.Run(tc.name+"/entries=10000", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
+			defer cpubench.Start(b)()
 			var buf bytes.Buffer
 			for b.Loop() {
 				buf.Reset()

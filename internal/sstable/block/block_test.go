@@ -14,6 +14,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/crc"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/stretchr/testify/require"
@@ -217,6 +218,65 @@ func TestIterInternalKeys(t *testing.T) {
 		require.Equal(t, tc.wantSeq, string(it.Value()))
 	}
 	require.False(t, it.SeekGE(base.MakeSearchKey([]byte("c"), 0).Append(nil)))
+}
+
+// TestInitInternalSameAsCompareEncoded checks that seeks of an Iter made
+// by InitInternal, which compare internal keys inline, land exactly where
+// those of Init(base.CompareEncoded) do: user keys shorter and longer than
+// 8 bytes, equal in their first 8 bytes, with many versions, across restart
+// intervals, and targets between, at and around them.
+func TestInitInternalSameAsCompareEncoded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	var kvs []kv
+	var uks [][]byte
+	for range 400 {
+		uk := []byte("prefix01")[:rng.IntN(9)]
+		for range rng.IntN(12) {
+			uk = append(uk, "ab\x00\xff"[rng.IntN(4)])
+		}
+		uks = append(uks, uk)
+	}
+	slices.SortFunc(uks, bytes.Compare)
+	uks = slices.CompactFunc(uks, bytes.Equal)
+	for _, uk := range uks {
+		for seq := base.SeqNum(1 + rng.IntN(3)); seq > 0; seq-- {
+			k := base.MakeInternalKey(uk, seq*10, base.KindSet).Append(nil)
+			kvs = append(kvs, kv{k, []byte(fmt.Sprint(seq))})
+		}
+	}
+	var targets [][]byte
+	for _, uk := range uks {
+		for _, seq := range []base.SeqNum{0, 5, 10, 25, base.MaxSeqNum} {
+			targets = append(targets, base.MakeSearchKey(uk, seq).Append(nil))
+			targets = append(targets, base.MakeSearchKey(append(bytes.Clone(uk), 0), seq).Append(nil))
+		}
+	}
+	// Keys too short for a trailer take CompareEncoded's fallback.
+	targets = append(targets, nil, []byte("a"), []byte("prefix0"))
+	for _, ri := range []int{1, 3, 16, 64} {
+		data := buildBlock(ri, kvs)
+		var generic, internal Iter
+		require.NoError(t, generic.Init(base.CompareEncoded, data))
+		require.NoError(t, internal.InitInternal(data))
+		for _, target := range targets {
+			for _, seek := range []string{"SeekGE", "SeekLT"} {
+				var g, in bool
+				if seek == "SeekGE" {
+					g, in = generic.SeekGE(target), internal.SeekGE(target)
+				} else {
+					g, in = generic.SeekLT(target), internal.SeekLT(target)
+				}
+				what := fmt.Sprintf("restart interval %d: %s(%q)", ri, seek, target)
+				require.Equal(t, g, in, what)
+				require.Equal(t, generic.Key(), internal.Key(), what)
+				require.Equal(t, generic.Value(), internal.Value(), what)
+				// The position is the same: so are the neighbours.
+				require.Equal(t, generic.Next(), internal.Next(), what)
+				require.Equal(t, generic.Key(), internal.Key(), what)
+			}
+		}
+		require.NoError(t, internal.Error())
+	}
 }
 
 func TestZeroIter(t *testing.T) {
@@ -526,6 +586,19 @@ func FuzzBlockDecode(f *testing.F) {
 		ltOK := it.SeekLT(target)
 		checkErr("SeekLT")
 		ltKey := slices.Clone(it.Key())
+		if len(target)%2 == 1 {
+			// InitInternal seeks exactly as Init(base.CompareEncoded)
+			// does, on any bytes.
+			var in Iter
+			_ = in.InitInternal(data)
+			if ok := in.SeekGE(target); ok != geOK || !bytes.Equal(in.Key(), geKey) {
+				t.Fatalf("internal SeekGE(%q) = %v %q, generic %v %q", target, ok, in.Key(), geOK, geKey)
+			}
+			_ = in.InitInternal(data)
+			if ok := in.SeekLT(target); ok != ltOK || !bytes.Equal(in.Key(), ltKey) {
+				t.Fatalf("internal SeekLT(%q) = %v %q, generic %v %q", target, ok, in.Key(), ltOK, ltKey)
+			}
+		}
 
 		// The model applies only to well-formed blocks.
 		if !fwdOK {
@@ -643,6 +716,7 @@ func BenchmarkBlockSeek(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
+			defer cpubench.Start(b)()
 			i := 0
 			for b.Loop() {
 				if !it.SeekGE(keys[order[i%len(order)]]) {
@@ -664,6 +738,7 @@ func BenchmarkBlockNext(b *testing.B) {
 			}
 			it.First()
 			b.ReportAllocs()
+			defer cpubench.Start(b)()
 			for b.Loop() {
 				if !it.Next() {
 					it.First()
@@ -683,6 +758,7 @@ func BenchmarkBlockPrev(b *testing.B) {
 			}
 			it.Last()
 			b.ReportAllocs()
+			defer cpubench.Start(b)()
 			for b.Loop() {
 				if !it.Prev() {
 					it.Last()
@@ -699,6 +775,7 @@ func BenchmarkBlockBuild(b *testing.B) {
 	bb.Init(16)
 	b.Run("restart_interval=16/size=4KiB", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cpubench.Start(b)()
 		for b.Loop() {
 			bb.Reset()
 			for _, k := range keys {
@@ -707,4 +784,47 @@ func BenchmarkBlockBuild(b *testing.B) {
 			bb.Finish()
 		}
 	})
+}
+
+// BenchmarkBlockSeekLarge seeks in a 4 KiB block shaped like the engine
+// benchmark's: 16-byte keys (big-endian k*3, zero-filled), 256-byte values,
+// restart interval 16, so about 14 entries and one restart point. Searches
+// are for present user keys at the maximum sequence number, as a Get's.
+func BenchmarkBlockSeekLarge(b *testing.B) {
+	var bb Builder
+	bb.Init(16)
+	value := bytes.Repeat([]byte{'v'}, 256)
+	var searches [][]byte
+	for k := 0; bb.EstimatedSize() < 4096; k++ {
+		uk := make([]byte, 16)
+		binary.BigEndian.PutUint32(uk, uint32(k*3))
+		bb.Add(base.MakeInternalKey(uk, base.SeqNum(k+1), base.KindSet).Append(nil), value)
+		searches = append(searches, base.MakeInternalKey(uk, base.MaxSeqNum, base.KindMax).Append(nil))
+	}
+	data := bytes.Clone(bb.Finish())
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := rng.Perm(len(searches))
+	for _, internal := range []bool{false, true} {
+		b.Run(fmt.Sprintf("entries=%d/internal=%t", len(searches), internal), func(b *testing.B) {
+			var it Iter
+			b.ReportAllocs()
+			defer cpubench.Start(b)()
+			i := 0
+			for b.Loop() {
+				var err error
+				if internal {
+					err = it.InitInternal(data)
+				} else {
+					err = it.Init(base.CompareEncoded, data)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !it.SeekGE(searches[order[i%len(order)]]) {
+					b.Fatal("not found")
+				}
+				i++
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package block
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strconv"
 
@@ -29,8 +30,12 @@ import (
 // The zero Iter is an empty, exhausted iterator. An Iter is not safe for
 // concurrent use; distinct Iters may read one block concurrently.
 type Iter struct {
-	cmp  func(a, b []byte) int
-	data []byte
+	cmp func(a, b []byte) int
+	// internal says the keys are encoded internal keys ordered by
+	// base.CompareEncoded (InitInternal): seeks then compare user key
+	// bytes and trailers inline instead of calling cmp.
+	internal bool
+	data     []byte
 	// restarts is the offset of the restart array, which is also the end of
 	// the entries.
 	restarts    int
@@ -64,7 +69,19 @@ type Iter struct {
 // data must stay unchanged until the Iter is re-initialised or Reset: Key and
 // Value point into it.
 func (i *Iter) Init(cmp func(a, b []byte) int, data []byte) error {
-	*i = Iter{cmp: cmp, buf: i.buf[:0], spare: i.spare[:0]}
+	return i.init(cmp, false, data)
+}
+
+// InitInternal is Init for a block whose keys are encoded internal keys
+// ordered by base.CompareEncoded, such as a table's data blocks. Seeks in
+// it compare keys without calling through a function value, and so cost
+// less; the results are those of Init(base.CompareEncoded, data).
+func (i *Iter) InitInternal(data []byte) error {
+	return i.init(base.CompareEncoded, true, data)
+}
+
+func (i *Iter) init(cmp func(a, b []byte) int, internal bool, data []byte) error {
+	*i = Iter{cmp: cmp, internal: internal, buf: i.buf[:0], spare: i.spare[:0]}
 	if len(data) < 4 {
 		return i.initFail(base.CorruptionErrorf("block: %d bytes are too short to hold a restart count", len(data)))
 	}
@@ -210,16 +227,112 @@ func (i *Iter) SeekGE(key []byte) bool {
 	if i.err != nil || i.numRestarts == 0 {
 		return i.exhaust()
 	}
-	r, ok := i.searchRestarts(key)
-	if !ok || !i.loadAt(i.restartOffset(r), 0) {
+	t := i.makeTarget(key)
+	r, ok := i.searchRestarts(&t)
+	if !ok {
 		return false
 	}
-	for i.cmp(i.key, key) < 0 {
-		if !i.Next() {
-			return false
+	// Scan the restart interval with the iterator's state in locals, and
+	// build keys only where they share a prefix: a point lookup in a block
+	// with one restart point scans half the block, so this loop is most of
+	// its cost. The state is stored once, for the entry found.
+	// Restart point 0 is at 0 (Init checked): not reading it lets the first
+	// entry's load start before the restart array's (the block's end, a
+	// different cache line) arrives.
+	off, buf := 0, i.buf
+	if r > 0 {
+		off = i.restartOffset(r)
+	}
+	var prev []byte // the previous entry's key: in the block, or buf
+	prevInBuf := false
+	for off < i.restarts {
+		shared, keyStart, keyEnd, next, err := i.header(off, len(prev))
+		if err != nil {
+			i.buf = buf
+			return i.fail(err)
+		}
+		var k []byte
+		if shared == 0 {
+			k = i.data[keyStart:keyEnd:keyEnd]
+		} else {
+			// buf[:shared] is prev's prefix already when prev is in buf.
+			if !prevInBuf {
+				buf = append(buf[:0], prev[:shared]...)
+			}
+			buf = append(buf[:shared], i.data[keyStart:keyEnd]...)
+			k = buf[:len(buf):len(buf)]
+		}
+		// Most keys differ from the target in their first 8 bytes: decide
+		// those here, without the call.
+		c := 0
+		if t.head8 && len(k) >= 8+base.TrailerLen {
+			if x := binary.BigEndian.Uint64(k); x < t.head {
+				c = -1
+			} else if x > t.head {
+				c = 1
+			}
+		}
+		if c == 0 {
+			c = i.compare(k, &t)
+		}
+		if c >= 0 {
+			i.buf = buf
+			i.key, i.keyInBuf = k, shared != 0
+			i.value = i.data[keyEnd:next:next]
+			i.offset, i.nextOffset = off, next
+			i.valid = true
+			return true
+		}
+		off, prev, prevInBuf = next, k, shared != 0
+	}
+	i.buf = buf
+	return i.exhaust()
+}
+
+// target is a seek key, with its user key and trailer split off when the
+// Iter compares internal keys.
+type target struct {
+	key     []byte
+	uk      []byte
+	trailer uint64
+	// internal says uk and trailer are set: the Iter's keys are internal
+	// keys and key is one.
+	internal bool
+	// head8 says uk has at least 8 bytes, and head holds them big-endian:
+	// a key whose user key's first 8 bytes differ compares as they do.
+	head8 bool
+	head  uint64
+}
+
+func (i *Iter) makeTarget(key []byte) target {
+	t := target{key: key}
+	if n := len(key) - base.TrailerLen; i.internal && n >= 0 {
+		t.uk, t.trailer, t.internal = key[:n:n], binary.LittleEndian.Uint64(key[n:]), true
+		if n >= 8 {
+			t.head8, t.head = true, binary.BigEndian.Uint64(key)
 		}
 	}
-	return true
+	return t
+}
+
+// compare returns cmp(k, t.key), without the call for internal keys:
+// base.CompareEncoded's order, user keys ascending, then trailers
+// descending.
+func (i *Iter) compare(k []byte, t *target) int {
+	n := len(k) - base.TrailerLen
+	if !t.internal || n < 0 {
+		return i.cmp(k, t.key)
+	}
+	if c := compareBytes(k[:n], t.uk); c != 0 {
+		return c
+	}
+	switch tr := binary.LittleEndian.Uint64(k[n:]); {
+	case tr > t.trailer:
+		return -1
+	case tr < t.trailer:
+		return 1
+	}
+	return 0
 }
 
 // SeekLT moves to the last entry whose key is < key and reports whether there
@@ -228,11 +341,12 @@ func (i *Iter) SeekLT(key []byte) bool {
 	if i.err != nil || i.numRestarts == 0 {
 		return i.exhaust()
 	}
-	r, ok := i.searchRestarts(key)
+	t := i.makeTarget(key)
+	r, ok := i.searchRestarts(&t)
 	if !ok || !i.loadAt(i.restartOffset(r), 0) {
 		return false
 	}
-	if i.cmp(i.key, key) >= 0 {
+	if i.compare(i.key, &t) >= 0 {
 		// Only possible at restart 0: every key is >= key.
 		return i.exhaust()
 	}
@@ -251,7 +365,7 @@ func (i *Iter) SeekLT(key []byte) bool {
 			i.spare = append(append(i.spare[:0], i.key[:shared]...), i.data[keyStart:keyEnd]...)
 			k = i.spare[:len(i.spare):len(i.spare)]
 		}
-		if i.cmp(k, key) >= 0 {
+		if i.compare(k, &t) >= 0 {
 			break
 		}
 		if shared != 0 {
@@ -264,9 +378,10 @@ func (i *Iter) SeekLT(key []byte) bool {
 	return true
 }
 
-// searchRestarts returns the last restart point whose key is < key, or 0 when
-// there is none. It returns false, with i failed, on a corrupt restart point.
-func (i *Iter) searchRestarts(key []byte) (int, bool) {
+// searchRestarts returns the last restart point whose key is < t's, or 0
+// when there is none. It returns false, with i failed, on a corrupt restart
+// point.
+func (i *Iter) searchRestarts(t *target) (int, bool) {
 	lo, hi := 0, i.numRestarts-1
 	for lo < hi {
 		mid := int(uint(lo+hi+1) >> 1)
@@ -279,7 +394,7 @@ func (i *Iter) searchRestarts(key []byte) (int, bool) {
 		if err != nil {
 			return 0, i.fail(err)
 		}
-		if i.cmp(i.data[keyStart:keyEnd:keyEnd], key) < 0 {
+		if i.compare(i.data[keyStart:keyEnd:keyEnd], t) < 0 {
 			lo = mid
 		} else {
 			hi = mid - 1
@@ -328,6 +443,26 @@ func (i *Iter) loadAt(off, prevLen int) bool {
 // prev[:shared] followed by data[keyStart:keyEnd], its value runs from keyEnd
 // to next.
 func (i *Iter) header(off, prevLen int) (shared, keyStart, keyEnd, next int, err error) {
+	// The common case, small enough to inline: the two key lengths take
+	// one byte each, the value length one or two (values below 16 KiB),
+	// and the entry is well formed. Anything else takes headerSlow.
+	if end := i.restarts; off+4 <= end {
+		b := i.data[off : off+4 : off+4]
+		s, unshared, valueLen, p := int(b[0]), int(b[1]), int(b[2]), off+3
+		if valueLen >= 0x80 {
+			valueLen, p = valueLen&0x7f|int(b[3])<<7, p+1
+		}
+		keyEnd = p + unshared
+		next = keyEnd + valueLen
+		if s|unshared|int(b[3]&b[2]) < 0x80 && s <= prevLen && next <= end {
+			return s, p, keyEnd, next, nil
+		}
+	}
+	return i.headerSlow(off, prevLen)
+}
+
+// headerSlow is header for any entry, checking every length.
+func (i *Iter) headerSlow(off, prevLen int) (shared, keyStart, keyEnd, next int, err error) {
 	end := i.restarts
 	s, p, ok := uvarint32(i.data, off, end)
 	if !ok {
@@ -394,6 +529,25 @@ func (i *Iter) describeRestarts() string {
 		s += " ..."
 	}
 	return s + "]"
+}
+
+// compareBytes is bytes.Compare, eight bytes at a time: user keys are
+// short, and for them a call into the assembly loop costs more than the
+// comparison.
+func compareBytes(a, b []byte) int {
+	for len(a) >= 8 && len(b) >= 8 {
+		if x, y := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b); x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+		a, b = a[8:], b[8:]
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) - len(b)
+	}
+	return bytes.Compare(a, b)
 }
 
 // uvarint32 decodes a varint32 from b[p:end] and returns it with the offset
