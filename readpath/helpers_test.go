@@ -225,6 +225,9 @@ type lsmConfig struct {
 	deleteRatio float64
 	// oneFilePerLevel writes each level >= 1 as a single table.
 	oneFilePerLevel bool
+	// emptyMem adds an empty memtable, the newest, as the engine's mutable
+	// memtable is after a flush.
+	emptyMem bool
 }
 
 func defaultLSMConfig() lsmConfig {
@@ -312,6 +315,9 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 			require.NoError(t, m.Add(kv.k.SeqNum(), kv.k.Kind(), kv.k.UserKey, kv.v))
 		}
 		db.view.Mems = append([]*memtable.MemTable{m}, db.view.Mems...)
+	}
+	if cfg.emptyMem {
+		db.view.Mems = append([]*memtable.MemTable{memtable.New(1 << 20)}, db.view.Mems...)
 	}
 	require.NoError(t, vers.CheckConsistency())
 	db.maxSeq = seq

@@ -47,14 +47,17 @@ const (
 //
 // # Structure
 //
-// A merging iterator (package merging) over one iterator per memtable, one
-// per L0 table, and one level iterator per level >= 1 yields every version of
-// every key; the Iterator resolves visibility on top of it with LevelDB's
-// DBIter algorithm. Going forward the merged iterator stands at the entry
-// shown, and Next skips the remaining versions of its key. Going backward it
-// stands before all versions of the key shown: Prev scans back over every
-// version of the previous key, keeping the newest visible one in a buffer of
-// the Iterator's own. Changing direction re-positions it once.
+// A merging iterator (package merging) over one iterator per memtable (empty
+// ones left out), one per L0 table, and one level iterator per level >= 1
+// yields every version of every key; the Iterator resolves visibility on top
+// of it with LevelDB's DBIter algorithm. With a single source (one level
+// after a full compaction) the Iterator moves that source itself, and the
+// comments call it the merged iterator all the same. Going forward the merged
+// iterator stands at the entry shown, and Next skips the remaining versions
+// of its key. Going backward it stands before all versions of the key shown:
+// Prev scans back over every version of the previous key, keeping the newest
+// visible one in a buffer of the Iterator's own. Changing direction
+// re-positions it once.
 //
 // Tables are opened lazily, through View.Tables, when the merged iterator
 // first needs them (a level iterator opens the next table as it crosses a
@@ -104,6 +107,10 @@ type Iterator struct {
 	seq          base.SeqNum
 	lower, upper []byte
 
+	// iter is what the Iterator moves: merged, or the only child itself
+	// when there is just one, so that a scan of one level (after a full
+	// compaction, with the memtables empty) pays for no merging at all.
+	iter   base.InternalIterator
 	merged merging.Iter
 	levels []levelIter
 
@@ -134,6 +141,10 @@ type Iterator struct {
 // sequence numbers <= seq) within opts' bounds. It opens no table: the first
 // positioning call does, through v.Tables, with env. The caller must Close
 // it.
+//
+// Every write numbered <= seq must already be in v's memtables, as it is
+// when seq is a sequence number the engine has published: the Iterator
+// leaves out the memtables that are empty when it is created.
 func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
 	it := &Iterator{ctx: ctx, stats: v.Stats, seq: seq}
 	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
@@ -150,7 +161,11 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	it.levels = make([]levelIter, 0, n)
 	children := make([]base.InternalIterator, 0, len(v.Mems)+n)
 	for _, m := range v.Mems {
-		children = append(children, m.NewIter(it.lower, it.upper))
+		// An empty memtable, the mutable one after a flush, is left out: it
+		// can only receive writes numbered above seq, which are hidden.
+		if !m.Empty() {
+			children = append(children, m.NewIter(it.lower, it.upper))
+		}
 	}
 	if vers := v.Version; vers != nil {
 		for i, f := range vers.Levels[0] {
@@ -165,7 +180,15 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	for i := range it.levels {
 		children = append(children, &it.levels[i])
 	}
-	it.merged.Init(children...)
+	if len(children) == 1 {
+		// The Iterator never moves it while exhausted, nor after an error
+		// (see findNext and findPrev), so it needs none of the merging
+		// iterator's guarantees.
+		it.iter = children[0]
+	} else {
+		it.merged.Init(children...)
+		it.iter = &it.merged
+	}
 	return it
 }
 
@@ -241,7 +264,25 @@ func (it *Iterator) SeekLT(key []byte) bool {
 // Next moves to the following entry.
 func (it *Iterator) Next() bool {
 	it.nNext++
-	if !it.next() {
+	var ok bool
+	if it.pos == posValid && it.dir == forward {
+		// The common step, inlined here: the merged iterator is at the key
+		// shown; step past it and skip its older versions. The entry there
+		// is usually already the next key's visible value, which is shown
+		// without findNext's loop and checks.
+		it.keyBuf = append(it.keyBuf[:0], it.key...)
+		kv := it.iter.Next()
+		if kv != nil && kv.K.SeqNum() <= it.seq && kv.K.Kind() == base.KindSet &&
+			bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+			it.key, it.value = kv.K.UserKey, kv.V
+			ok = true
+		} else {
+			ok = it.findNext(kv, true)
+		}
+	} else {
+		ok = it.next()
+	}
+	if !ok {
 		return false
 	}
 	it.nNextFound++
@@ -283,7 +324,7 @@ func (it *Iterator) Close() error {
 		return nil
 	}
 	it.closed = true
-	err := it.merged.Close()
+	err := it.iter.Close()
 	if it.err != nil {
 		err = it.err
 	}
@@ -312,7 +353,7 @@ func (it *Iterator) first() bool {
 		return false
 	}
 	it.dir = forward
-	return it.findNext(it.merged.First(), false)
+	return it.findNext(it.iter.First(), false)
 }
 
 func (it *Iterator) last() bool {
@@ -320,7 +361,7 @@ func (it *Iterator) last() bool {
 		return false
 	}
 	it.dir = reverse
-	return it.findPrev(it.merged.Last())
+	return it.findPrev(it.iter.Last())
 }
 
 func (it *Iterator) seekGE(key []byte) bool {
@@ -332,7 +373,7 @@ func (it *Iterator) seekGE(key []byte) bool {
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
 	it.dir = forward
-	return it.findNext(it.merged.SeekGE(it.seekBuf), false)
+	return it.findNext(it.iter.SeekGE(it.seekBuf), false)
 }
 
 func (it *Iterator) seekLT(key []byte) bool {
@@ -344,31 +385,26 @@ func (it *Iterator) seekLT(key []byte) bool {
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
 	it.dir = reverse
-	return it.findPrev(it.merged.SeekLT(it.seekBuf))
+	return it.findPrev(it.iter.SeekLT(it.seekBuf))
 }
 
+// next is Next from anywhere but an entry shown going forward, which Next
+// handles itself.
 func (it *Iterator) next() bool {
-	switch it.pos {
-	case posValid:
-	case posBeforeStart:
+	switch {
+	case it.pos == posBeforeStart:
 		return it.first()
-	default:
+	case it.pos != posValid:
 		return false
 	}
+	// Going backward, the merged iterator is before every version of the
+	// key shown, which keyBuf holds: step into them and skip them.
+	it.dir = forward
 	var kv *base.InternalKV
-	if it.dir == reverse {
-		// The merged iterator is before every version of the key shown,
-		// which keyBuf holds: step into them and skip them.
-		it.dir = forward
-		if it.ikv == nil {
-			kv = it.merged.First()
-		} else {
-			kv = it.merged.Next()
-		}
+	if it.ikv == nil {
+		kv = it.iter.First()
 	} else {
-		// The merged iterator is at the key shown: skip its older versions.
-		it.keyBuf = append(it.keyBuf[:0], it.key...)
-		kv = it.merged.Next()
+		kv = it.iter.Next()
 	}
 	return it.findNext(kv, true)
 }
@@ -388,9 +424,9 @@ func (it *Iterator) prev() bool {
 	// step back before all of its versions.
 	it.dir = reverse
 	it.keyBuf = append(it.keyBuf[:0], it.key...)
-	kv := it.merged.Prev()
+	kv := it.iter.Prev()
 	for kv != nil && bytes.Compare(kv.K.UserKey, it.keyBuf) >= 0 {
-		kv = it.merged.Prev()
+		kv = it.iter.Prev()
 	}
 	return it.findPrev(kv)
 }
@@ -407,7 +443,7 @@ func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
 	skipped := 0
 	for kv != nil {
 		if kv.K.SeqNum() > it.seq {
-			kv = it.merged.Next()
+			kv = it.iter.Next()
 			continue
 		}
 		switch kv.K.Kind() {
@@ -430,10 +466,10 @@ func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
 			// Seek to the first key after keyBuf: keyBuf followed by a zero
 			// byte is its immediate successor.
 			it.seekBuf = append(append(it.seekBuf[:0], it.keyBuf...), 0)
-			kv, skipped = it.merged.SeekGE(it.seekBuf), 0
+			kv, skipped = it.iter.SeekGE(it.seekBuf), 0
 			continue
 		}
-		kv = it.merged.Next()
+		kv = it.iter.Next()
 	}
 	return it.exhausted(posAfterEnd)
 }
@@ -445,7 +481,7 @@ func (it *Iterator) findPrev(kv *base.InternalKV) bool {
 	// KindDelete until a value is found: a key whose newest visible entry
 	// is a tombstone has nothing to show.
 	kind := base.KindDelete
-	for ; kv != nil; kv = it.merged.Prev() {
+	for ; kv != nil; kv = it.iter.Prev() {
 		if kv.K.SeqNum() > it.seq {
 			continue
 		}
@@ -465,7 +501,7 @@ func (it *Iterator) findPrev(kv *base.InternalKV) bool {
 	}
 	it.ikv = kv
 	if kv == nil {
-		if err := it.merged.Error(); err != nil {
+		if err := it.iter.Error(); err != nil {
 			return it.fail(err)
 		}
 	}
@@ -480,7 +516,7 @@ func (it *Iterator) findPrev(kv *base.InternalKV) bool {
 // exhausted handles the merged iterator running out: an error, or the end
 // p.
 func (it *Iterator) exhausted(p iterPos) bool {
-	if err := it.merged.Error(); err != nil {
+	if err := it.iter.Error(); err != nil {
 		return it.fail(err)
 	}
 	it.pos, it.key, it.value, it.ikv = p, nil, nil, nil

@@ -87,83 +87,120 @@ func TestIteratorAgainstModel(t *testing.T) {
 			if seed%4 == 3 {
 				cfg.cacheSize = 0
 			}
-			db := buildLSM(t, rng, cfg)
-			for range 30 {
-				lower, upper := randomBound(rng, cfg.keySpace), randomBound(rng, cfg.keySpace)
-				if lower != nil && upper != nil && string(lower) > string(upper) && rng.IntN(8) != 0 {
-					lower, upper = upper, lower // mostly; sometimes empty bounds
-				}
-				seq := db.randomSeq(rng)
-				env := readEnv()
-				env.AsyncIO = rng.IntN(2) == 0
-				keys, values := db.model.visible(seq, lower, upper)
-				m := &iterModel{keys: keys, values: values, lower: lower, upper: upper, none: true}
-				db.src.resetAcquires()
-				it := NewIterator(context.Background(), db.view, env, seq, IterOptions{LowerBound: lower, UpperBound: upper})
-				var trace []string
-				for range 80 {
-					var ok bool
-					var op string
-					switch r := rng.IntN(10); {
-					case r == 0:
-						op, ok = "First", it.First()
-						m.seekGE(nil)
-					case r == 1:
-						op, ok = "Last", it.Last()
-						m.seekLT([]byte("\xff"))
-					case r == 2:
-						k := db.randomKey(rng, cfg.keySpace)
-						op, ok = "SeekGE "+string(k), it.SeekGE(k)
-						m.seekGE(k)
-					case r == 3:
-						k := db.randomKey(rng, cfg.keySpace)
-						op, ok = "SeekLT "+string(k), it.SeekLT(k)
-						m.seekLT(k)
-					case r == 4 && it.Valid():
-						// The iterator's own key, which may point into a
-						// block the seek releases.
-						k := it.Key()
-						mk := []byte(m.keys[m.pos])
-						if rng.IntN(2) == 0 {
-							op, ok = "SeekGE Key()", it.SeekGE(k)
-							m.seekGE(mk)
-						} else {
-							op, ok = "SeekLT Key()", it.SeekLT(k)
-							m.seekLT(mk)
-						}
-					case r < 7:
-						op, ok = "Next", it.Next()
-						m.next()
-					default:
-						op, ok = "Prev", it.Prev()
-						m.prev()
-					}
-					trace = append(trace, op)
-					require.NoError(t, it.Error())
-					msg := fmt.Sprintf("bounds [%q, %q) seq %d ops:\n%s", lower, upper, seq, strings.Join(trace, "\n"))
-					require.Equal(t, m.valid(), ok, msg)
-					require.Equal(t, ok, it.Valid(), msg)
-					if ok {
-						require.Equal(t, m.keys[m.pos], string(it.Key()), msg)
-						require.Equal(t, string(m.values[m.pos]), string(it.Value()), msg)
-					} else {
-						require.Nil(t, it.Key())
-					}
-				}
-				require.NoError(t, it.Close())
-				require.NoError(t, it.Close())
-				for level, files := range db.view.Version.Levels {
-					for _, f := range files {
-						if db.src.acquired(f.FileNum) == 0 {
-							continue
-						}
-						require.True(t, (lower == nil || string(f.Largest.UserKey) >= string(lower)) &&
-							(upper == nil || string(f.Smallest.UserKey) < string(upper)),
-							"L%d table %s acquired outside bounds [%q, %q)", level, f, lower, upper)
-					}
-				}
+			checkIteratorAgainstModel(t, rng, cfg, 30)
+		})
+	}
+}
+
+// TestIteratorShapesAgainstModel runs the model test over LSMs with one
+// source, which the Iterator moves without a merging iterator, and with the
+// engine's empty mutable memtable, which it leaves out.
+func TestIteratorShapesAgainstModel(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		mems, l0, levels      int
+		emptyMem, oneFilePerL bool
+	}{
+		{name: "shape=one-level", levels: 1},
+		{name: "shape=one-table", levels: 1, oneFilePerL: true},
+		{name: "shape=empty-mem+one-level", levels: 1, emptyMem: true},
+		{name: "shape=one-l0", l0: 1},
+		{name: "shape=one-mem", mems: 1},
+		{name: "shape=empty-mem+mem+levels", mems: 1, levels: 2, emptyMem: true},
+		{name: "shape=empty-mem", emptyMem: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range seeds(4) {
+				rng := rand.New(rand.NewPCG(seed, 5))
+				cfg := defaultLSMConfig()
+				cfg.mems, cfg.l0, cfg.levels = tc.mems, tc.l0, tc.levels
+				cfg.emptyMem, cfg.oneFilePerLevel = tc.emptyMem, tc.oneFilePerL
+				checkIteratorAgainstModel(t, rng, cfg, 15)
 			}
 		})
+	}
+}
+
+// checkIteratorAgainstModel builds a random LSM shaped by cfg and compares
+// rounds random operation sequences, at random snapshots and bounds, with
+// the model.
+func checkIteratorAgainstModel(t *testing.T, rng *rand.Rand, cfg lsmConfig, rounds int) {
+	t.Helper()
+	db := buildLSM(t, rng, cfg)
+	for range rounds {
+		lower, upper := randomBound(rng, cfg.keySpace), randomBound(rng, cfg.keySpace)
+		if lower != nil && upper != nil && string(lower) > string(upper) && rng.IntN(8) != 0 {
+			lower, upper = upper, lower // mostly; sometimes empty bounds
+		}
+		seq := db.randomSeq(rng)
+		env := readEnv()
+		env.AsyncIO = rng.IntN(2) == 0
+		keys, values := db.model.visible(seq, lower, upper)
+		m := &iterModel{keys: keys, values: values, lower: lower, upper: upper, none: true}
+		db.src.resetAcquires()
+		it := NewIterator(context.Background(), db.view, env, seq, IterOptions{LowerBound: lower, UpperBound: upper})
+		var trace []string
+		for range 80 {
+			var ok bool
+			var op string
+			switch r := rng.IntN(10); {
+			case r == 0:
+				op, ok = "First", it.First()
+				m.seekGE(nil)
+			case r == 1:
+				op, ok = "Last", it.Last()
+				m.seekLT([]byte("\xff"))
+			case r == 2:
+				k := db.randomKey(rng, cfg.keySpace)
+				op, ok = "SeekGE "+string(k), it.SeekGE(k)
+				m.seekGE(k)
+			case r == 3:
+				k := db.randomKey(rng, cfg.keySpace)
+				op, ok = "SeekLT "+string(k), it.SeekLT(k)
+				m.seekLT(k)
+			case r == 4 && it.Valid():
+				// The iterator's own key, which may point into a
+				// block the seek releases.
+				k := it.Key()
+				mk := []byte(m.keys[m.pos])
+				if rng.IntN(2) == 0 {
+					op, ok = "SeekGE Key()", it.SeekGE(k)
+					m.seekGE(mk)
+				} else {
+					op, ok = "SeekLT Key()", it.SeekLT(k)
+					m.seekLT(mk)
+				}
+			case r < 7:
+				op, ok = "Next", it.Next()
+				m.next()
+			default:
+				op, ok = "Prev", it.Prev()
+				m.prev()
+			}
+			trace = append(trace, op)
+			require.NoError(t, it.Error())
+			msg := fmt.Sprintf("bounds [%q, %q) seq %d ops:\n%s", lower, upper, seq, strings.Join(trace, "\n"))
+			require.Equal(t, m.valid(), ok, msg)
+			require.Equal(t, ok, it.Valid(), msg)
+			if ok {
+				require.Equal(t, m.keys[m.pos], string(it.Key()), msg)
+				require.Equal(t, string(m.values[m.pos]), string(it.Value()), msg)
+			} else {
+				require.Nil(t, it.Key())
+			}
+		}
+		require.NoError(t, it.Close())
+		require.NoError(t, it.Close())
+		for level, files := range db.view.Version.Levels {
+			for _, f := range files {
+				if db.src.acquired(f.FileNum) == 0 {
+					continue
+				}
+				require.True(t, (lower == nil || string(f.Largest.UserKey) >= string(lower)) &&
+					(upper == nil || string(f.Smallest.UserKey) < string(upper)),
+					"L%d table %s acquired outside bounds [%q, %q)", level, f, lower, upper)
+			}
+		}
 	}
 }
 
@@ -341,6 +378,50 @@ func TestIteratorContext(t *testing.T) {
 	require.ErrorIs(t, it.Error(), boom)
 	require.Contains(t, it.Error().Error(), "000006")
 	require.ErrorIs(t, it.Close(), boom)
+}
+
+// TestIteratorOneLevelErrors checks that an Iterator over one level and the
+// engine's empty mutable memtable, which moves the level iterator without a
+// merging iterator, stops at an error as the merged one does.
+func TestIteratorOneLevelErrors(t *testing.T) {
+	files := []testFile{
+		{level: 1, kvs: []string{"a@20=a20", "c@21=c21"}},
+		{level: 1, kvs: []string{"e@22=e22", "g@23=g23"}},
+	}
+	v, src := buildHandLSM(t, vfs.NewMem(), files, [][]string{{}}, sstable.WriterOptions{})
+	require.True(t, v.Mems[0].Empty())
+
+	it := NewIterator(context.Background(), v, readEnv(), 100, IterOptions{})
+	require.True(t, it.iter == base.InternalIterator(&it.levels[0]), "the level iterator, unmerged")
+	var got []string
+	for ok := it.Last(); ok; ok = it.Prev() {
+		got = append(got, string(it.Key()))
+	}
+	require.Equal(t, []string{"g", "e", "c", "a"}, got)
+	require.NoError(t, it.Close())
+
+	boom := base.CorruptionErrorf("boom")
+	src.failOpen[2] = boom
+	it = NewIterator(context.Background(), v, readEnv(), 100, IterOptions{})
+	require.True(t, it.First())
+	require.True(t, it.Next())
+	require.Equal(t, "c", string(it.Key()))
+	require.False(t, it.Next(), "the second table cannot be opened")
+	require.ErrorIs(t, it.Error(), boom)
+	require.Contains(t, it.Error().Error(), "000002")
+	require.False(t, it.Prev(), "an error is final")
+	require.False(t, it.First(), "an error is final")
+	require.ErrorIs(t, it.Close(), boom)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	delete(src.failOpen, 2)
+	it = NewIterator(ctx, v, readEnv(), 100, IterOptions{})
+	require.True(t, it.SeekGE([]byte("b")))
+	require.Equal(t, "c", string(it.Key()))
+	cancel()
+	require.False(t, it.Next(), "the next table is not acquired under a done context")
+	require.ErrorIs(t, it.Error(), context.Canceled)
+	require.ErrorIs(t, it.Close(), context.Canceled)
 }
 
 func TestIteratorNextAllocs(t *testing.T) {

@@ -146,14 +146,22 @@ func (l *levelIter) Next() *base.InternalKV {
 	if l.err != nil || l.iter == nil {
 		return nil
 	}
-	return l.skipForward(l.iter.Next())
+	// Most steps stay within the table: return without the call to
+	// skipForward, which the compiler does not inline.
+	if kv := l.iter.Next(); kv != nil {
+		return kv
+	}
+	return l.skipForward(nil)
 }
 
 func (l *levelIter) Prev() *base.InternalKV {
 	if l.err != nil || l.iter == nil {
 		return nil
 	}
-	return l.skipBackward(l.iter.Prev())
+	if kv := l.iter.Prev(); kv != nil {
+		return kv
+	}
+	return l.skipBackward(nil)
 }
 
 // skipForward returns kv, or, when the open table has nothing more going

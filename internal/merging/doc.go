@@ -30,8 +30,13 @@
 // current entries: a min-heap while moving forward and a max-heap while
 // moving backward, as in LevelDB's MergingIterator and pebble's mergingIter.
 // Next advances the child at the top and sifts it down: O(log k) for k
-// children. Changing direction re-positions every child other than the one
-// at the top on the other side of the current entry — one Next or Prev for a
+// children. Two common cases cost less: a heap of one child is not ordered
+// at all (one level after a full compaction, the memtables empty or
+// exhausted), and a top child that stays on top (consecutive entries from the
+// largest level) costs one comparison, against the first of the root's two
+// children, which is remembered from the previous step as only the top
+// moved. Changing direction re-positions every child other than the one at
+// the top on the other side of the current entry — one Next or Prev for a
 // child with an entry, First or Last for an exhausted one (all of whose
 // entries are then on the other side) — and rebuilds the heap, O(k).
 //

@@ -17,8 +17,15 @@ type Iter struct {
 	// by dir: the top is the current entry. It is empty when the iterator is
 	// unpositioned, exhausted or stopped by an error.
 	heap []*child
-	dir  direction
-	err  error
+	// winner is the index in heap (1 or 2) of the root's child that comes
+	// first, or 0 when unknown. Only the top child moves while stepping, so
+	// as long as the top stays on top the subtrees below it are unchanged
+	// and so is their winner: fixTop then costs one comparison (the top
+	// against the winner) instead of the two of a sift-down, which is the
+	// common case when one child (the largest level) holds most entries.
+	winner int
+	dir    direction
+	err    error
 }
 
 var _ base.InternalIterator = (*Iter)(nil)
@@ -57,6 +64,7 @@ func (m *Iter) Init(iters ...base.InternalIterator) {
 		m.children[i] = child{iter: it, index: i}
 	}
 	m.heap = m.heap[:0]
+	m.winner = 0
 	m.dir = forward
 	m.err = nil
 }
@@ -83,13 +91,14 @@ func (m *Iter) Next() *base.InternalKV {
 	}
 	c := m.heap[0]
 	if c.kv = c.iter.Next(); c.kv == nil {
-		if !m.drop0(c) {
-			return nil
-		}
-	} else {
-		m.down(0)
+		return m.drop0(c)
 	}
-	return m.top()
+	// A lone child (one level after a full compaction, the memtables empty
+	// or exhausted) needs no ordering at all.
+	if len(m.heap) > 1 {
+		m.fixTop()
+	}
+	return m.heap[0].kv
 }
 
 // Prev moves to the preceding entry.
@@ -102,13 +111,12 @@ func (m *Iter) Prev() *base.InternalKV {
 	}
 	c := m.heap[0]
 	if c.kv = c.iter.Prev(); c.kv == nil {
-		if !m.drop0(c) {
-			return nil
-		}
-	} else {
-		m.down(0)
+		return m.drop0(c)
 	}
-	return m.top()
+	if len(m.heap) > 1 {
+		m.fixTop()
+	}
+	return m.heap[0].kv
 }
 
 // Error returns the first error a child reported, which stopped the
@@ -145,6 +153,7 @@ const (
 // position repositions every child with o and builds the heap.
 func (m *Iter) position(o op, key []byte) *base.InternalKV {
 	m.heap = m.heap[:0]
+	m.winner = 0
 	if m.err != nil {
 		return nil
 	}
@@ -183,6 +192,7 @@ func (m *Iter) position(o op, key []byte) *base.InternalKV {
 func (m *Iter) switchTo(d direction) *base.InternalKV {
 	cur := m.heap[0]
 	m.heap = m.heap[:0]
+	m.winner = 0
 	m.dir = d
 	for i := range m.children {
 		c := &m.children[i]
@@ -230,23 +240,26 @@ func (m *Iter) add(c *child) bool {
 }
 
 // drop0 removes the top child, which just ran out of entries, from the
-// heap, or stops the iterator and returns false if it failed instead.
-func (m *Iter) drop0(c *child) bool {
+// heap and returns the new top entry, or stops the iterator and returns nil
+// if the child failed instead.
+func (m *Iter) drop0(c *child) *base.InternalKV {
 	if err := c.iter.Error(); err != nil {
 		m.stop(err)
-		return false
+		return nil
 	}
 	n := len(m.heap) - 1
 	m.heap[0] = m.heap[n]
 	m.heap[n] = nil
 	m.heap = m.heap[:n]
+	m.winner = 0
 	m.down(0)
-	return true
+	return m.top()
 }
 
 func (m *Iter) stop(err error) {
 	m.err = err
 	m.heap = m.heap[:0]
+	m.winner = 0
 }
 
 func (m *Iter) top() *base.InternalKV {
@@ -262,6 +275,30 @@ func (m *Iter) build() *base.InternalKV {
 		m.down(i)
 	}
 	return m.top()
+}
+
+// fixTop restores the heap order after the top child, of two or more,
+// moved to a new entry.
+func (m *Iter) fixTop() {
+	h := m.heap
+	w := 1 // the root's only child when there are two children
+	if len(h) > 2 {
+		if w = m.winner; w == 0 {
+			w = 1
+			if m.before(h[2], h[1]) {
+				w = 2
+			}
+			m.winner = w
+		}
+	}
+	if !m.before(h[w], h[0]) {
+		return
+	}
+	// The winner moves up and the old top sinks into its subtree, which
+	// changes; the next fixTop recomputes the winner.
+	h[0], h[w] = h[w], h[0]
+	m.winner = 0
+	m.down(w)
 }
 
 // down sifts the child at i down to its place.

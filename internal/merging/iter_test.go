@@ -199,7 +199,32 @@ func newWorkload(rng *rand.Rand, n, keys, perChild int, dups bool) *workload {
 			}
 		}
 	}
-	for c := range n {
+	w.finish()
+	return w
+}
+
+// newSkewedWorkload makes n children over keys user keys shaped like an LSM
+// after compaction: the last child holds most of the entries (count), each
+// one before it a tenth as many as the next, with no duplicates.
+func newSkewedWorkload(rng *rand.Rand, n, keys, count int) *workload {
+	w := &workload{children: make([][]base.InternalKV, n), keys: keys}
+	seq := base.SeqNum(1)
+	for c := n - 1; c >= 0; c-- {
+		for range count {
+			k := base.MakeInternalKey(fmt.Appendf(nil, "k%03d", rng.IntN(keys)), seq, base.KindSet)
+			seq++
+			w.children[c] = append(w.children[c], base.InternalKV{K: k})
+		}
+		count /= 10
+	}
+	w.finish()
+	return w
+}
+
+// finish sorts the children, labels their entries with their child's value
+// and merges them into w.merged.
+func (w *workload) finish() {
+	for c := range w.children {
 		slices.SortFunc(w.children[c], func(a, b base.InternalKV) int { return base.CompareInternal(a.K, b.K) })
 		for i := range w.children[c] {
 			w.children[c][i].V = fmt.Appendf(nil, "child%d", c)
@@ -212,7 +237,6 @@ func newWorkload(rng *rand.Rand, n, keys, perChild int, dups bool) *workload {
 		}
 		return cmp.Compare(a.child, b.child)
 	})
-	return w
 }
 
 func (w *workload) iters(t testing.TB, restart bool) []*sliceIter {
@@ -339,6 +363,29 @@ func TestRandomized(t *testing.T) {
 		for _, c := range its {
 			require.Equal(t, 1, c.closed)
 		}
+	}
+}
+
+// TestSkewed is TestRandomized over children shaped like an LSM's levels,
+// where one child supplies most consecutive entries: the top child mostly
+// stays on top, the case Next and Prev shortcut.
+func TestSkewed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 50 {
+		n := 2 + rng.IntN(6)
+		w := newSkewedWorkload(rng, n, 200, 300)
+		its := w.iters(t, rng.IntN(2) == 0)
+		it := NewIter(asInternal(its)...)
+		md := &model{w: w}
+		var trace []string
+		for range 1000 {
+			desc, got, want := step(rng, it, md)
+			trace = append(trace, desc)
+			requireSame(t, func() string {
+				return fmt.Sprintf("round %d (%d children) after %v", round, n, trace[max(0, len(trace)-8):])
+			}, got, want)
+		}
+		require.NoError(t, it.Close())
 	}
 }
 
