@@ -57,7 +57,17 @@ type Options struct {
 	// LastLevel says the file is in the last level of the tree; it selects
 	// which of the last-level and non-last-level read tickers count its bytes.
 	LastLevel bool
+	// ParallelAfter is how long the first request of a MultiRead must take
+	// for the others to be read in parallel; zero means
+	// DefaultParallelAfter, negative never.
+	ParallelAfter time.Duration
 }
+
+// DefaultParallelAfter is the default Options.ParallelAfter. A 4 KiB read
+// from the page cache takes a few microseconds, less than handing a request
+// to another goroutine and waking it; a read from a device takes tens to
+// hundreds, which overlapping several reads hides.
+const DefaultParallelAfter = 25 * time.Microsecond
 
 // Reader reads one file. It is safe for concurrent use.
 type Reader struct {
@@ -79,6 +89,9 @@ func NewReader(f vfs.File, name string, size int64, opts Options) (*Reader, erro
 		bytesTicker: statistics.NonLastLevelReadBytes, countTicker: statistics.NonLastLevelReadCount}
 	if opts.LastLevel {
 		r.bytesTicker, r.countTicker = statistics.LastLevelReadBytes, statistics.LastLevelReadCount
+	}
+	if r.opts.ParallelAfter == 0 {
+		r.opts.ParallelAfter = DefaultParallelAfter
 	}
 	r.withOpts, _ = f.(vfs.ReaderAtWithOptions)
 	if opts.Mmap {

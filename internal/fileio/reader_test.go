@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -524,7 +525,8 @@ func BenchmarkRead(b *testing.B) {
 func TestMultiReadParallel(t *testing.T) {
 	fs, data := testFile(t, "f", 1<<20)
 	stats := statistics.New(statistics.LevelAll)
-	r := openTest(t, fs, "f", Options{Stats: stats})
+	// Every first read counts as slow: the rest are read in parallel.
+	r := openTest(t, fs, "f", Options{Stats: stats, ParallelAfter: time.Nanosecond})
 	rng := rand.New(rand.NewPCG(5, 6))
 	for round := range 20 {
 		n := 1 + rng.IntN(24)
@@ -559,5 +561,65 @@ func TestMultiReadParallel(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.Equal(t, uint64(1), stats.HistogramData(statistics.FileReadMultiGetMicros).Count, "one sample per call")
+	}
+}
+
+// countingFile records how many ReadAt calls run at once.
+type countingFile struct {
+	vfs.File
+	delay        time.Duration
+	active, most atomic.Int32
+}
+
+func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n := f.active.Add(1)
+	for m := f.most.Load(); n > m && !f.most.CompareAndSwap(m, n); m = f.most.Load() {
+	}
+	time.Sleep(f.delay)
+	defer f.active.Add(-1)
+	return f.File.ReadAt(p, off)
+}
+
+// TestMultiReadParallelOnlyWhenSlow checks that a MultiRead reads in
+// parallel when its first read is slow (a device) and in turn when it is
+// fast (the page cache), where goroutine hand-offs would cost more.
+func TestMultiReadParallelOnlyWhenSlow(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("parallel reads need GOMAXPROCS >= 2")
+	}
+	fs, data := testFile(t, "f", 1<<20)
+	for _, tc := range []struct {
+		name     string
+		delay    time.Duration
+		opts     Options
+		parallel bool
+	}{
+		// "Fast" is relative to ParallelAfter: under -race or on a
+		// loaded machine a page-cache read can take longer than the default.
+		{"fast", 0, Options{ParallelAfter: time.Hour}, false},
+		{"slow", 2 * time.Millisecond, Options{}, true},
+		{"slow/never", 2 * time.Millisecond, Options{ParallelAfter: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := fs.Open("f")
+			require.NoError(t, err)
+			cf := &countingFile{File: f, delay: tc.delay}
+			r, err := NewReader(cf, "f", 1<<20, tc.opts)
+			require.NoError(t, err)
+			defer r.Close()
+			reqs := make([]ReadRequest, 8)
+			for i := range reqs {
+				reqs[i] = ReadRequest{Offset: int64(i) << 16, Len: 4096, Scratch: make([]byte, 4096)}
+			}
+			require.NoError(t, r.MultiRead(context.Background(), ioctx.IOOptions{}, reqs))
+			for _, q := range reqs {
+				require.Equal(t, data[q.Offset:q.Offset+int64(q.Len)], q.Result)
+			}
+			if tc.parallel {
+				require.Greater(t, cf.most.Load(), int32(1), "reads overlapped")
+			} else {
+				require.Equal(t, int32(1), cf.most.Load(), "reads overlapped")
+			}
+		})
 	}
 }
