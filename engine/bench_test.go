@@ -535,7 +535,7 @@ func BenchmarkIteratorPrev(b *testing.B) {
 
 func benchIterStep(b *testing.B, forward bool) {
 	b.Cleanup(benchCloseCached)
-	for _, c := range benchVariants(b, "k") {
+	for _, c := range benchVariants(b, "ks") {
 		b.Run(fmt.Sprintf("%s/filter=%t/mmap=%t", c.name(), c.filter, c.mmap), func(b *testing.B) {
 			bdb := benchOpen(b, c)
 			it, err := bdb.db.NewIterator(benchReadContext(bdb.cfg), nil)
