@@ -342,6 +342,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.mem, d.mu.imm = nil, nil
 	d.mu.Unlock()
+	d.arenas.close()
 	if err == nil && !d.opts.ReadOnly {
 		d.deleteObsoleteFiles(false)
 	}

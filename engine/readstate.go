@@ -81,11 +81,12 @@ func (rs *readState) unref() {
 }
 
 // arenaPool keeps the arenas of memtables nobody can read any more, so a new
-// memtable reuses one instead of allocating (and later leaving to the
-// garbage collector) another write_buffer_size of memory.
+// memtable reuses one instead of allocating another write_buffer_size of
+// memory. The arenas it does not keep are freed (unmapped) at once.
 type arenaPool struct {
-	mu   sync.Mutex
-	free []*memtable.MemTable
+	mu     sync.Mutex
+	free   []*memtable.MemTable
+	closed bool // the database is closed: nothing more is kept
 }
 
 // arenaPoolSize bounds the arenas kept: one being filled, one flushing, one
@@ -95,9 +96,23 @@ const arenaPoolSize = 2
 func (p *arenaPool) put(m *memTable) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) < arenaPoolSize {
+	if !p.closed && len(p.free) < arenaPoolSize {
 		p.free = append(p.free, m.MemTable)
+		return
 	}
+	m.MemTable.Free()
+}
+
+// close frees the kept arenas; memtables released later (by iterators or
+// pinned values that outlive the database) are freed as they come.
+func (p *arenaPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, m := range p.free {
+		m.Free()
+	}
+	p.free = nil
 }
 
 // get returns an empty memtable with at least size bytes of arena, reusing

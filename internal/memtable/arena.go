@@ -72,19 +72,26 @@ func randomHeight(r uint64) int {
 // arena is a lock-free bump allocator over one buffer. It is safe for
 // concurrent use.
 type arena struct {
-	// buf is 8-byte aligned: it is the memory of a []uint64.
+	// buf is 8-byte aligned: a page-aligned mapping, or the memory of a
+	// []uint64.
 	buf []byte
+	// mapped says buf is a mapping outside the Go heap (see New).
+	mapped bool
 	// used is the offset of the first free byte. It only grows, and only up
 	// to a value that leaves towerSlack bytes free.
 	used atomic.Uint64
 }
 
 // init allocates the buffer, size bytes clamped to [minArenaSize,
-// maxArenaSize].
+// maxArenaSize]: mapped memory where the platform has it, else a heap slice.
 func (a *arena) init(size int) {
 	size = min(max(size, minArenaSize), maxArenaSize)
-	words := make([]uint64, (size+7)/8)
-	a.buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
+	if b := mapMemory(size); b != nil {
+		a.buf, a.mapped = b, true
+	} else {
+		words := make([]uint64, (size+7)/8)
+		a.buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
+	}
 	a.used.Store(arenaStart)
 }
 

@@ -27,6 +27,10 @@ var (
 // use iterators, at once.
 type MemTable struct {
 	arena arena
+	// unmap unmaps a mapped arena if the MemTable becomes unreachable
+	// without Free; Free stops it.
+	unmap runtime.Cleanup
+	freed bool
 	head  uint32 // offset of the head node, which has a full tower and no key
 	// height is the tallest tower linked or being linked, 1..maxHeight.
 	// Searches start at this level.
@@ -41,11 +45,36 @@ type MemTable struct {
 // now and never grown. The engine passes write_buffer_size plus headroom.
 // Sizes are clamped to [188 B, 4 GiB): offsets into the arena are uint32s, and
 // a smaller arena could not hold the head node.
+//
+// On Unix the arena is an anonymous mapping outside the Go heap: the
+// garbage collector sizes its heap goal from the live heap, so 64 MiB
+// arenas on the heap would let it grow by as much again before collecting.
+// The owner calls Free when nothing reads the memtable any more; one that
+// is dropped without Free is unmapped when the garbage collector finds it
+// unreachable.
 func New(arenaSize int) *MemTable {
 	m := &MemTable{}
 	m.arena.init(arenaSize)
+	if m.arena.mapped {
+		m.unmap = runtime.AddCleanup(m, unmapMemory, m.arena.buf)
+	}
 	m.initHead()
 	return m
+}
+
+// Free releases the arena now. Nothing the memtable returned (values, keys,
+// iterators) may be used after it, nor the memtable itself: with a mapped
+// arena such a use faults. Calling Free twice is a bug and panics.
+func (m *MemTable) Free() {
+	if m.freed {
+		panic(base.AssertionFailedf("memtable: Free called twice"))
+	}
+	m.freed = true
+	if m.arena.mapped {
+		m.unmap.Stop()
+		unmapMemory(m.arena.buf)
+	}
+	m.arena.buf = nil
 }
 
 func (m *MemTable) initHead() {

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -534,4 +539,71 @@ func TestReset(t *testing.T) {
 		require.Zero(t, m.Count())
 		require.Nil(t, m.NewIter(nil, nil).First(), "a reset memtable is empty")
 	}
+}
+
+// TestFree checks that Free releases the arena once and that a second Free
+// is reported.
+func TestFree(t *testing.T) {
+	m := New(1 << 20)
+	require.NoError(t, m.Add(1, base.KindSet, []byte("k"), []byte("v")))
+	v, _, ok := m.Get([]byte("k"), 1)
+	require.True(t, ok)
+	require.Equal(t, "v", string(v))
+	m.Free()
+	require.Zero(t, m.Capacity())
+	require.Panics(t, m.Free)
+}
+
+// TestArenaUnmapped checks, where /proc/self/status tells the process's
+// virtual size, that arenas are mapped outside the heap and unmapped both by
+// Free and, for memtables dropped without it, by their cleanup.
+func TestArenaUnmapped(t *testing.T) {
+	if _, err := vmSize(); err != nil {
+		t.Skipf("no virtual size to watch: %v", err)
+	}
+	const n, size = 16, 32 << 20 // 512 MiB in all
+	before := mustVMSize(t)
+	ms := make([]*MemTable, n)
+	for i := range ms {
+		ms[i] = New(size)
+		require.True(t, ms[i].arena.mapped)
+	}
+	require.GreaterOrEqual(t, mustVMSize(t)-before, int64(n*size), "arenas are mapped")
+	for _, m := range ms {
+		m.Free()
+	}
+	require.Less(t, mustVMSize(t)-before, int64(n*size/4), "Free unmaps")
+
+	before = mustVMSize(t)
+	for range n {
+		require.NoError(t, New(size).Add(1, base.KindSet, []byte("k"), []byte("v")))
+	}
+	// Cleanups run on their own goroutine after a collection.
+	deadline := time.Now().Add(10 * time.Second)
+	for mustVMSize(t)-before >= int64(n*size/4) {
+		require.True(t, time.Now().Before(deadline), "dropped memtables were not unmapped")
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// vmSize returns VmSize from /proc/self/status, in bytes.
+func vmSize() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmSize line")
+}
+
+func mustVMSize(t *testing.T) int64 {
+	v, err := vmSize()
+	require.NoError(t, err)
+	return v
 }
