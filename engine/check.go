@@ -50,7 +50,7 @@ func (d *DB) Check(ctx context.Context) error {
 }
 
 func (d *DB) checkTable(ctx context.Context, level int, f *manifest.FileMetadata) error {
-	ref, err := d.tables.Acquire(ctx, checkReadEnv, f)
+	ref, err := d.tables.Acquire(ctx, checkReadEnv, f, level)
 	if err != nil {
 		return errors.Wrapf(err, "engine: check: L%d table %s", level, f.FileNum)
 	}

@@ -167,9 +167,13 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs [
 			r.Release()
 		}
 	}()
-	for _, files := range c.Inputs {
+	for i, files := range c.Inputs {
+		level := c.Level
+		if i == 1 {
+			level = c.OutputLevel
+		}
 		for _, f := range files {
-			ref, err := d.tables.Acquire(ctx, compactionReadEnv, f)
+			ref, err := d.tables.Acquire(ctx, compactionReadEnv, f, level)
 			if err != nil {
 				for _, it := range iters {
 					_ = it.Close()
@@ -220,7 +224,7 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs [
 			return err
 		}
 		tw = nil
-		if err := d.openAndCheckTable(ctx, meta, ioctx.ActivityCompaction, ioctx.PriorityLow); err != nil {
+		if err := d.openAndCheckTable(ctx, meta, c.OutputLevel, ioctx.ActivityCompaction, ioctx.PriorityLow); err != nil {
 			d.tables.evict(meta.FileNum)
 			outputs = append(outputs, meta) // removed by the deferred cleanup
 			return err

@@ -26,7 +26,7 @@ func (d *DB) writeMemTable(ctx context.Context, mem *memtable.MemTable, activity
 		}
 		return nil, err
 	}
-	if err := d.openAndCheckTable(ctx, meta, activity, ioctx.PriorityTotal); err != nil {
+	if err := d.openAndCheckTable(ctx, meta, 0, activity, ioctx.PriorityTotal); err != nil {
 		d.tables.evict(meta.FileNum)
 		_ = d.fs.Remove(manifest.TableFileName(d.dirname, meta.FileNum))
 		d.removePendingOutput(meta.FileNum)

@@ -166,7 +166,7 @@ func (d *DB) openTables(ctx context.Context) error {
 			if d.opts.MaxOpenFiles > 0 && opened >= d.opts.MaxOpenFiles {
 				return nil
 			}
-			ref, err := d.tables.Acquire(ctx, openReadEnv, f)
+			ref, err := d.tables.Acquire(ctx, openReadEnv, f, level)
 			if err != nil {
 				return err
 			}

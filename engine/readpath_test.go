@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
 	"github.com/shaledb/shale/ioctx"
@@ -539,4 +540,46 @@ func TestMaxOpenFiles(t *testing.T) {
 	require.LessOrEqual(t, open, opts.MaxOpenFiles)
 	runUserRead(t, ctx, db, "Iterator", 4000)
 	runUserRead(t, ctx, db, "MultiGet", 4000)
+}
+
+// TestLastLevelReadTickers checks RocksDB's last-level split of read bytes:
+// a table opened while in the last level counts its reads in
+// LastLevelRead{Bytes,Count}, any other in NonLastLevelRead{Bytes,Count}.
+func TestLastLevelReadTickers(t *testing.T) {
+	stats := statistics.New(statistics.LevelAll)
+	opts := smallOptions(nil)
+	opts.Statistics = stats
+	opts.BlockCacheSize = -1 // every Get reads its block from the file
+	db, _ := openTestDB(t, opts)
+	ctx := context.Background()
+	for i := range 2000 {
+		require.NoError(t, db.Put(ctx, key(i), []byte("value")))
+	}
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	rs := db.loadReadState()
+	last := manifest.NumLevels - 1
+	require.Positive(t, rs.current.NumFiles(last), "a full compaction fills the last level")
+	for l := range last {
+		require.Zero(t, rs.current.NumFiles(l), "L%d after a full compaction", l)
+	}
+	rs.unref()
+
+	stats.Reset()
+	_, err := db.Get(ctx, key(10))
+	require.NoError(t, err)
+	require.Positive(t, stats.TickerCount(statistics.LastLevelReadCount))
+	require.Positive(t, stats.TickerCount(statistics.LastLevelReadBytes))
+	require.Zero(t, stats.TickerCount(statistics.NonLastLevelReadCount))
+	require.Zero(t, stats.TickerCount(statistics.NonLastLevelReadBytes))
+
+	// A newer version of the key in an L0 table.
+	require.NoError(t, db.Put(ctx, key(10), []byte("newer")))
+	require.NoError(t, db.Flush(ctx))
+	stats.Reset()
+	v, err := db.Get(ctx, key(10))
+	require.NoError(t, err)
+	require.Equal(t, "newer", string(v))
+	require.Positive(t, stats.TickerCount(statistics.NonLastLevelReadCount))
+	require.Positive(t, stats.TickerCount(statistics.NonLastLevelReadBytes))
+	require.Zero(t, stats.TickerCount(statistics.LastLevelReadCount))
 }

@@ -63,10 +63,10 @@ type tableEntry struct {
 var _ readpath.TableSource = (*tableCache)(nil)
 
 // Acquire implements readpath.TableSource.
-func (tc *tableCache) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) (readpath.TableRef, error) {
+func (tc *tableCache) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (readpath.TableRef, error) {
 	e := tc.lookup(meta.FileNum)
 	if e == nil {
-		e = tc.insert(ctx, env, meta)
+		e = tc.insert(ctx, env, meta, level)
 	}
 	select {
 	case <-e.ready:
@@ -110,7 +110,7 @@ func (tc *tableCache) lookup(fileNum manifest.FileNum) *tableEntry {
 
 // insert adds an entry for meta and opens its table, unless another
 // goroutine got there first; it returns the referenced entry.
-func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) *tableEntry {
+func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) *tableEntry {
 	tc.mu.Lock()
 	if e := tc.entries[meta.FileNum]; e != nil {
 		e.refs.Add(1)
@@ -135,7 +135,7 @@ func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *man
 		v.Release()
 	}
 
-	e.reader, e.err = tc.open(ctx, env, meta)
+	e.reader, e.err = tc.open(ctx, env, meta, level)
 	close(e.ready)
 	if e.err != nil {
 		// Forget the failure so the next Acquire tries again.
@@ -154,11 +154,16 @@ func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *man
 	return e
 }
 
-// open opens a table reader; its reads carry env.
-func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) (*sstable.Reader, error) {
+// open opens a table reader; its reads carry env. Its file reader counts
+// bytes in the last-level read tickers when level is the last level, as
+// RocksDB's TableCache decides when it opens a table; a table that a
+// trivial move takes to another level keeps the reader's choice.
+func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (*sstable.Reader, error) {
 	start := time.Now()
 	name := manifest.TableFileName(tc.dirname, meta.FileNum)
-	f, err := fileio.Open(tc.fs, name, tc.fileOpts)
+	opts := tc.fileOpts
+	opts.LastLevel = level == manifest.NumLevels-1
+	f, err := fileio.Open(tc.fs, name, opts)
 	if err == nil && uint64(f.Size()) != meta.Size {
 		err = base.Mark(errors.Newf("engine: table %s is %d bytes, the MANIFEST says %d", name, f.Size(), meta.Size),
 			ErrCorruption)

@@ -125,17 +125,17 @@ func (lw *limitedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// openAndCheckTable opens a table the engine just wrote, reading it with
-// activity (Flush, Compaction or DBOpen): the open verifies its footer,
+// openAndCheckTable opens a table the engine just wrote for level, reading
+// it with activity (Flush, Compaction or DBOpen): the open verifies its footer,
 // index, filter and properties, and with ParanoidFileChecks every data block
 // is read back and verified too. The open reader goes into the table cache.
 // A table that does not read back is not installed.
-func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata, activity ioctx.Activity, pri ioctx.Priority) error {
+func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata, level int, activity ioctx.Activity, pri ioctx.Priority) error {
 	env := sstable.ReadEnv{
 		IO:              ioctx.IOOptions{Activity: activity, RateLimiterPriority: pri},
 		VerifyChecksums: true,
 	}
-	ref, err := d.tables.Acquire(ctx, env, meta)
+	ref, err := d.tables.Acquire(ctx, env, meta, level)
 	if err != nil {
 		return errors.Wrapf(err, "engine: opening new table %s", meta.FileNum)
 	}

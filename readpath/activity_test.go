@@ -142,7 +142,7 @@ func TestRateLimiterRequestCounts(t *testing.T) {
 					src.cache = cache.New(1 << 20)
 				}
 				for _, f := range v.Version.Levels[1] {
-					ref, err := src.Acquire(context.Background(), readEnv(), f)
+					ref, err := src.Acquire(context.Background(), readEnv(), f, 1)
 					require.NoError(t, err)
 					ref.Release()
 				}

@@ -166,7 +166,7 @@ func getFromTable(
 	if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
 		return Value{}, true, err
 	}
-	t, err := v.Tables.Acquire(ctx, *env, f)
+	t, err := v.Tables.Acquire(ctx, *env, f, level)
 	if err != nil {
 		return Value{}, true, errors.Wrapf(err, "readpath: Get: acquiring table %s", f.FileNum)
 	}
@@ -269,7 +269,7 @@ func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte)
 				if !containsKey(f, key) {
 					continue
 				}
-				if seq, found, err := latestInTable(ctx, v, &env, f, key, upper, h); found || err != nil {
+				if seq, found, err := latestInTable(ctx, v, &env, f, level, key, upper, h); found || err != nil {
 					return seq, found, err
 				}
 			}
@@ -279,7 +279,7 @@ func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte)
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 {
 			continue
 		}
-		if seq, found, err := latestInTable(ctx, v, &env, files[i], key, upper, h); found || err != nil {
+		if seq, found, err := latestInTable(ctx, v, &env, files[i], level, key, upper, h); found || err != nil {
 			return seq, found, err
 		}
 	}
@@ -287,12 +287,12 @@ func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte)
 }
 
 func latestInTable(
-	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, key, upper []byte, h uint32,
+	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, level int, key, upper []byte, h uint32,
 ) (base.SeqNum, bool, error) {
 	if err := ctxErr(ctx, "LatestSeqNum: before", f.FileNum); err != nil {
 		return 0, false, err
 	}
-	t, err := v.Tables.Acquire(ctx, *env, f)
+	t, err := v.Tables.Acquire(ctx, *env, f, level)
 	if err != nil {
 		return 0, false, errors.Wrapf(err, "readpath: LatestSeqNum: acquiring table %s", f.FileNum)
 	}

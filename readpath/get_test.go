@@ -78,6 +78,7 @@ func buildHandLSM(t testing.TB, fs vfs.FS, files []testFile, mems [][]string, op
 		v.Mems = append(v.Mems, mt)
 	}
 	require.NoError(t, vers.CheckConsistency())
+	src.expectLevels(vers)
 	return v, src
 }
 

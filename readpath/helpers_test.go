@@ -101,6 +101,9 @@ type testSource struct {
 	mu       sync.Mutex
 	readers  map[manifest.FileNum]*sstable.Reader
 	acquires map[manifest.FileNum]int
+	// levels holds each file's level, from expectLevels or its first
+	// Acquire; an Acquire with another level is a test failure.
+	levels map[manifest.FileNum]int
 	// failOpen makes Acquire of these files fail.
 	failOpen map[manifest.FileNum]error
 
@@ -111,6 +114,7 @@ func newTestSource(t testing.TB, fs vfs.FS, c *cache.Cache, stats *statistics.St
 	s := &testSource{t: t, fs: fs, cache: c, stats: stats,
 		fileOps:  fileio.Options{Stats: stats},
 		readers:  map[manifest.FileNum]*sstable.Reader{},
+		levels:   map[manifest.FileNum]int{},
 		acquires: map[manifest.FileNum]int{},
 		failOpen: map[manifest.FileNum]error{},
 	}
@@ -124,10 +128,26 @@ func newTestSource(t testing.TB, fs vfs.FS, c *cache.Cache, stats *statistics.St
 	return s
 }
 
-func (s *testSource) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) (TableRef, error) {
+// expectLevels makes Acquire check that every file of vers is acquired
+// with the level it is in.
+func (s *testSource) expectLevels(vers *manifest.Version) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for level, files := range vers.Levels {
+		for _, f := range files {
+			s.levels[f.FileNum] = level
+		}
+	}
+}
+
+func (s *testSource) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (TableRef, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.acquires[meta.FileNum]++
+	if l, ok := s.levels[meta.FileNum]; ok && l != level {
+		s.t.Errorf("table %s acquired as L%d and as L%d", meta.FileNum, l, level)
+	}
+	s.levels[meta.FileNum] = level
 	if err := s.failOpen[meta.FileNum]; err != nil {
 		return TableRef{}, err
 	}
@@ -320,6 +340,7 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 		db.view.Mems = append([]*memtable.MemTable{memtable.New(1 << 20)}, db.view.Mems...)
 	}
 	require.NoError(t, vers.CheckConsistency())
+	db.src.expectLevels(vers)
 	db.maxSeq = seq
 	for k := range seen {
 		db.keys = append(db.keys, k)

@@ -25,7 +25,7 @@ type levelIter struct {
 	ctx    context.Context
 	env    sstable.ReadEnv
 	tables TableSource
-	// level is for error messages.
+	// level is for error messages and the table cache.
 	level        int
 	files        []*manifest.FileMetadata
 	lower, upper []byte
@@ -80,7 +80,7 @@ func (l *levelIter) open(i int) bool {
 		l.err = err
 		return false
 	}
-	t, err := l.tables.Acquire(l.ctx, l.env, f)
+	t, err := l.tables.Acquire(l.ctx, l.env, f, l.level)
 	if err != nil {
 		l.err = errors.Wrapf(err, "readpath: iterator: acquiring table %s of L%d", f.FileNum, l.level)
 		return false

@@ -106,6 +106,7 @@ type mgKey struct {
 // mgGroup is one table's share of a round of lookups: batch[start:end].
 type mgGroup struct {
 	f          *manifest.FileMetadata
+	level      int
 	start, end int
 	ref        TableRef
 	err        error
@@ -189,7 +190,7 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 				ms.clearBatch()
 				for i := range ms.keys {
 					if k := &ms.keys[i]; k.state == keyPending && containsKey(f, k.key) {
-						ms.add(f, i, seq)
+						ms.add(f, 0, i, seq)
 					}
 				}
 				if len(ms.groups) == 0 {
@@ -219,7 +220,7 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 			if bytes.Compare(files[from].Smallest.UserKey, k.key) > 0 {
 				continue
 			}
-			ms.add(files[from], i, seq)
+			ms.add(files[from], level, i, seq)
 		}
 		if len(ms.groups) == 0 {
 			continue
@@ -232,11 +233,11 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 	return nil
 }
 
-// add appends key i to the lookups of table f, which is the current group's
-// or a new one's.
-func (ms *mgState) add(f *manifest.FileMetadata, i int, seq base.SeqNum) {
+// add appends key i to the lookups of table f of level, which is the
+// current group's or a new one's.
+func (ms *mgState) add(f *manifest.FileMetadata, level, i int, seq base.SeqNum) {
 	if n := len(ms.groups); n == 0 || ms.groups[n-1].f != f {
-		ms.groups = append(ms.groups, mgGroup{f: f, start: len(ms.batch), end: len(ms.batch)})
+		ms.groups = append(ms.groups, mgGroup{f: f, level: level, start: len(ms.batch), end: len(ms.batch)})
 	}
 	k := &ms.keys[i]
 	ms.batch = append(ms.batch, sstable.MultiGetKey{Key: k.key, Hash: k.hash, Seq: seq})
@@ -278,7 +279,7 @@ func (ms *mgState) runGroup(ctx context.Context, v *View, env *sstable.ReadEnv, 
 	if g.err = ctxErr(ctx, "MultiGet: before", g.f.FileNum); g.err != nil {
 		return
 	}
-	t, err := v.Tables.Acquire(ctx, *env, g.f)
+	t, err := v.Tables.Acquire(ctx, *env, g.f, g.level)
 	if err != nil {
 		g.err = errors.Wrapf(err, "readpath: MultiGet: acquiring table %s", g.f.FileNum)
 		return

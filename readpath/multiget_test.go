@@ -173,11 +173,11 @@ type cancelSource struct {
 	cancel context.CancelFunc
 }
 
-func (c *cancelSource) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) (TableRef, error) {
+func (c *cancelSource) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (TableRef, error) {
 	if c.n--; c.n == 0 {
 		c.cancel()
 	}
-	return c.TableSource.Acquire(ctx, env, meta)
+	return c.TableSource.Acquire(ctx, env, meta, level)
 }
 
 func TestMultiGetCancelledHalfWay(t *testing.T) {

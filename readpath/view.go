@@ -35,9 +35,12 @@ type View struct {
 type TableSource interface {
 	// Acquire returns the reader of meta's table, opening it first if it is
 	// not open; the open's reads carry env's IO options, so a table opened on
-	// behalf of a Get is read with the Get's tag. The caller releases the
-	// returned reference.
-	Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata) (TableRef, error)
+	// behalf of a Get is read with the Get's tag. level is the level the
+	// caller found meta in: a reader opened now counts its reads as
+	// last-level or not by it, for as long as it stays open (RocksDB's
+	// TableCache decides at open too). The caller releases the returned
+	// reference.
+	Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (TableRef, error)
 }
 
 // Releaser releases a reference. Release is called exactly once per
