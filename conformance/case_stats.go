@@ -14,15 +14,6 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// userReadHistograms are the five per-activity histograms of user reads.
-var userReadHistograms = []statistics.Histogram{
-	statistics.FileReadGetMicros,
-	statistics.FileReadMultiGetMicros,
-	statistics.FileReadDBIteratorMicros,
-	statistics.FileReadVerifyDBChecksumMicros,
-	statistics.FileReadVerifyFileChecksumsMicros,
-}
-
 // activityHistogram returns the FileRead* histogram of a user-read
 // activity.
 func activityHistogram(a ioctx.Activity) statistics.Histogram {
@@ -144,7 +135,10 @@ func testStatisticsPerActivity(t testing.TB, s *suite) {
 				"stats_level=all each table-file read of %s must be recorded in %s (its reads must carry activity %s)",
 				api.name, own, api.name, own, api.own)
 		}
-		for _, h := range userReadHistograms {
+		for h := range statistics.NumHistograms {
+			if !h.IsUserFileRead() {
+				continue
+			}
 			if d := after.CountDelta(before, h); h != own && d != 0 {
 				t.Errorf("%s recorded %d samples in %s; its reads must be tagged %s and recorded only in %s",
 					api.name, d, h, api.own, own)

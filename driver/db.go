@@ -460,13 +460,20 @@ func (db *DB) multiGet(ctx context.Context, defaults *ioctx.ReadOptions, keys []
 	if err != nil {
 		return nil, err
 	}
-	if cs.multiGetter != nil {
-		vals, err := cs.multiGetter.MultiGet(ctx, ro, keys)
+	return multiGet(ctx, cs.multiGetter, cs.conn, ro, keys)
+}
+
+// multiGet is the MultiGet of a session or a transaction: mg's when the
+// driver has one (nil when not) and it does not answer ErrSkip, else a loop
+// of g's Get.
+func multiGet(ctx context.Context, mg MultiGetter, g getter, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+	if mg != nil {
+		vals, err := mg.MultiGet(ctx, ro, keys)
 		if !errors.Is(err, ErrSkip) {
 			return checkMultiGet(vals, err, len(keys))
 		}
 	}
-	return multiGetLoop(ctx, cs.conn, ro, keys)
+	return multiGetLoop(ctx, g, ro, keys)
 }
 
 // getter is the Get of a DriverConn or a DriverTx.

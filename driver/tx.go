@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 
 	"github.com/shaledb/shale/ioctx"
 )
@@ -76,13 +75,7 @@ func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tx.multiGetter != nil {
-		vals, err := tx.multiGetter.MultiGet(ctx, ro, keys)
-		if !errors.Is(err, ErrSkip) {
-			return checkMultiGet(vals, err, len(keys))
-		}
-	}
-	return multiGetLoop(ctx, tx.tx, ro, keys)
+	return multiGet(ctx, tx.multiGetter, tx.tx, ro, keys)
 }
 
 // NewIterator is [DB.NewIterator] over the transaction's view. Commit and

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -95,7 +94,7 @@ func (d *DB) unmarkLocked(c *compact.Compaction) {
 
 // runCompaction executes c and installs its result.
 func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
-	start := time.Now()
+	sw := d.stats.StartStopWatch(statistics.CompactionTime, statistics.HistogramNone)
 	var edit *manifest.VersionEdit
 	var outputs []*manifest.FileMetadata
 	var err error
@@ -130,7 +129,6 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 	}
 	d.unmarkLocked(c)
 	if err == nil {
-		d.mu.compactionsDone++
 		d.updateReadStateLocked()
 	} else {
 		for _, o := range outputs {
@@ -149,7 +147,7 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 		}
 		return err
 	}
-	d.stats.ReportTimeToHistogram(statistics.CompactionTime, uint64(time.Since(start).Microseconds()))
+	sw.Stop()
 	d.stats.RecordInHistogram(statistics.NumFilesInSingleCompaction, uint64(len(c.Inputs[0])+len(c.Inputs[1])))
 	d.deleteObsoleteFiles(false)
 	return nil
@@ -307,12 +305,8 @@ func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 	if err := d.Flush(ctx); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.mu.manualCompacts++
-	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
-		d.mu.manualCompacts--
 		d.notifyLocked()
 		d.maybeScheduleLocked()
 		d.mu.Unlock()
@@ -377,16 +371,12 @@ func (d *DB) compactOne(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	c, _ := d.pickAndMarkLocked(nil)
-	if c != nil {
-		d.mu.compacting = true
-	}
 	d.mu.Unlock()
 	if c == nil {
 		return false, nil
 	}
 	err := d.runCompaction(ctx, c)
 	d.mu.Lock()
-	d.mu.compacting = false
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: compaction failed"))
 	}

@@ -86,19 +86,13 @@ type DB struct {
 		// changed is closed and replaced whenever background work finishes,
 		// so waiters (write stalls, Flush, Compact) can also watch a context.
 		changed         chan struct{}
-		flushing        bool
-		compacting      bool
-		manualCompacts  int
 		pendingOutputs  map[manifest.FileNum]struct{}
 		closing, closed bool
 		// manifestFailed is set when a MANIFEST edit failed: the edit may
 		// or may not be durable, so no file may be deleted until a reopen
 		// recovers one state or the other.
 		manifestFailed bool
-		// flushWanted counts Flush calls waiting for the mutable memtable to
-		// be flushed.
-		compactionsDone uint64
-		flushesDone     uint64
+		flushesDone    uint64
 	}
 
 	// arenas keeps the arenas of released memtables for reuse.

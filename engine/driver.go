@@ -4,9 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
-	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
@@ -148,13 +146,7 @@ func (c *conn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byt
 		return nil, err
 	}
 	defer req.done()
-	v, err := c.db.getImpl(req, key, readLatest)
-	if err != nil {
-		return nil, err
-	}
-	out := append(make([]byte, 0, len(v.Data)), v.Data...)
-	v.Release()
-	return out, nil
+	return c.db.getCopyImpl(req, key, readLatest)
 }
 
 func (c *conn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
@@ -291,6 +283,3 @@ func (t *driverTx) Delete(ctx context.Context, key []byte) error { return t.tx.D
 func (t *driverTx) Commit() error { return t.tx.Commit() }
 
 func (t *driverTx) Rollback() error { return t.tx.Rollback() }
-
-// errClosedDB is returned when the engine is used after Close.
-var errClosedDB = base.Mark(errors.New("engine: database is closed"), ErrClosed)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -46,18 +45,16 @@ func (d *DB) flushOne(ctx context.Context) (bool, error) {
 	}
 	mem := d.mu.imm[0]
 	snapshots := d.mu.snapshots.seqNums()
-	d.mu.flushing = true
 	d.mu.Unlock()
 
-	start := time.Now()
+	sw := d.stats.StartStopWatch(statistics.FlushTime, statistics.HistogramNone)
 	meta, err := d.writeMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots)
 	if err == nil {
 		err = d.applyFlush(mem, meta)
 	}
-	d.stats.ReportTimeToHistogram(statistics.FlushTime, uint64(time.Since(start).Microseconds()))
+	sw.Stop()
 
 	d.mu.Lock()
-	d.mu.flushing = false
 	if err != nil {
 		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: flush failed"))
 	}

@@ -43,9 +43,7 @@ func (d *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, err
 // with the caller's tag. It takes over req's cancel function.
 func (d *DB) newIteratorImpl(req readRequest, opts *IterOptions, seq base.SeqNum) *Iterator {
 	rs := d.loadReadState()
-	if seq == readLatest {
-		seq = base.SeqNum(d.visibleSeq.Load())
-	}
+	seq = d.readSeq(seq)
 	var io readpath.IterOptions
 	if opts != nil {
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
@@ -117,13 +115,7 @@ func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer req.done()
-	v, err := s.db.getImpl(req, key, s.seq)
-	if err != nil {
-		return nil, err
-	}
-	out := append(make([]byte, 0, len(v.Data)), v.Data...)
-	v.Release()
-	return out, nil
+	return s.db.getCopyImpl(req, key, s.seq)
 }
 
 // MultiGet returns the values of keys as of the snapshot.

@@ -340,13 +340,3 @@ func (o *Options) Validate() error {
 	}
 	return base.Mark(errors.Wrap(errors.Join(errs...), "engine: invalid options"), base.ErrInvalidArgument)
 }
-
-// targetFileSize returns the output table size for level (1-based levels
-// grow by TargetFileSizeMultiplier; L0 and L1 use the base).
-func (o *Options) targetFileSize(level int) int64 {
-	size := o.TargetFileSizeBase
-	for l := 2; l <= level; l++ {
-		size *= int64(o.TargetFileSizeMultiplier)
-	}
-	return size
-}

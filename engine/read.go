@@ -86,7 +86,18 @@ func (d *DB) checkOpen() error {
 // ErrNotFound. The context's ReadOptions apply; their activity must be
 // Unknown or Get.
 func (d *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
-	v, err := d.GetPinned(ctx, key)
+	req, err := d.beginRead(ctx, "Get", ioctx.ActivityGet)
+	if err != nil {
+		return nil, err
+	}
+	defer req.done()
+	return d.getCopyImpl(req, key, readLatest)
+}
+
+// getCopyImpl is getImpl returning a copy of the value, the one allocation
+// of a copying Get.
+func (d *DB) getCopyImpl(req readRequest, key []byte, seq base.SeqNum) ([]byte, error) {
+	v, err := d.getImpl(req, key, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +136,22 @@ func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
 	return d.getImpl(req, key, readLatest)
 }
 
+// readSeq resolves readLatest to the latest visible write. Readers call it
+// after loadReadState, so every write it makes visible is in the state's
+// memtables.
+func (d *DB) readSeq(seq base.SeqNum) base.SeqNum {
+	if seq == readLatest {
+		return base.SeqNum(d.visibleSeq.Load())
+	}
+	return seq
+}
+
 // getImpl reads key at seq (readLatest: the latest visible write). The caller's tag
 // is kept.
 func (d *DB) getImpl(req readRequest, key []byte, seq base.SeqNum) (PinnedValue, error) {
 	sw := d.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
 	rs := d.loadReadState()
-	if seq == readLatest {
-		seq = base.SeqNum(d.visibleSeq.Load())
-	}
+	seq = d.readSeq(seq)
 	v, err := readpath.Get(req.ctx, &rs.view, req.env, key, seq)
 	sw.Stop()
 	if err != nil {
@@ -160,9 +179,7 @@ func (d *DB) multiGetImpl(req readRequest, keys [][]byte, seq base.SeqNum) ([][]
 	defer sw.Stop()
 	rs := d.loadReadState()
 	defer rs.unref()
-	if seq == readLatest {
-		seq = base.SeqNum(d.visibleSeq.Load())
-	}
+	seq = d.readSeq(seq)
 	results := make([]readpath.Result, len(keys))
 	err := readpath.MultiGet(req.ctx, &rs.view, req.env, keys, seq, results)
 	out := make([][]byte, len(keys))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -159,7 +158,7 @@ func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *man
 // RocksDB's TableCache decides when it opens a table; a table that a
 // trivial move takes to another level keeps the reader's choice.
 func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (*sstable.Reader, error) {
-	start := time.Now()
+	sw := tc.stats.StartStopWatch(statistics.TableOpenIOMicros, statistics.HistogramNone)
 	name := manifest.TableFileName(tc.dirname, meta.FileNum)
 	opts := tc.fileOpts
 	opts.LastLevel = level == manifest.NumLevels-1
@@ -181,7 +180,7 @@ func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manif
 		return nil, errors.Wrapf(err, "engine: opening table %s", meta.FileNum)
 	}
 	tc.stats.RecordTick(statistics.NoFileOpens, 1)
-	tc.stats.ReportTimeToHistogram(statistics.TableOpenIOMicros, uint64(time.Since(start).Microseconds()))
+	sw.Stop()
 	return r, nil
 }
 

@@ -100,7 +100,6 @@ type limitedWriter struct {
 	limiter ratelimit.Limiter
 	pri     ioctx.Priority
 	stats   *statistics.Statistics
-	written int64
 	err     error
 }
 
@@ -118,7 +117,6 @@ func (lw *limitedWriter) Write(p []byte) (int, error) {
 		}
 	}
 	n, err := lw.w.Write(p)
-	lw.written += int64(n)
 	if err != nil {
 		lw.err = err
 	}

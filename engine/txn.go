@@ -123,13 +123,7 @@ func (tx *Tx) getImpl(req readRequest, key []byte) ([]byte, error) {
 		}
 		return append(make([]byte, 0, len(v)), v...), nil
 	}
-	v, err := tx.db.getImpl(req, key, tx.snap.seq)
-	if err != nil {
-		return nil, err
-	}
-	out := append(make([]byte, 0, len(v.Data)), v.Data...)
-	v.Release()
-	return out, nil
+	return tx.db.getCopyImpl(req, key, tx.snap.seq)
 }
 
 // MultiGet returns the values of keys as the transaction sees them. The
@@ -215,7 +209,7 @@ func (tx *Tx) Commit() error {
 		return nil
 	}
 	d := tx.db
-	return d.write(context.Background(), &tx.b, tx.sync || d.opts.Sync, tx.checkConflicts)
+	return d.write(context.Background(), &tx.b, tx.sync, tx.checkConflicts)
 }
 
 // checkConflicts runs in the commit leader, with every earlier write
@@ -375,7 +369,6 @@ func (t *TxIterator) settle() bool {
 			t.fromBatch = c <= 0
 		}
 		if t.fromBatch && t.bkv.K.Kind() == base.KindDelete {
-			t.valid = true // so Key works inside advance
 			t.advance(t.forward)
 			continue
 		}

@@ -100,26 +100,26 @@ func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
 	if b == nil {
 		return base.InvalidArgumentf("engine: Write of a nil batch")
 	}
-	sync := d.opts.Sync || (opts != nil && opts.Sync)
-	return d.write(ctx, &b.b, sync, nil)
+	return d.write(ctx, &b.b, opts != nil && opts.Sync, nil)
 }
 
 // write queues b and waits until it is applied. Concurrent writers form
 // groups: the writer at the head of the queue (the leader) writes every
 // queued batch it can in one WAL record, syncs once if any of them asked,
 // applies them to the memtable and wakes their writers (LevelDB's group
-// commit).
+// commit). Options.Sync makes every write sync.
 func (d *DB) write(ctx context.Context, b *batch.Batch, sync bool, precommit func() error) error {
 	if err := d.checkWritable(ctx); err != nil {
 		return err
 	}
+	sync = sync || d.opts.Sync
 	if b.Empty() && precommit == nil {
 		return nil
 	}
 	w := writerPool.Get().(*writer)
 	*w = writer{batch: b, sync: sync, precommit: precommit, ctx: ctx}
 	w.cond.L = &d.mu.Mutex
-	start := time.Now()
+	sw := d.stats.StartStopWatch(statistics.DBWrite, statistics.HistogramNone)
 
 	d.mu.Lock()
 	d.mu.writers = append(d.mu.writers, w)
@@ -131,7 +131,7 @@ func (d *DB) write(ctx context.Context, b *batch.Batch, sync bool, precommit fun
 		err := w.err
 		writerPool.Put(w)
 		d.stats.RecordTick(statistics.WriteDoneByOther, 1)
-		d.stats.ReportTimeToHistogram(statistics.DBWrite, uint64(time.Since(start).Microseconds()))
+		sw.Stop()
 		return err
 	}
 	d.stats.RecordTick(statistics.WriteDoneBySelf, 1)
@@ -139,7 +139,7 @@ func (d *DB) write(ctx context.Context, b *batch.Batch, sync bool, precommit fun
 	d.finishGroupLocked(group, err)
 	d.mu.Unlock()
 	writerPool.Put(w)
-	d.stats.ReportTimeToHistogram(statistics.DBWrite, uint64(time.Since(start).Microseconds()))
+	sw.Stop()
 	return err
 }
 

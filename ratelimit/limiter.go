@@ -227,7 +227,7 @@ func NewGeneric(bytesPerSec int64, refill time.Duration, fairness int, mode Mode
 }
 
 func invalidf(format string, args ...any) error {
-	return base.Mark(errors.Newf("ratelimit: "+format, args...), ioctx.ErrInvalidArgument)
+	return base.InvalidArgumentf("ratelimit: "+format, args...)
 }
 
 // oneIn is the default fairness coin. math/rand/v2's global source is

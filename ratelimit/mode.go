@@ -3,9 +3,7 @@ package ratelimit
 import (
 	"strconv"
 
-	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/ioctx"
 )
 
 // Mode says which kind of IO a limiter charges: RocksDB's RateLimiter::Mode.
@@ -52,9 +50,7 @@ func ParseMode(s string) (Mode, error) {
 			return Mode(m), nil
 		}
 	}
-	return 0, base.Mark(
-		errors.Newf("ratelimit: unknown mode %q (want \"reads\", \"writes\" or \"all\")", s),
-		ioctx.ErrInvalidArgument)
+	return 0, base.InvalidArgumentf("ratelimit: unknown mode %q (want \"reads\", \"writes\" or \"all\")", s)
 }
 
 // OpType is the kind of IO a request is for: RocksDB's RateLimiter::OpType.

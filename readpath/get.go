@@ -134,6 +134,7 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 	if v.Version == nil {
 		return Value{}, base.ErrNotFound
 	}
+	h := bloom.Hash(key) // once for every table's filter
 	for level := range v.Version.Levels {
 		files := v.Version.Levels[level]
 		if level == 0 {
@@ -141,7 +142,7 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 				if !containsKey(f, key) {
 					continue
 				}
-				if val, done, err := getFromTable(ctx, v, env, f, level, key, seq); done {
+				if val, done, err := getFromTable(ctx, v, env, f, level, key, h, seq); done {
 					return val, err
 				}
 			}
@@ -151,17 +152,18 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 {
 			continue
 		}
-		if val, done, err := getFromTable(ctx, v, env, files[i], level, key, seq); done {
+		if val, done, err := getFromTable(ctx, v, env, files[i], level, key, h, seq); done {
 			return val, err
 		}
 	}
 	return Value{}, base.ErrNotFound
 }
 
-// getFromTable looks key up in table f of level. done reports whether the
-// table decided the Get: a value, a tombstone (ErrNotFound) or an error.
+// getFromTable looks key, whose bloom.Hash is h, up in table f of level.
+// done reports whether the table decided the Get: a value, a tombstone
+// (ErrNotFound) or an error.
 func getFromTable(
-	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, level int, key []byte, seq base.SeqNum,
+	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, level int, key []byte, h uint32, seq base.SeqNum,
 ) (val Value, done bool, err error) {
 	if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
 		return Value{}, true, err
@@ -170,7 +172,7 @@ func getFromTable(
 	if err != nil {
 		return Value{}, true, errors.Wrapf(err, "readpath: Get: acquiring table %s", f.FileNum)
 	}
-	data, kind, found, pin, err := t.Reader.Get(ctx, *env, key, seq)
+	data, kind, found, pin, err := t.Reader.GetHash(ctx, *env, key, h, seq)
 	switch {
 	case err != nil:
 		t.Release()

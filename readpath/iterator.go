@@ -102,7 +102,6 @@ const (
 // The View, and what it references (memtables, version, table source), must
 // stay alive until Close. An Iterator is not safe for concurrent use.
 type Iterator struct {
-	ctx          context.Context
 	stats        *statistics.Statistics
 	seq          base.SeqNum
 	lower, upper []byte
@@ -146,7 +145,7 @@ type Iterator struct {
 // when seq is a sequence number the engine has published: the Iterator
 // leaves out the memtables that are empty when it is created.
 func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
-	it := &Iterator{ctx: ctx, stats: v.Stats, seq: seq}
+	it := &Iterator{stats: v.Stats, seq: seq}
 	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
 
 	n := 0
@@ -225,7 +224,6 @@ func cloneBounds(lower, upper []byte) ([]byte, []byte) {
 // SetContext makes later calls use ctx for their table opens and block
 // reads. The engine may call it with each user call's context.
 func (it *Iterator) SetContext(ctx context.Context) {
-	it.ctx = ctx
 	for i := range it.levels {
 		it.levels[i].setContext(ctx)
 	}

@@ -423,8 +423,7 @@ type thread struct {
 	key  []byte
 	hist *statistics.HistogramStat
 	ops  atomic.Int64
-	// keys and scans are phase-specific counters.
-	keys  int64
+	// scans is a phase-specific counter.
 	scans int64
 }
 

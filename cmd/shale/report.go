@@ -73,7 +73,7 @@ func printActivityTable(w io.Writer, st *statistics.Statistics) error {
 		fmt.Fprintf(w, row, h, strconv.FormatUint(d.Count, 10), strconv.FormatFloat(d.Median, 'f', 1, 64),
 			strconv.FormatFloat(d.P99, 'f', 1, 64), strconv.FormatUint(d.Max, 10))
 	}
-	fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf(row, "  (sum of the 8 breakdowns)", strconv.FormatUint(breakdown, 10), "", "", ""), " \n"))
+	fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf(row, "  (sum of the "+strconv.Itoa(len(activityHistograms)-1)+" breakdowns)", strconv.FormatUint(breakdown, 10), "", "", ""), " \n"))
 	if st.Level() < statistics.LevelExceptTimeForMutex {
 		fmt.Fprintf(w, "note: the Get, MultiGet, iterator and verify breakdowns need stats_level %s or %s\n",
 			statistics.LevelExceptTimeForMutex, statistics.LevelAll)

@@ -273,8 +273,10 @@ func newCompaction(v *manifest.Version, opts Options, level, out int, inputs []*
 	if out+1 < manifest.NumLevels {
 		c.Grandparents = v.Overlaps(out+1, c.Smallest, c.Largest)
 	}
-	c.Bottommost = true
-	for l := out + 1; l < manifest.NumLevels && c.Bottommost; l++ {
+	// Bottommost when no level below the output overlaps; Grandparents is
+	// the first of them.
+	c.Bottommost = len(c.Grandparents) == 0
+	for l := out + 2; l < manifest.NumLevels && c.Bottommost; l++ {
 		c.Bottommost = len(v.Overlaps(l, c.Smallest, c.Largest)) == 0
 	}
 	c.TrivialMove = !manual && out != level && len(inputs) == 1 && len(outInputs) == 0 &&

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
@@ -161,7 +162,7 @@ func (r *Reader) readRequest(opts ioctx.IOOptions, q *ReadRequest) ([]byte, erro
 	if len(q.Scratch) < q.Len {
 		return nil, base.AssertionFailedf("fileio: scratch of %d bytes for a read of %d", len(q.Scratch), q.Len)
 	}
-	got, err := r.readAt(opts, q.Scratch[:q.Len], q.Offset)
+	got, err := vfs.ReadAtOptions(r.file, opts, q.Scratch[:q.Len], q.Offset)
 	if !complete(got, q.Len, err) {
 		return nil, r.readError(err, q.Offset, q.Len, got)
 	}

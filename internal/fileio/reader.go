@@ -71,12 +71,11 @@ const DefaultParallelAfter = 25 * time.Microsecond
 
 // Reader reads one file. It is safe for concurrent use.
 type Reader struct {
-	file     vfs.File
-	withOpts vfs.ReaderAtWithOptions // file's optional interface, resolved once
-	name     string
-	size     int64
-	opts     Options
-	mapped   []byte // the read-only mapping when opts.Mmap
+	file   vfs.File
+	name   string
+	size   int64
+	opts   Options
+	mapped []byte // the read-only mapping when opts.Mmap
 
 	bytesTicker, countTicker statistics.Ticker
 	bytesRead                atomic.Int64
@@ -93,11 +92,10 @@ func NewReader(f vfs.File, name string, size int64, opts Options) (*Reader, erro
 	if r.opts.ParallelAfter == 0 {
 		r.opts.ParallelAfter = DefaultParallelAfter
 	}
-	r.withOpts, _ = f.(vfs.ReaderAtWithOptions)
 	if opts.Mmap {
 		m, ok := f.(vfs.Mappable)
 		if !ok {
-			return nil, base.Mark(errors.Newf("fileio: %s cannot be memory-mapped", name), base.ErrInvalidArgument)
+			return nil, base.InvalidArgumentf("fileio: %s cannot be memory-mapped", name)
 		}
 		data, err := m.Map()
 		if err != nil {
@@ -213,20 +211,13 @@ func (r *Reader) read(ctx context.Context, sw *statistics.StopWatch, opts ioctx.
 			}
 			chunk = int(granted)
 		}
-		got, err := r.readAt(opts, scratch[pos:pos+chunk], off+int64(pos))
+		got, err := vfs.ReadAtOptions(r.file, opts, scratch[pos:pos+chunk], off+int64(pos))
 		pos += got
 		if !complete(got, chunk, err) {
 			return nil, r.readError(err, off, n, pos)
 		}
 	}
 	return scratch[:n:n], nil
-}
-
-func (r *Reader) readAt(opts ioctx.IOOptions, p []byte, off int64) (int, error) {
-	if r.withOpts != nil {
-		return r.withOpts.ReadAtWithOptions(opts, p, off)
-	}
-	return r.file.ReadAt(p, off)
 }
 
 // charged reports whether a read with opts is charged to the limiter.

@@ -44,9 +44,15 @@ func appendSearchKey(dst, userKey []byte, seq base.SeqNum) []byte {
 // ReadEnv); a corrupt block is an error marked base.ErrCorruption. key is
 // not retained.
 func (r *Reader) Get(ctx context.Context, env ReadEnv, key []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool, pin BlockPin, err error) {
+	return r.GetHash(ctx, env, key, bloom.Hash(key), seq)
+}
+
+// GetHash is Get for a key whose bloom.Hash is h: a caller that looks one
+// key up in several tables hashes it once.
+func (r *Reader) GetHash(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, found bool, pin BlockPin, err error) {
 	st := r.opts.Stats
 	if r.filter != nil {
-		if !bloom.MayContainHash(r.filter, bloom.Hash(key)) {
+		if !bloom.MayContainHash(r.filter, h) {
 			st.RecordTick(statistics.BloomFilterUseful, 1)
 			return nil, 0, false, BlockPin{}, nil
 		}

@@ -492,16 +492,7 @@ func (r *Reader) decompress(ct compress.Type, raw []byte, h block.Handle, alloc 
 
 // decompressTo is decompress into *buf, grown as needed.
 func (r *Reader) decompressTo(ct compress.Type, raw []byte, h block.Handle, buf *[]byte) ([]byte, error) {
-	n, err := r.decodedLen(ct, raw, h)
-	if err != nil {
-		return nil, err
-	}
-	data, err := compress.DecompressInto(ct, grow(buf, n), raw)
-	if err != nil {
-		return nil, r.wrapBlockErr(err, "decompressing", h)
-	}
-	r.opts.Stats.RecordTick(statistics.NumberBlockDecompressed, 1)
-	return data, nil
+	return r.decompress(ct, raw, h, func(n int) []byte { return grow(buf, n) })
 }
 
 func (r *Reader) wrapBlockErr(err error, what string, h block.Handle) error {
