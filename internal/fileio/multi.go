@@ -11,7 +11,6 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
-	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -53,7 +52,7 @@ func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 	}
 	start := timeIfTimeout(opts)
 	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, FileReadHistogram(opts.Activity))
-	err := r.chargeAll(ctx, opts, reqs)
+	err := r.charge(ctx, opts, nil, reqs[0].Offset, totalLen(reqs), nil)
 	if err == nil {
 		r.readAll(opts, reqs)
 		for i := range reqs {
@@ -128,28 +127,6 @@ func (r *Reader) readAll(opts ioctx.IOOptions, reqs []ReadRequest) {
 	wg.Wait()
 }
 
-// chargeAll charges the limiter for every request of a MultiRead, in pieces
-// no larger than a burst.
-func (r *Reader) chargeAll(ctx context.Context, opts ioctx.IOOptions, reqs []ReadRequest) error {
-	if !r.charged(opts) {
-		return nil
-	}
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, ioctx.TimeoutError("rate limiter wait exceeded the IO timeout"))
-		defer cancel()
-	}
-	burst := r.opts.Limiter.SingleBurstBytes()
-	for remaining := int64(totalLen(reqs)); remaining > 0; {
-		piece := min(burst, remaining)
-		if err := r.opts.Limiter.Request(ctx, piece, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead); err != nil {
-			return r.limiterError(ctx, err, reqs[0].Offset, totalLen(reqs))
-		}
-		remaining -= piece
-	}
-	return nil
-}
-
 func (r *Reader) readRequest(opts ioctx.IOOptions, q *ReadRequest) ([]byte, error) {
 	if q.Offset < 0 || q.Len < 0 || q.Offset > r.size || int64(q.Len) > r.size-q.Offset {
 		return nil, base.CorruptionErrorf("fileio: %s: read of %d bytes at offset %d is beyond the file's %d bytes",
@@ -183,8 +160,9 @@ func totalLen(reqs []ReadRequest) int {
 // is the time to submit the read, as in RocksDB; ReadAsyncMicros counts the
 // same time, AsyncReadBytes the bytes of each successful read and
 // AsyncReadErrorCount the failures. The read itself is charged to the rate
-// limiter like a Read, on the reading goroutine. If ReadAsync returns an
-// error, done is not called.
+// limiter on the reading goroutine, its wait bounded by ctx and by the IO
+// timeout as every read's is (see charge). If ReadAsync returns an error,
+// done is not called.
 func (r *Reader) ReadAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadRequest, done func(*ReadRequest)) error {
 	if err := ctx.Err(); err != nil {
 		return r.ctxError(err, req.Offset, req.Len)
@@ -201,14 +179,8 @@ func (r *Reader) completeAsync(ctx context.Context, opts ioctx.IOOptions, req *R
 	var err error
 	if err = ctx.Err(); err != nil {
 		err = r.ctxError(err, req.Offset, req.Len)
-	} else if r.charged(opts) {
-		// The burst bounds a single request; charge larger reads in pieces.
-		burst := r.opts.Limiter.SingleBurstBytes()
-		for remaining := int64(req.Len); remaining > 0 && err == nil; remaining -= burst {
-			if werr := r.opts.Limiter.Request(ctx, min(burst, remaining), opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead); werr != nil {
-				err = r.limiterError(ctx, werr, req.Offset, req.Len)
-			}
-		}
+	} else {
+		err = r.charge(ctx, opts, nil, req.Offset, req.Len, nil)
 	}
 	if err == nil {
 		req.Result, err = r.readRequest(opts, req)

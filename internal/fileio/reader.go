@@ -178,44 +178,26 @@ func (r *Reader) read(ctx context.Context, sw *statistics.StopWatch, opts ioctx.
 		return nil, base.CorruptionErrorf("fileio: %s: read of %d bytes at offset %d is beyond the file's %d bytes",
 			r.name, n, off, r.size)
 	}
-	limited := r.charged(opts)
-	if limited && opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, ioctx.TimeoutError("rate limiter wait exceeded the IO timeout"))
-		defer cancel()
-	}
 	if r.mapped != nil {
 		// The mapping needs no copy, but the read is still charged.
-		for pos := 0; limited && pos < n; {
-			sw.DelayStart()
-			granted, err := r.opts.Limiter.RequestToken(ctx, int64(n-pos), 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
-			sw.DelayStop()
-			if err != nil {
-				return nil, r.limiterError(ctx, err, off, n)
-			}
-			pos += int(granted)
+		if err := r.charge(ctx, opts, sw, off, n, nil); err != nil {
+			return nil, err
 		}
 		return r.mapped[off : off+int64(n) : off+int64(n)], nil
 	}
 	if len(scratch) < n {
 		return nil, base.AssertionFailedf("fileio: scratch of %d bytes for a read of %d", len(scratch), n)
 	}
-	for pos := 0; pos < n; {
-		chunk := n - pos
-		if limited {
-			sw.DelayStart()
-			granted, err := r.opts.Limiter.RequestToken(ctx, int64(chunk), 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
-			sw.DelayStop()
-			if err != nil {
-				return nil, r.limiterError(ctx, err, off, n)
-			}
-			chunk = int(granted)
+	// Read each granted piece before asking for the next, as RocksDB does.
+	err := r.charge(ctx, opts, sw, off, n, func(pos, size int) error {
+		got, err := vfs.ReadAtOptions(r.file, opts, scratch[pos:pos+size], off+int64(pos))
+		if !complete(got, size, err) {
+			return r.readError(err, off, n, pos+got)
 		}
-		got, err := vfs.ReadAtOptions(r.file, opts, scratch[pos:pos+chunk], off+int64(pos))
-		pos += got
-		if !complete(got, chunk, err) {
-			return nil, r.readError(err, off, n, pos)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return scratch[:n:n], nil
 }

@@ -303,6 +303,30 @@ func TestRateLimiterWaitHonoursContextAndTimeout(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
+// TestReadAsyncRateLimiterWaitHonoursTimeout checks that ReadAsync's
+// limiter wait, made on the reading goroutine, is bounded by the IO timeout
+// as Read's and MultiRead's are, instead of waiting for the whole charge and
+// reporting the timeout afterwards.
+func TestReadAsyncRateLimiterWaitHonoursTimeout(t *testing.T) {
+	fs, _ := testFile(t, "f", 64<<10)
+	limiter := ratelimit.NewGeneric(10<<10, 100*time.Millisecond, 0, ratelimit.ModeAll) // 1 KiB bursts
+	defer limiter.Close()
+	r := openTest(t, fs, "f", Options{Limiter: limiter})
+	// 32 KiB at 10 KiB/s would wait about 3 s.
+	req := ReadRequest{Offset: 0, Len: 32 << 10, Scratch: make([]byte, 32<<10)}
+	done := make(chan struct{})
+	start := time.Now()
+	opts := ioctx.IOOptions{RateLimiterPriority: ioctx.PriorityUser, Timeout: 30 * time.Millisecond}
+	require.NoError(t, r.ReadAsync(context.Background(), opts, &req, func(*ReadRequest) { close(done) }))
+	<-done
+	took := time.Since(start)
+	require.ErrorIs(t, req.Err, ioctx.ErrTimedOut, "%v", req.Err)
+	require.ErrorIs(t, req.Err, context.DeadlineExceeded)
+	require.Contains(t, req.Err.Error(), "rate limiter wait")
+	require.Less(t, took, time.Second, "the wait must end at the IO timeout, not after the whole charge")
+	require.Nil(t, req.Result)
+}
+
 // slowFS delays every read by a fixed time.
 type slowFile struct {
 	vfs.File
