@@ -61,28 +61,46 @@ type tableEntry struct {
 
 var _ readpath.TableSource = (*tableCache)(nil)
 
-// Acquire implements readpath.TableSource.
+// Acquire implements readpath.TableSource. Concurrent Acquires of a table
+// that is not open share one open: the first opens it, the others wait for
+// it and take its outcome, except a failure caused by the opener's own
+// context (cancelled or past its deadline), which says nothing about the
+// table: a waiter whose context is live then opens the table itself, as
+// cache.GetOrLoad's waiters do.
 func (tc *tableCache) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (readpath.TableRef, error) {
-	e := tc.lookup(meta.FileNum)
-	if e == nil {
-		e = tc.insert(ctx, env, meta, level)
-	}
-	select {
-	case <-e.ready:
-	default:
+	for {
+		e, opened := tc.lookup(meta.FileNum), false
+		if e == nil {
+			e, opened = tc.insert(ctx, env, meta, level)
+		}
 		select {
 		case <-e.ready:
-		case <-ctx.Done():
-			e.Release()
-			return readpath.TableRef{}, errors.Wrapf(ctx.Err(), "engine: waiting for table %s to open", meta.FileNum)
+		default:
+			select {
+			case <-e.ready:
+			case <-ctx.Done():
+				e.Release()
+				return readpath.TableRef{}, errors.Wrapf(ctx.Err(), "engine: waiting for table %s to open", meta.FileNum)
+			}
 		}
-	}
-	if e.err != nil {
+		if e.err == nil {
+			return readpath.NewTableRef(e.reader, e), nil
+		}
 		err := e.err
 		e.Release()
-		return readpath.TableRef{}, err
+		if opened || !isContextError(err) {
+			return readpath.TableRef{}, err
+		}
+		if ctx.Err() != nil {
+			return readpath.TableRef{}, errors.Wrapf(ctx.Err(), "engine: waiting for table %s to open", meta.FileNum)
+		}
+		// The opener's context ended, not ours; insert has forgotten its
+		// entry, so the next round opens the table again.
 	}
-	return readpath.NewTableRef(e.reader, e), nil
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // lookup returns the referenced entry of fileNum, or nil.
@@ -108,13 +126,14 @@ func (tc *tableCache) lookup(fileNum manifest.FileNum) *tableEntry {
 }
 
 // insert adds an entry for meta and opens its table, unless another
-// goroutine got there first; it returns the referenced entry.
-func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) *tableEntry {
+// goroutine got there first; it returns the referenced entry and whether
+// this call opened it.
+func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (*tableEntry, bool) {
 	tc.mu.Lock()
 	if e := tc.entries[meta.FileNum]; e != nil {
 		e.refs.Add(1)
 		tc.mu.Unlock()
-		return e
+		return e, false
 	}
 	e := &tableEntry{tc: tc, fileNum: meta.FileNum, ready: make(chan struct{})}
 	e.refs.Store(2) // the cache's and ours
@@ -135,22 +154,27 @@ func (tc *tableCache) insert(ctx context.Context, env sstable.ReadEnv, meta *man
 	}
 
 	e.reader, e.err = tc.open(ctx, env, meta, level)
-	close(e.ready)
-	if e.err != nil {
-		// Forget the failure so the next Acquire tries again.
-		tc.mu.Lock()
-		if tc.entries[meta.FileNum] == e {
-			delete(tc.entries, meta.FileNum)
-			if tc.capacity > 0 {
-				tc.unlinkLocked(e)
-			}
-			tc.mu.Unlock()
-			e.Release()
-		} else {
-			tc.mu.Unlock()
+	if e.err == nil {
+		close(e.ready)
+		return e, true
+	}
+	// Forget the failure before waking the waiters, so that the next
+	// Acquire, a waiter retrying after the opener's context ended included,
+	// opens the table again instead of finding this entry.
+	tc.mu.Lock()
+	cached := tc.entries[meta.FileNum] == e
+	if cached {
+		delete(tc.entries, meta.FileNum)
+		if tc.capacity > 0 {
+			tc.unlinkLocked(e)
 		}
 	}
-	return e
+	tc.mu.Unlock()
+	close(e.ready)
+	if cached {
+		e.Release()
+	}
+	return e, true
 }
 
 // open opens a table reader; its reads carry env. Its file reader counts
