@@ -1,9 +1,11 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -422,6 +424,39 @@ func testCloseConcurrent(t testing.TB, s *suite) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("goroutines calling the DB were still running 10s after DB.Close returned; every call after " +
 			"Close must fail with ErrClosed")
+	}
+}
+
+func testHeldSlices(t testing.TB, s *suite) {
+	db := s.open(t)
+	for i := range 100 {
+		mustPut(t, db, key(i), fmt.Appendf(nil, "v%d", i))
+	}
+	it, err := db.NewIterator(bg, nil)
+	if err != nil {
+		t.Fatalf("NewIterator: %v", err)
+	}
+	if !it.First() {
+		t.Fatalf("First found no key after 100 puts; Error: %v", it.Error())
+	}
+	k, v := it.Key(), it.Value()
+	db.closed = true
+	if err := db.DB.Close(); err != nil {
+		t.Fatalf("DB.Close with an open iterator: %v", err)
+	}
+	// A second database, written to, may take over whatever memory the
+	// first one released.
+	other := s.open(t)
+	for i := range 1000 {
+		mustPut(t, other, fmt.Appendf(nil, "other%05d", i), bytes.Repeat([]byte{0xEE}, 64))
+	}
+	runtime.GC()
+	if string(k) != string(key(0)) || string(v) != "v0" {
+		t.Errorf("the key and value held across DB.Close read %s=%s; want %s=v0: the driver freed memory it "+
+			"had handed out", q(k), q(v), q(key(0)))
+	}
+	if err := it.Close(); !errors.Is(err, driver.ErrClosed) {
+		t.Errorf("Iterator.Close after DB.Close = %v; want an error matching ErrClosed", err)
 	}
 }
 

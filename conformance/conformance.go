@@ -138,6 +138,8 @@ var cases = []testCase{
 		testClose},
 	{"CloseConcurrent", "closing a DB while goroutines call it is orderly: each call either completes " +
 		"correctly or fails with ErrClosed, with no panic and no data race", testCloseConcurrent},
+	{"HeldSlices", "a key or value an iterator handed out keeps its bytes when the DB is closed under it and " +
+		"another database is opened and written: the driver never hands out memory it frees", testHeldSlices},
 	{"ConnSession", "a Conn's default ReadOptions apply to its reads (rate-limiter charging included), " +
 		"per-call context options override them, and Conn.Close leaves the DB open", testConnSession},
 	{"Concurrency", "goroutines mixing reads, writes, batches and flushes leave exactly the state the " +

@@ -21,7 +21,10 @@ import "context"
 //
 // Key and Value return slices that belong to the iterator: they are valid
 // until the next move or Close (of the iterator or its DB), and must not be
-// modified. Copy them to keep them.
+// modified. Copy them to keep them. A driver never frees memory under a
+// slice it returned: a DB.Close, even one running while another goroutine
+// reads the slice, cannot make it fault or show another database's bytes
+// (the conformance case HeldSlices checks it).
 //
 // After Close, or after DB.Close, moves return false and Error reports an
 // error matching ErrClosed. When the context given to NewIterator is done,

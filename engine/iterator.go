@@ -19,11 +19,24 @@ type IterOptions struct {
 // was created (or of its snapshot). It is not safe for concurrent use. Key
 // and Value are valid until the next positioning call; copy them to keep
 // them. Close it when done: it holds the tables it reads open.
+//
+// Key and Value are always Go heap memory or memory the iterator keeps
+// alive until Close: bytes that live outside the Go heap (a memtable's
+// mapped arena, a block of a memory-mapped table) are copied into the
+// iterator's own buffers first. A caller that keeps a slice past the point
+// the contract allows, or drops the iterator without Close while keeping
+// one, therefore sees stale bytes at worst, never a fault or another
+// database's memory.
 type Iterator struct {
 	it     *readpath.Iterator
 	rs     *readState
 	cancel context.CancelFunc
 	closed bool
+	// copyAll says every key and value may point into a mapped table
+	// (mmap_reads), so all are copied; otherwise only those in a mapped
+	// memtable arena are.
+	copyAll        bool
+	keyBuf, valBuf []byte
 }
 
 // NewIterator returns an iterator over the latest state of the database.
@@ -49,9 +62,10 @@ func (d *DB) newIteratorImpl(req readRequest, opts *IterOptions, seq base.SeqNum
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
 	}
 	return &Iterator{
-		it:     readpath.NewIterator(req.ctx, &rs.view, req.env, seq, io),
-		rs:     rs,
-		cancel: req.cancel,
+		it:      readpath.NewIterator(req.ctx, &rs.view, req.env, seq, io),
+		rs:      rs,
+		cancel:  req.cancel,
+		copyAll: d.opts.MmapReads,
 	}
 }
 
@@ -77,10 +91,23 @@ func (i *Iterator) Prev() bool { return !i.closed && i.it.Prev() }
 func (i *Iterator) Valid() bool { return !i.closed && i.it.Valid() }
 
 // Key returns the current key.
-func (i *Iterator) Key() []byte { return i.it.Key() }
+func (i *Iterator) Key() []byte { return i.heapBytes(i.it.Key(), &i.keyBuf) }
 
 // Value returns the current value.
-func (i *Iterator) Value() []byte { return i.it.Value() }
+func (i *Iterator) Value() []byte { return i.heapBytes(i.it.Value(), &i.valBuf) }
+
+// heapBytes returns b, or a copy of it in *buf when b lives outside the Go
+// heap (see Iterator).
+func (i *Iterator) heapBytes(b []byte, buf *[]byte) []byte {
+	if cap(b) == 0 || !(i.copyAll || i.rs.offHeap(b)) {
+		return b
+	}
+	if len(b) == 0 {
+		return b[:0:0] // nothing to read, and an append must not write there
+	}
+	*buf = append((*buf)[:0], b...)
+	return *buf
+}
 
 // Error returns the error that stopped the iterator, if any.
 func (i *Iterator) Error() error {

@@ -106,9 +106,11 @@ func (d *DB) getCopyImpl(req readRequest, key []byte, seq base.SeqNum) ([]byte, 
 	return out, nil
 }
 
-// PinnedValue is a value read without copying: Data points into the memtable
-// or the block cache and stays valid until Release, which must be called
-// exactly once.
+// PinnedValue is a value read without copying: Data points into the block
+// cache, a memory-mapped table or the Go heap, and stays valid until
+// Release, which must be called exactly once. A value found in a memtable
+// whose arena lives outside the Go heap is copied, so that Data never points
+// into memory the engine may unmap while a caller still holds it.
 type PinnedValue struct {
 	Data []byte
 	v    readpath.Value
@@ -126,14 +128,21 @@ func (p *PinnedValue) Release() {
 }
 
 // GetPinned is Get without the copy: the value stays pinned until Release.
-// It does not allocate when the value's block is cached.
+// It does not allocate when the value's block is cached; a value found in a
+// memtable's mapped arena is copied (see PinnedValue).
 func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
 	req, err := d.beginRead(ctx, "Get", ioctx.ActivityGet)
 	if err != nil {
 		return PinnedValue{}, err
 	}
 	defer req.done()
-	return d.getImpl(req, key, readLatest)
+	v, err := d.getImpl(req, key, readLatest)
+	if err != nil || !v.rs.offHeap(v.Data) {
+		return v, err
+	}
+	data := append(make([]byte, 0, len(v.Data)), v.Data...)
+	v.Release()
+	return PinnedValue{Data: data}, nil
 }
 
 // readSeq resolves readLatest to the latest visible write. Readers call it

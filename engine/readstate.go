@@ -68,6 +68,17 @@ func newReadState(mems []*memTable, v *manifest.Version, tables readpath.TableSo
 
 func (rs *readState) ref() { rs.refs.Add(1) }
 
+// offHeap reports whether b points into the mapped arena of one of the
+// state's memtables, memory that must be copied before it leaves the engine.
+func (rs *readState) offHeap(b []byte) bool {
+	for _, m := range rs.mems {
+		if m.OffHeap(b) {
+			return true
+		}
+	}
+	return false
+}
+
 // unref drops a reference; the last one releases the version, which lets the
 // engine delete tables only this state still used, and the memtables, whose
 // arenas can then be reused.

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -246,6 +247,22 @@ func (m *MemTable) ApproximateSize() int { return m.arena.size() }
 
 // Capacity returns the arena's size in bytes.
 func (m *MemTable) Capacity() int { return len(m.arena.buf) }
+
+// OffHeap reports whether b points into this memtable's arena and the arena
+// lives outside the Go heap. Such bytes must be copied before they leave the
+// engine: the garbage collector does not see pointers into a mapping, so a
+// caller's slice would not keep the arena alive, and once Free (or the
+// cleanup) unmaps it the slice would fault or, after a later mapping reuses
+// the addresses, show another owner's bytes. Heap arenas report false: a
+// slice into one keeps it alive.
+func (m *MemTable) OffHeap(b []byte) bool {
+	if !m.arena.mapped || cap(b) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.arena.buf)))
+	return p >= start && p < start+uintptr(len(m.arena.buf))
+}
 
 // Count returns the number of entries.
 func (m *MemTable) Count() int { return int(m.count.Load()) }
