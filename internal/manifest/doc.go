@@ -32,9 +32,9 @@
 // and its directory entry durable before CURRENT names it, so CURRENT always
 // names a complete MANIFEST, across any crash.
 //
-// A new MANIFEST is started by Create (MANIFEST-000001), by every Recover
-// (so appends never follow a torn tail), and by LogAndApply when the
-// MANIFEST outgrows its limit (VersionSet.SetMaxManifestFileSize).
+// A new MANIFEST is started by Create (MANIFEST-000001), by Start after
+// every Load (so appends never follow a torn tail), and by LogAndApply when
+// the MANIFEST outgrows its limit (VersionSet.SetMaxManifestFileSize).
 //
 // # VersionEdit encoding
 //
@@ -79,13 +79,22 @@
 //
 // # Recovery
 //
-// Recover replays the MANIFEST that CURRENT names in wal's
-// TolerateCorruptedTailRecords mode: a torn last record (a crash during an
-// append, which never returned success) is dropped; damage followed by more
-// records is an error marked base.ErrCorruption, naming the MANIFEST and the
-// offset. So after a crash the state is that of the last LogAndApply that
-// returned, or of one that was in progress. A version that fails
-// Version.CheckConsistency is corruption too.
+// Load replays the MANIFEST that CURRENT names and writes nothing; Start
+// then writes the loaded state, with an edit of the engine's (the tables its
+// WAL replay wrote, the new WAL), as the snapshot of a new MANIFEST and
+// points CURRENT at it, so appends never follow a torn tail. Recover is Load
+// then Start with an empty edit. So an engine can check everything before it
+// changes a file, and a failed open leaves the directory as it found it.
+//
+// The replay drops a torn last record (a crash during an append, which
+// never returned success): an incomplete final record in wal's sense
+// (Reader.TailIncomplete: a header or payload cut short by EOF, or zeros to
+// EOF), and TornTail reports it. Any other damage, even in the last record (a
+// complete record whose checksum fails), is an error marked
+// base.ErrCorruption naming the MANIFEST and the offset, as RocksDB's
+// kTolerateCorruptedTailRecords has it. So after a crash the state is that of
+// the last LogAndApply that returned, or of one that was in progress. A
+// version that fails Version.CheckConsistency is corruption too.
 //
 // # Versions and liveness
 //
@@ -100,7 +109,9 @@
 // Nothing in this package deletes files, except a half-written MANIFEST or
 // temporary file of its own that no CURRENT can name. The engine deletes:
 // tables not in LiveFileNums (and not being written); WALs numbered below
-// LogNumber; MANIFESTs and temporary (.dbtmp) files numbered below
+// ReplayLogNumber, which trails LogNumber by one edit so that the writes a
+// flush moved into a table are still in a WAL should a torn tail take the
+// flush's record away; MANIFESTs and temporary (.dbtmp) files numbered below
 // ManifestFileNum. Files with higher numbers may belong to a MANIFEST
 // switch in progress.
 package manifest

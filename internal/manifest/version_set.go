@@ -37,8 +37,13 @@ type VersionSet struct {
 	nextFileNum     atomic.Uint64
 	lastSeqNum      atomic.Uint64
 	logNumber       atomic.Uint64
+	replayLogNumber atomic.Uint64 // see ReplayLogNumber
 	manifestNum     atomic.Uint64
 	maxManifestSize atomic.Int64
+
+	// tornTail is what Load dropped at the MANIFEST's end, or nil. Set
+	// before the VersionSet is shared; read-only after.
+	tornTail error
 
 	// logMu serializes LogAndApply and Close, and guards m. It is held
 	// across MANIFEST writes and syncs.
@@ -51,6 +56,7 @@ type VersionSet struct {
 		err          error  // the write failure that ended this VersionSet
 		closed       bool
 		readOnly     bool // opened by RecoverReadOnly: no MANIFEST is open
+		pending      bool // from Load or New, before Start: no MANIFEST is open
 	}
 
 	// mu guards the current version and the list of live versions. It is
@@ -96,25 +102,42 @@ func Create(fs vfs.FS, dir string) (*VersionSet, error) {
 	return vs, nil
 }
 
-// Recover opens the database in dir: it reads CURRENT, replays the MANIFEST
-// it names, checks the resulting version (Version.CheckConsistency), and
-// then starts a new MANIFEST holding a snapshot of that state and points
-// CURRENT at it, so that later appends never follow a torn tail.
+// Recover opens the database in dir: it loads the MANIFEST that CURRENT
+// names (see Load), and then starts a new MANIFEST holding a snapshot of that
+// state and points CURRENT at it (Start), so that later appends never follow
+// a torn tail. Recover deletes nothing: see the package doc for which files
+// the engine may delete.
+func Recover(fs vfs.FS, dir string) (*VersionSet, error) {
+	vs, err := Load(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := vs.Start(&VersionEdit{}); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// Load reads the database in dir without writing anything: it reads
+// CURRENT, replays the MANIFEST it names and checks the resulting version
+// (Version.CheckConsistency). The result is not writable until Start
+// succeeds, so an engine can check everything the MANIFEST names, and replay
+// its WALs, before it changes a file.
 //
-// A torn last record of the MANIFEST (a crash during an append, which
-// therefore never returned success) is dropped, as wal's
-// TolerateCorruptedTailRecords mode does. Damage followed by more records,
-// an undecodable edit, an edit that does not apply (deleting a file that is
-// not there) or an inconsistent result is an error marked base.ErrCorruption
-// naming the MANIFEST and the offset. A missing CURRENT gives an error
-// satisfying errors.Is(err, os.ErrNotExist); a CURRENT naming a missing
+// A torn last record of the MANIFEST is dropped: an incomplete final record
+// (wal's Reader.TailIncomplete), the trace of a crash during an append,
+// which therefore never returned success. TornTail reports it. Any other
+// damage, also at the very end (a complete record whose checksum fails, say),
+// is an error marked base.ErrCorruption naming the MANIFEST and the offset,
+// as are an undecodable edit, an edit that does not apply (deleting a file
+// that is not there) and an inconsistent result. A missing CURRENT gives an
+// error satisfying errors.Is(err, os.ErrNotExist); a CURRENT naming a missing
 // MANIFEST is corruption.
 //
 // Every file number found in dir (tables, logs, MANIFESTs, temporary files)
 // is marked used, so NewFileNum never reuses the number of a file a crash
-// left behind. Recover deletes nothing: see the package doc for which files
-// the engine may delete.
-func Recover(fs vfs.FS, dir string) (*VersionSet, error) {
+// left behind.
+func Load(fs vfs.FS, dir string) (*VersionSet, error) {
 	num, err := readCurrent(fs, dir)
 	if err != nil {
 		return nil, err
@@ -135,33 +158,104 @@ func Recover(fs vfs.FS, dir string) (*VersionSet, error) {
 			vs.MarkFileNumUsed(n)
 		}
 	}
-	if err := vs.startManifest(vs.NewFileNum(), v, FileNum(vs.logNumber.Load()), vs.LastSeqNum()); err != nil {
-		return nil, err
-	}
+	vs.manifestNum.Store(uint64(num))
+	vs.replayLogNumber.Store(vs.logNumber.Load())
+	vs.m.pending = true
 	vs.installFirst(v)
 	return vs, nil
 }
 
-// RecoverReadOnly is Recover for a read-only open: it replays the MANIFEST
-// and checks the result exactly as Recover does, but writes nothing — no
-// new MANIFEST, no CURRENT update — so a torn tail stays where it is.
-// LogAndApply on the result fails with an error marked
+// RecoverReadOnly is Load for a read-only open: the result never becomes
+// writable. LogAndApply and Start on it fail with an error marked
 // base.ErrInvalidArgument.
 func RecoverReadOnly(fs vfs.FS, dir string) (*VersionSet, error) {
-	num, err := readCurrent(fs, dir)
+	vs, err := Load(fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	vs := newVersionSet(fs, dir)
-	v, err := vs.replay(num)
-	if err != nil {
-		return nil, err
-	}
-	vs.MarkFileNumUsed(num)
-	vs.manifestNum.Store(uint64(num))
+	vs.m.pending = false
 	vs.m.readOnly = true
-	vs.installFirst(v)
 	return vs, nil
+}
+
+// New returns the VersionSet of a new, empty database in dir, writing
+// nothing: Start creates its MANIFEST and CURRENT. The caller checks that dir
+// holds no database (Create does).
+func New(fs vfs.FS, dir string) *VersionSet {
+	vs := newVersionSet(fs, dir)
+	vs.m.pending = true
+	vs.installFirst(&Version{})
+	return vs
+}
+
+// Start makes a VersionSet from Load or New writable: it applies e to the
+// loaded state (as LogAndApply would, filling in the counters), writes the
+// result as the snapshot of a new MANIFEST, syncs it and the directory, and
+// points CURRENT at it. Until the rename of CURRENT nothing the database
+// relies on has changed: on an error before it, the new MANIFEST is removed,
+// and the VersionSet stays unstarted (Start may be tried again). e may be
+// empty.
+//
+// The directory sync that precedes the rename also makes the entries of the
+// files e adds durable, so the caller need not sync the directory itself.
+func (vs *VersionSet) Start(e *VersionEdit) error {
+	vs.logMu.Lock()
+	defer vs.logMu.Unlock()
+	if vs.m.closed {
+		return base.Mark(errors.New("manifest: Start on a closed VersionSet"), base.ErrClosed)
+	}
+	if !vs.m.pending {
+		return base.InvalidArgumentf("manifest: Start on a VersionSet that is not freshly loaded")
+	}
+	v, err := vs.prepareLocked(e)
+	if err != nil {
+		return err
+	}
+	if err := vs.startManifest(vs.NewFileNum(), v, e.LogNumber, e.LastSeqNum); err != nil {
+		return err
+	}
+	vs.m.pending = false
+	vs.logNumber.Store(uint64(e.LogNumber))
+	vs.replayLogNumber.Store(uint64(e.LogNumber))
+	vs.SetLastSeqNum(e.LastSeqNum)
+	vs.install(v)
+	return nil
+}
+
+// TornTail returns the damage at which Load stopped replaying the MANIFEST
+// (an incomplete final record, dropped), or nil if the replay reached a
+// clean end. A torn tail means the recovered state may lack the last edit
+// the database was making: files that edit added are unknown to it.
+func (vs *VersionSet) TornTail() error { return vs.tornTail }
+
+// IsEmptyManifest reports whether MANIFEST num in dir describes a database
+// that never held data: every complete record decodes to an edit that adds
+// no table and records last sequence number 0 (a MANIFEST with no complete
+// record qualifies, and so does a torn last one). It is what an interrupted
+// creation of a database leaves behind. Anything it cannot read or decode
+// counts as not empty.
+func IsEmptyManifest(fs vfs.FS, dir string, num FileNum) bool {
+	f, err := fs.Open(ManifestFileName(dir, num))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	r := wal.NewReader(io.NewSectionReader(f, 0, st.Size()), wal.PointInTime)
+	var e VersionEdit
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			_, reason := r.Stopped()
+			return reason == nil || r.TailIncomplete()
+		}
+		if err != nil || e.Decode(rec) != nil || len(e.NewFiles) > 0 || e.LastSeqNum != 0 {
+			return false
+		}
+	}
 }
 
 // readCurrent returns the number of the MANIFEST that dir's CURRENT names.
@@ -236,6 +330,15 @@ func (vs *VersionSet) replay(num FileNum) (_ *Version, err error) {
 			vs.lastSeqNum.Store(uint64(e.LastSeqNum))
 			haveLast = true
 		}
+	}
+	if off, reason := r.Stopped(); reason != nil {
+		if !r.TailIncomplete() {
+			// A crash during an append leaves an incomplete record; this
+			// is damage to one that was complete (RocksDB's rule).
+			return nil, base.MarkCorruption(errors.Wrapf(reason,
+				"manifest: %s is damaged after its valid prefix of %d bytes, and not by a torn write", name, off))
+		}
+		vs.tornTail = errors.Wrapf(reason, "manifest: %s", name)
 	}
 	if !haveLog || !haveNext || !haveLast {
 		return nil, base.CorruptionErrorf("manifest: %s lacks a log number, next file number or last seqnum "+
@@ -418,16 +521,41 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	if vs.m.readOnly {
 		return base.InvalidArgumentf("manifest: LogAndApply on a VersionSet recovered read-only")
 	}
+	if vs.m.pending {
+		return base.InvalidArgumentf("manifest: LogAndApply before Start")
+	}
 	if vs.m.err != nil {
 		return errors.Wrap(vs.m.err, "manifest: an earlier MANIFEST write failed; reopen to recover")
 	}
+	v, err := vs.prepareLocked(e)
+	if err != nil {
+		return err
+	}
+	if err := vs.writeLocked(e, v); err != nil {
+		vs.m.err = err
+		return err
+	}
 
+	// Until another record follows this one, a torn tail could take it
+	// away and with it the new log number: recovery would then replay from
+	// the old one.
+	vs.replayLogNumber.Store(vs.logNumber.Load())
+	vs.logNumber.Store(uint64(e.LogNumber))
+	vs.SetLastSeqNum(e.LastSeqNum)
+	vs.install(v)
+	return nil
+}
+
+// prepareLocked fills in e's counters (see LogAndApply) and returns the
+// version e makes of the current one, checked; the version is not installed.
+// logMu must be held.
+func (vs *VersionSet) prepareLocked(e *VersionEdit) (*Version, error) {
 	curLog := FileNum(vs.logNumber.Load())
 	switch {
 	case !e.HasLogNumber:
 		e.SetLogNumber(curLog)
 	case e.LogNumber < curLog:
-		return base.InvalidArgumentf("manifest: edit's log number %s is below the current %s", e.LogNumber, curLog)
+		return nil, base.InvalidArgumentf("manifest: edit's log number %s is below the current %s", e.LogNumber, curLog)
 	default:
 		vs.MarkFileNumUsed(e.LogNumber)
 	}
@@ -444,25 +572,16 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 		e.SetLastSeqNum(last)
 	}
 
-	cur := vs.mu.current // only LogAndApply changes it, under logMu
+	cur := vs.mu.current // only LogAndApply and Start change it, under logMu
 	b := newVersionBuilder(cur)
 	if err := b.apply(e); err != nil {
-		return base.Mark(err, base.ErrInvalidArgument)
+		return nil, base.Mark(err, base.ErrInvalidArgument)
 	}
 	v, changed := b.build()
 	if err := checkChanged(v, changed); err != nil {
-		return base.Mark(errors.Wrap(err, "manifest: edit would make an inconsistent version"), base.ErrInvalidArgument)
+		return nil, base.Mark(errors.Wrap(err, "manifest: edit would make an inconsistent version"), base.ErrInvalidArgument)
 	}
-
-	if err := vs.writeLocked(e, v); err != nil {
-		vs.m.err = err
-		return err
-	}
-
-	vs.logNumber.Store(uint64(e.LogNumber))
-	vs.SetLastSeqNum(e.LastSeqNum)
-	vs.install(v)
-	return nil
+	return v, nil
 }
 
 // writeLocked makes e durable: appended to the MANIFEST, or, when the
@@ -608,8 +727,18 @@ func (vs *VersionSet) SetLastSeqNum(s base.SeqNum) {
 }
 
 // LogNumber returns the number of the oldest WAL that may hold data not in
-// tables; WALs numbered below it are obsolete.
+// tables.
 func (vs *VersionSet) LogNumber() FileNum { return FileNum(vs.logNumber.Load()) }
+
+// ReplayLogNumber returns the number of the oldest WAL a recovery could
+// replay: LogNumber, or, should the MANIFEST's last record be lost to a torn
+// tail, the log number before it. WALs numbered below it are obsolete. So
+// the WAL a flush made obsolete is kept until another edit follows the
+// flush's, and a MANIFEST that loses the flush's record still finds the
+// flushed writes in a WAL.
+func (vs *VersionSet) ReplayLogNumber() FileNum {
+	return min(FileNum(vs.replayLogNumber.Load()), FileNum(vs.logNumber.Load()))
+}
 
 // ManifestFileNum returns the number of the MANIFEST that CURRENT names and
 // LogAndApply appends to.
@@ -626,7 +755,7 @@ func (vs *VersionSet) Close() error {
 		return nil
 	}
 	vs.m.closed = true
-	if vs.m.readOnly {
+	if vs.m.readOnly || vs.m.pending {
 		return nil
 	}
 	var err error

@@ -31,6 +31,9 @@ type Reader struct {
 	offset int64 // just past the last record returned
 	err    error // what Next returns from now on: io.EOF, corruption or a read error
 	stop   error // with err == io.EOF: why the log ended early, or nil
+	// incomplete says, with stop, that the damage is an incomplete final
+	// record (see TailIncomplete).
+	incomplete bool
 
 	// SkipAnyCorrupted bookkeeping. An incident starts at damage and ends
 	// when a record starts; each incident counts as one dropped record.
@@ -38,6 +41,10 @@ type Reader struct {
 	lastDamage   damage
 	droppedRecs  int
 	droppedBytes int64
+	// incidentIncomplete: every damage of the current incident looks like
+	// an incomplete final record (a torn chunk at EOF, or zeros to the end
+	// of the block).
+	incidentIncomplete bool
 }
 
 // NewReader returns a Reader of the log held by r, which must be positioned
@@ -92,6 +99,7 @@ func (r *Reader) Next() ([]byte, error) {
 			r.err = io.EOF
 			if r.mode == SkipAnyCorrupted && r.dropping {
 				r.stop = base.CorruptionErrorf("%s: log ends in skipped damage: %s", r.prefix, &r.lastDamage)
+				r.incomplete = r.incidentIncomplete
 			}
 			return nil, r.err
 		}
@@ -144,6 +152,23 @@ func (r *Reader) Stopped() (offset int64, reason error) {
 		return r.offset, nil
 	}
 	return r.offset, r.stop
+}
+
+// TailIncomplete reports, once Next has returned io.EOF with a stop reason
+// (see Stopped), whether the damage the log stopped at is an incomplete
+// final record: the only trace a crash during an append can leave. That is a
+// chunk header or payload cut short by EOF, a record whose later chunks are
+// missing at EOF, or zeros from the damage to EOF (a file size made durable
+// before its data). Any other damage is not, even at the very end of the
+// log: a checksum mismatch in a complete chunk, an unknown chunk type, a
+// length that does not fit its block, an orphan chunk, or zeros followed by
+// other bytes. TolerateCorruptedTailRecords tolerates those too when nothing
+// intact follows them (see the package doc); RocksDB's
+// kTolerateCorruptedTailRecords does not, and an engine that wants its rule
+// checks TailIncomplete. In SkipAnyCorrupted it describes the skipped damage
+// the log ends in. Without a stop reason it is false.
+func (r *Reader) TailIncomplete() bool {
+	return r.err == io.EOF && r.stop != nil && r.incomplete
 }
 
 // Dropped reports what SkipAnyCorrupted skipped so far: records is the
@@ -298,10 +323,16 @@ func (r *Reader) onDamage(d damage) (done bool) {
 	case AbsoluteConsistency:
 		r.err = base.CorruptionErrorf("%s: corruption: %s", r.prefix, &d)
 	case PointInTime:
+		incomplete, err := r.incompleteAt(d)
+		if err != nil {
+			r.err = err
+			break
+		}
 		r.err = io.EOF
 		r.stop = base.CorruptionErrorf("%s: stopped at damage: %s", r.prefix, &d)
+		r.incomplete = incomplete
 	case TolerateCorruptedTailRecords:
-		next, err := r.findIntact(d)
+		next, zeros, err := r.findIntact(d)
 		switch {
 		case err != nil:
 			r.err = err
@@ -311,38 +342,91 @@ func (r *Reader) onDamage(d damage) (done bool) {
 		default:
 			r.err = io.EOF
 			r.stop = base.CorruptionErrorf("%s: torn tail: %s", r.prefix, &d)
+			r.incomplete = incompleteKind(d.kind) || (d.kind == zeroChunk && zeros)
 		}
 	default: // SkipAnyCorrupted; NewReader rejected other values
+		if !r.dropping {
+			r.incidentIncomplete = true
+		}
+		r.incidentIncomplete = r.incidentIncomplete &&
+			(incompleteKind(d.kind) || (d.kind == zeroChunk && allZero(r.block[r.pos:r.n])))
 		r.skip(d)
 		return false
 	}
 	return true
 }
 
+// incompleteKind reports whether damage of kind k is, by itself, an
+// incomplete final record: each of these kinds is found only at EOF.
+func incompleteKind(k damageKind) bool {
+	return k == tornHeader || k == tornPayload || k == unterminated
+}
+
+// incompleteAt reports whether damage d is an incomplete final record; for a
+// zeroed chunk that means reading on to EOF to see that only zeros follow.
+// The reader is done after it (PointInTime).
+func (r *Reader) incompleteAt(d damage) (bool, error) {
+	if d.kind != zeroChunk {
+		return incompleteKind(d.kind), nil
+	}
+	from := r.pos
+	for {
+		if !allZero(r.block[from:r.n]) {
+			return false, nil
+		}
+		if r.lastBlock {
+			return true, nil
+		}
+		if err := r.loadBlock(); err != nil {
+			return false, err
+		}
+		from = 0
+	}
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // findIntact returns the offset of the first intact chunk after damage d, or
-// -1 if none exists before EOF. It reads the rest of the log.
-func (r *Reader) findIntact(d damage) (int64, error) {
+// -1 if none exists before EOF; then zeros reports whether every byte from
+// the damaged chunk to EOF is zero. It reads the rest of the log.
+func (r *Reader) findIntact(d damage) (next int64, zeros bool, err error) {
 	var from int
 	switch d.kind {
 	case interrupted:
-		return d.off, nil // the interrupting chunk is intact
+		return d.off, false, nil // the interrupting chunk is intact
 	case unterminated:
-		return -1, nil // at EOF
+		return -1, true, nil // at EOF
 	case orphan:
 		from = r.pos // the orphan is intact; search after it
 	default:
 		from = r.pos + 1 // the damaged chunk's own length cannot be trusted
 	}
+	zeros = allZero(r.block[r.pos:r.n])
 	for {
 		if p := findIntactIn(r.block[:r.n], from); p >= 0 {
-			return r.blockOff + int64(p), nil
+			return r.blockOff + int64(p), false, nil
 		}
 		if r.lastBlock {
-			return -1, nil
+			return -1, zeros, nil
 		}
 		if err := r.loadBlock(); err != nil {
-			return -1, err
+			return -1, false, err
 		}
+		zeros = zeros && allZero(r.block[:r.n])
 		from = 0
 	}
 }

@@ -636,3 +636,80 @@ func TestReaderAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs, "Next allocates only to grow its fragment buffer")
 }
+
+// TestTailIncomplete classifies the damage a log stops at: only what a crash
+// during an append can leave (a chunk cut short by EOF, a record missing its
+// later chunks, zeros to EOF) is an incomplete final record; damage to a
+// complete chunk at the end is not, though TolerateCorruptedTailRecords
+// still stops there without an error.
+func TestTailIncomplete(t *testing.T) {
+	// Three records; the last spans a block boundary.
+	l := writeLog(t, patternRecords(100, 300, BlockSize))
+	last := l.starts[2]
+	end := int64(len(l.data))
+	garbage := func(from, to int64) func([]byte) []byte {
+		return func(b []byte) []byte {
+			rng := rand.New(rand.NewPCG(uint64(from), uint64(to)))
+			for i := from; i < to; i++ {
+				b[i] = byte(rng.Uint32()) | 0x80 // never a valid type byte
+			}
+			return b
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		edit       func([]byte) []byte
+		records    int
+		incomplete bool
+	}{
+		{"cut-header", func(b []byte) []byte { return b[:last+3] }, 2, true},
+		{"cut-payload", func(b []byte) []byte { return b[:last+headerSize+10] }, 2, true},
+		{"cut-at-block", func(b []byte) []byte { return b[:BlockSize] }, 2, true},
+		{"append-zeros", appendZeros(3 * BlockSize), 3, true},
+		{"zero-last-record", zeroRange(last, end), 2, true},
+		{"flip-last-payload", func(b []byte) []byte { b[end-3] ^= 0x10; return b }, 2, false},
+		{"flip-last-type", func(b []byte) []byte { b[BlockSize+6] = 9; return b }, 2, false},
+		{"garbage-last-block", garbage(BlockSize, end), 2, false},
+		{"garbage-from-last-record", garbage(last, end), 2, false},
+		{"zeros-then-garbage", func(b []byte) []byte {
+			clear(b[last:end])
+			b[end-1] = 0x55
+			return b
+		}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.edit(bytes.Clone(l.data))
+			for _, mode := range []RecoveryMode{TolerateCorruptedTailRecords, PointInTime, SkipAnyCorrupted} {
+				r := NewReader(bytes.NewReader(data), mode)
+				n := 0
+				for {
+					_, err := r.Next()
+					if err == io.EOF {
+						break
+					}
+					require.NoError(t, err, "%s", mode)
+					n++
+				}
+				_, reason := r.Stopped()
+				require.Error(t, reason, "%s: the log stops at the damage", mode)
+				require.Equal(t, tc.records, n, "%s: the records before the damage", mode)
+				require.Equal(t, tc.incomplete, r.TailIncomplete(), "%s: %v", mode, reason)
+			}
+			r := NewReader(bytes.NewReader(data), AbsoluteConsistency)
+			for {
+				if _, err := r.Next(); err != nil {
+					require.True(t, base.IsCorruption(err))
+					break
+				}
+			}
+			require.False(t, r.TailIncomplete(), "an error is not a stop")
+		})
+	}
+	r := NewReader(bytes.NewReader(l.data), PointInTime)
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+	}
+	require.False(t, r.TailIncomplete(), "a clean end")
+}
