@@ -3,10 +3,12 @@ package engine
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/merging"
 	"github.com/shaledb/shale/internal/sstable"
@@ -38,50 +40,35 @@ var compactionReadEnv = sstable.ReadEnv{
 
 // pickAndMarkLocked picks a compaction (automatic when manual is nil) and
 // marks its inputs as being compacted. busy reports that a manual
-// compaction's inputs are in use by another compaction. d.mu is held.
+// compaction's level has files in its range but the compaction cannot start
+// because a file it needs is being compacted in the background: the caller
+// must wait for that compaction and ask again. d.mu is held.
 func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction, busy bool) {
 	v := d.readState.val.current
 	if manual != nil {
-		c = compact.PickManualThrough(v, d.compactOptions(), manual.level, manual.start, manual.end)
-		if c == nil {
-			// The picker also declines when a file it needs is being
-			// compacted in the background: then the caller must wait.
-			for l := manual.level; l < manifest.NumLevels; l++ {
-				if anyInProgress(v.Overlaps(l, manual.start, manual.end)) {
-					return nil, true
-				}
-			}
+		if len(v.Overlaps(manual.level, manual.start, manual.end)) == 0 {
 			return nil, false
 		}
-	} else {
-		c = compact.Pick(v, d.compactOptions())
-	}
-	if c == nil {
+		// With inputs in the level, the picker declines only when one of
+		// them, or a file of the output level overlapping the inputs'
+		// whole key range (which may reach beyond [start, end]), is being
+		// compacted.
+		if c = compact.PickManualThrough(v, d.compactOptions(), manual.level, manual.start, manual.end); c == nil {
+			return nil, true
+		}
+	} else if c = compact.Pick(v, d.compactOptions()); c == nil {
 		return nil, false
 	}
 	for _, files := range c.Inputs {
 		for _, f := range files {
-			if f.CompactionInProgress {
-				// PickManual does not look at other compactions; wait for them.
-				return nil, true
+			if invariants.Enabled && f.CompactionInProgress {
+				// The pickers never choose a file being compacted.
+				panic(errors.AssertionFailedf("engine: compaction input %s is already being compacted", f.FileNum))
 			}
-		}
-	}
-	for _, files := range c.Inputs {
-		for _, f := range files {
 			f.CompactionInProgress = true
 		}
 	}
 	return c, false
-}
-
-func anyInProgress(files []*manifest.FileMetadata) bool {
-	for _, f := range files {
-		if f.CompactionInProgress {
-			return true
-		}
-	}
-	return false
 }
 
 func (d *DB) unmarkLocked(c *compact.Compaction) {
@@ -92,8 +79,16 @@ func (d *DB) unmarkLocked(c *compact.Compaction) {
 	}
 }
 
+// compactionStartHook, when a test sets it, is called by every compaction
+// before it does any work, without d.mu held and with the inputs marked as
+// being compacted; a test holds a compaction in progress by blocking in it.
+var compactionStartHook atomic.Pointer[func(d *DB, c *compact.Compaction)]
+
 // runCompaction executes c and installs its result.
 func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
+	if hook := compactionStartHook.Load(); hook != nil {
+		(*hook)(d, c)
+	}
 	sw := d.stats.StartStopWatch(statistics.CompactionTime, statistics.HistogramNone)
 	var edit *manifest.VersionEdit
 	var outputs []*manifest.FileMetadata
@@ -321,11 +316,6 @@ func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 				err := d.mu.bgErr
 				d.mu.Unlock()
 				return err
-			}
-			v := d.readState.val.current
-			if len(v.Overlaps(level, start, end)) == 0 {
-				d.mu.Unlock()
-				break
 			}
 			m := &manualCompaction{level: level, start: start, end: end}
 			c, busy := d.pickAndMarkLocked(m)

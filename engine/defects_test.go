@@ -2,12 +2,17 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
 	"github.com/shaledb/shale/readpath"
 	"github.com/stretchr/testify/require"
@@ -74,4 +79,117 @@ func TestTableCacheWaiterOutlivesOpenersContext(t *testing.T) {
 	ref, err := tc.Acquire(ctx, openReadEnv, meta, 0)
 	require.NoError(t, err)
 	ref.Release()
+}
+
+// TestCompactWaitsForOutputLevelBusyBeyondRange: Compact(k, k) must not skip
+// a level whose table over a–m would compact into a table over b–c that a
+// background compaction holds, although b–c does not overlap k. The picker
+// declines because it looks at the output level over the inputs' whole key
+// range; Compact used to look for busy files over [k, k] only, found none
+// and moved on, leaving the a–m table where it was.
+func TestCompactWaitsForOutputLevelBusyBeyondRange(t *testing.T) {
+	ctx := context.Background()
+	held, release := make(chan *compact.Compaction, 1), make(chan struct{})
+	var once atomic.Bool
+	hook := func(d *DB, c *compact.Compaction) {
+		if c.Level == 2 && once.CompareAndSwap(false, true) {
+			held <- c
+			<-release
+		}
+	}
+	compactionStartHook.Store(&hook)
+	t.Cleanup(func() { compactionStartHook.Store(nil) })
+	released := false
+	releaseOnce := func() {
+		if !released {
+			released = true
+			close(release)
+		}
+	}
+
+	// L1 holds 16 KiB and L2 32 KiB; every L0 table is compacted at once.
+	fs := vfs.NewMem()
+	db, _ := openTestDB(t, &Options{
+		FS:                             fs,
+		WriteBufferSize:                1 << 20,
+		Level0FileNumCompactionTrigger: 1,
+		MaxBytesForLevelBase:           16 << 10,
+		MaxBytesForLevelMultiplier:     2,
+		TargetFileSizeBase:             256 << 10,
+		Compression:                    CompressionNone,
+	})
+	t.Cleanup(releaseOnce) // registered after the database's close, so it runs first
+	rng := rand.New(rand.NewPCG(3, 4))
+	putRange := func(prefix string, n int) {
+		for i := range n {
+			v := make([]byte, 100)
+			for j := range v {
+				v[j] = byte(rng.Uint32())
+			}
+			require.NoError(t, db.Put(ctx, []byte(fmt.Sprintf("%s%04d", prefix, i)), v))
+		}
+		require.NoError(t, db.Flush(ctx))
+	}
+	levelFiles := func() (levels [manifest.NumLevels][]*manifest.FileMetadata) {
+		rs := db.loadReadState()
+		defer rs.unref()
+		for l := range levels {
+			levels[l] = append(levels[l], rs.current.Levels[l]...)
+		}
+		return levels
+	}
+	shapeIs := func(want [manifest.NumLevels]int) func() bool {
+		return func() bool {
+			levels := levelFiles()
+			for l := range levels {
+				if len(levels[l]) != want[l] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	// b–c (about 20 KiB) passes L1, over its 16 KiB, and stays in L2.
+	putRange("b", 200)
+	require.Eventually(t, shapeIs([7]int{0, 0, 1}), 5*time.Second, time.Millisecond, "b–c in L2")
+	// a–m, small, stays in L1.
+	require.NoError(t, db.Put(ctx, []byte("a"), []byte("a")))
+	require.NoError(t, db.Put(ctx, []byte("m"), []byte("m")))
+	require.NoError(t, db.Flush(ctx))
+	require.Eventually(t, shapeIs([7]int{0, 1, 1}), 5*time.Second, time.Millisecond, "a–m in L1")
+	// x–z fills L1 over its limit, moves to L2 and fills L2 over its own:
+	// the background compacts b–c, the first by key, out of L2, and holds.
+	putRange("x", 170)
+	c := <-held
+	require.Equal(t, 2, c.Level)
+	require.Equal(t, "b0000", string(c.Inputs[0][0].Smallest.UserKey))
+	levels := levelFiles()
+	require.Len(t, levels[1], 1)
+	am := levels[1][0]
+	require.Equal(t, "a", string(am.Smallest.UserKey))
+	require.Equal(t, "m", string(am.Largest.UserKey))
+	require.Len(t, levels[2], 2)
+
+	done := make(chan error, 1)
+	go func() { done <- db.Compact(ctx, []byte("k"), []byte("k")) }()
+	// Compact must wait for the held compaction; let it go after a while
+	// (or once Compact has returned without waiting).
+	select {
+	case err := <-done:
+		releaseOnce()
+		done <- err
+	case <-time.After(100 * time.Millisecond):
+		releaseOnce()
+	}
+	require.NoError(t, <-done)
+	for l, files := range levelFiles() {
+		for _, f := range files {
+			require.NotEqual(t, am.FileNum, f.FileNum, "the a–m table is still in L%d after Compact(k, k): skipped", l)
+		}
+	}
+	for _, k := range []string{"a", "m"} {
+		got, err := db.Get(ctx, []byte(k))
+		require.NoError(t, err)
+		require.Equal(t, k, string(got))
+	}
 }

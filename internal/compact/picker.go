@@ -206,6 +206,11 @@ func PickManual(v *manifest.Version, opts Options, level int, start, end []byte)
 // between are empty in that range, so skipping them keeps the tree ordered
 // and saves rewriting the data once per empty level: a full compaction of a
 // freshly loaded L0 goes straight to the bottom.
+//
+// Like PickManual it returns nil when level has no file in [start, end],
+// and otherwise only when a file it needs is being compacted: one of the
+// inputs, or a file of the output level anywhere in the inputs' key range,
+// which can reach well beyond [start, end].
 func PickManualThrough(v *manifest.Version, opts Options, level int, start, end []byte) *Compaction {
 	if level < 0 || level >= manifest.NumLevels {
 		return nil
