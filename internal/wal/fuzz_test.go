@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -17,33 +18,62 @@ import (
 // FuzzWALRecord checks the Reader on arbitrary bytes and on damaged logs
 // the Writer wrote:
 //
-//   - data as a log, in every mode: no panic, no endless loop, only
-//     corruption errors; every mode returns the same records up to the first
-//     damage; SkipAnyCorrupted returns at least those; the valid prefix
-//     (Offset) is itself a clean log of exactly those records; and a claim
-//     that an intact chunk follows the damage is true.
+//   - data as a log, in every mode, both on its own and placed lead bytes
+//     before the first block boundary (straddle): no panic, no endless
+//     loop, only corruption errors; every mode returns the same records up
+//     to the first damage; SkipAnyCorrupted returns at least those; the
+//     valid prefix (Offset) is itself a clean log of exactly those records;
+//     and a claim that an intact chunk follows the damage is true.
 //   - records derived from data, written, then cut at cut or with bit flip
 //     flipped: the records returned are exactly those written before the
 //     damage (prefix-consistent), classified as the package doc says.
+//
+// Inputs stay small (a few hundred bytes): the fuzzer minimizes every new
+// interesting input with a number of executions that grows with the square
+// of its length, so a seed of a block or more stalls it for a minute at a
+// time. straddle and recordsFrom make logs of several blocks out of short
+// inputs instead.
 func FuzzWALRecord(f *testing.F) {
-	for _, name := range []string{"small", "blocks"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name+".log"))
-		require.NoError(f, err)
-		f.Add(data[:1140], uint32(0), uint32(0))
-		f.Add(data[:BlockSize+200], uint32(BlockSize+3), uint32(8*200+3))
-	}
-	f.Add([]byte{}, uint32(0), uint32(0))
-	f.Add(make([]byte, 40), uint32(17), uint32(5))
+	small, err := os.ReadFile(filepath.Join("testdata", "small.log"))
+	require.NoError(f, err)
+	f.Add(small[:133], uint32(0), uint32(0), uint8(0))          // empty, short and 100-byte records
+	f.Add(small[:140], uint32(130), uint32(8*120+3), uint8(60)) // the 1000-byte record cut short
+	f.Add([]byte{}, uint32(0), uint32(0), uint8(0))
+	f.Add(make([]byte, 40), uint32(17), uint32(5), uint8(3))
 	f.Add(bytes.Join([][]byte{rawChunk(firstType, "ab"), rawChunk(middleType, "cd"), rawChunk(lastType, "e"),
-		rawChunk(fullType, "")}, nil), uint32(9), uint32(77))
+		rawChunk(fullType, "")}, nil), uint32(9), uint32(77), uint8(14))
 	f.Add(bytes.Join([][]byte{rawChunk(lastType, "x"), rawChunk(fullType, "y"), rawChunk(firstType, "z")}, nil),
-		uint32(3), uint32(1))
-	f.Add(bytes.Join([][]byte{rawChunk(fullType, "a"), rawChunk(7, "zz"), make([]byte, 12)}, nil), uint32(30), uint32(64))
-	f.Add([]byte("\x10\x00\x01hello world, a few records\xff\xfe"), uint32(1000), uint32(123456))
-	f.Fuzz(func(t *testing.T, data []byte, cut, flip uint32) {
+		uint32(3), uint32(1), uint8(8))
+	f.Add(bytes.Join([][]byte{rawChunk(fullType, "a"), rawChunk(7, "zz"), make([]byte, 12)}, nil), uint32(30), uint32(64), uint8(9))
+	f.Add([]byte("\x10\x00\x01hello world, a few records\xff\xfe"), uint32(1000), uint32(123456), uint8(20))
+	// The block-boundary cases of testdata/blocks.log, in a few bytes each:
+	// a record starting a block, zero padding, an empty record in the last
+	// 7 bytes of a block, and a zero-length first chunk there.
+	f.Add(rawChunk(fullType, "x"), uint32(1), uint32(9), uint8(0))
+	f.Add(append(make([]byte, 6), rawChunk(fullType, "abc")...), uint32(2), uint32(50), uint8(6))
+	f.Add(append(rawChunk(fullType, ""), rawChunk(fullType, "y")...), uint32(3), uint32(60), uint8(7))
+	f.Add(append(rawChunk(firstType, ""), rawChunk(lastType, strings.Repeat("z", 100))...), uint32(4), uint32(70), uint8(7))
+	f.Add(append(rawChunk(firstType, "0123456789abc"), rawChunk(lastType, "de")...), uint32(5), uint32(80), uint8(20))
+	f.Fuzz(func(t *testing.T, data []byte, cut, flip uint32, lead uint8) {
 		checkArbitraryLog(t, data)
+		checkArbitraryLog(t, straddle(data, lead))
 		checkWrittenLog(t, data, cut, flip)
 	})
+}
+
+// straddle returns a log of one intact record that fills the first block
+// up to lead bytes before its end, followed by data: data then lands on a
+// block's trailer and runs into the second block, as only inputs longer
+// than a block could otherwise.
+func straddle(data []byte, lead uint8) []byte {
+	// Zeros: the filler cannot hold an embedded intact chunk.
+	payload := make([]byte, BlockSize-int(lead)-headerSize)
+	log := make([]byte, headerSize, BlockSize-int(lead)+len(data))
+	binary.LittleEndian.PutUint32(log, typeCRC[fullType].Update(payload).Value())
+	binary.LittleEndian.PutUint16(log[4:], uint16(len(payload)))
+	log[6] = fullType
+	log = append(log, payload...)
+	return append(log, data...)
 }
 
 var followsRE = regexp.MustCompile(`an intact chunk follows at offset (\d+)$`)
@@ -132,9 +162,11 @@ func recordsFrom(data []byte) [][]byte {
 			n %= 300
 		}
 		n = min(n, 64<<10-total)
+		// rec[j] = data[(i+2+j)%len(data)], a copy at a time.
 		rec := make([]byte, n)
-		for j := range rec {
-			rec[j] = data[(i+2+j)%len(data)]
+		k := copy(rec, data[(i+2)%len(data):])
+		for k < n {
+			k += copy(rec[k:], data)
 		}
 		records = append(records, rec)
 		total += n
