@@ -168,6 +168,9 @@
 //   - CloseConcurrent: goroutines calling Get, MultiGet, Put and scanning
 //     while DB.Close runs each get correct results until a call fails with
 //     driver.ErrClosed; Close returns, and no goroutine is left calling.
+//   - HeldSlices: a key and value an iterator returned, held across DB.Close
+//     and the opening and writing of another database, still read their own
+//     bytes: a driver never frees memory it handed out.
 //   - ConnSession: DB.Conn takes the context's ReadOptions as the session's
 //     defaults; a default activity limits the session to its API, a call's
 //     own activity overrides it, and SetReadOptions replaces it; a session
