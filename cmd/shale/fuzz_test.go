@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -33,8 +35,13 @@ func writeMemFile(t testing.TB, name string, data []byte) vfs.FS {
 	return fs
 }
 
-// seedTable returns a table of n entries (every third a deletion) written
-// with opts.
+// The seeds are small (hundreds of bytes): the fuzzer minimizes every new
+// interesting input with a number of executions that grows with the square
+// of its length, and a seed of many kilobytes stalled it for a minute at a
+// time. Small seeds still reach every section of a file.
+
+// seedTable returns a table of n entries (every third a deletion, values
+// of 1 to 8 bytes) written with opts.
 func seedTable(t testing.TB, n int, opts sstable.WriterOptions) []byte {
 	var buf bytes.Buffer
 	w := sstable.NewWriter(&buf, opts)
@@ -44,19 +51,21 @@ func seedTable(t testing.TB, n int, opts sstable.WriterOptions) []byte {
 		if i%3 == 2 {
 			kind = base.KindDelete
 		} else {
-			value = bytes.Repeat([]byte{byte('a' + i%26)}, 20+i%50)
+			value = bytes.Repeat([]byte{byte('a' + i%26)}, 1+i%8)
 		}
-		require.NoError(t, w.Add(base.MakeInternalKey([]byte(fmt.Sprintf("key%04d", i)), base.SeqNum(i+1), kind), value))
+		require.NoError(t, w.Add(base.MakeInternalKey([]byte(fmt.Sprintf("k%d", i)), base.SeqNum(i+1), kind), value))
 	}
 	_, err := w.Close()
 	require.NoError(t, err)
 	return buf.Bytes()
 }
 
+// sstSeeds returns a table with a bloom filter and snappy blocks, one of
+// several data blocks with restarts every other key, and one of one entry.
 func sstSeeds(t testing.TB) [][]byte {
 	return [][]byte{
 		seedTable(t, 3, sstable.WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}),
-		seedTable(t, 60, sstable.WriterOptions{BlockSize: 256, BlockRestartInterval: 4, Compression: compress.None, Checksum: checksum.CRC32C}),
+		seedTable(t, 8, sstable.WriterOptions{BlockSize: 24, BlockRestartInterval: 2, Compression: compress.None, Checksum: checksum.CRC32C}),
 		seedTable(t, 1, sstable.WriterOptions{Checksum: checksum.XXHash64}),
 	}
 }
@@ -77,17 +86,21 @@ func FuzzSSTDump(f *testing.F) {
 	for _, seed := range sstSeeds(f) {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fs := writeMemFile(t, "t.sst", data)
-		d := sstDumper{w: io.Discard}
-		err := d.dump(context.Background(), fs, "t.sst", true, -1)
-		if err != nil && !errors.Is(err, base.ErrCorruption) {
-			t.Fatalf("a damaged table gave an error not marked corruption: %v", err)
-		}
-	})
+	f.Fuzz(checkSSTDump)
 }
 
-// seedLog returns a log of n batches.
+func checkSSTDump(t *testing.T, data []byte) {
+	fs := writeMemFile(t, "t.sst", data)
+	d := sstDumper{w: io.Discard}
+	err := d.dump(context.Background(), fs, "t.sst", true, -1)
+	if err != nil && !errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("a damaged table gave an error not marked corruption: %v", err)
+	}
+}
+
+// seedLog returns a log of n batches of one to four small entries, every
+// third a deletion. How the log format spans blocks is the wal package's
+// to fuzz (FuzzWALRecord); the dumper's own work is per record.
 func seedLog(t testing.TB, n int) []byte {
 	var buf bytes.Buffer
 	w := wal.NewWriter(&buf)
@@ -95,12 +108,11 @@ func seedLog(t testing.TB, n int) []byte {
 	for i := range n {
 		b := batch.New()
 		for j := range i%4 + 1 {
-			key := []byte(fmt.Sprintf("k%03d.%d", i, j))
+			key := []byte(fmt.Sprintf("k%d.%d", i, j))
 			if j == 2 {
 				b.Delete(key)
 			} else {
-				// Some records span blocks.
-				b.Set(key, bytes.Repeat([]byte{'v'}, 10+(i*j*7919)%(3*wal.BlockSize/2)))
+				b.Set(key, bytes.Repeat([]byte{'v'}, 1+(i*j*7)%10))
 			}
 		}
 		b.SetSeqNum(seq)
@@ -113,7 +125,7 @@ func seedLog(t testing.TB, n int) []byte {
 }
 
 func walSeeds(t testing.TB) [][]byte {
-	return [][]byte{seedLog(t, 3), seedLog(t, 12), {}}
+	return [][]byte{seedLog(t, 1), seedLog(t, 4), {}}
 }
 
 func TestWALSeedsDump(t *testing.T) {
@@ -130,12 +142,32 @@ func FuzzWALDump(f *testing.F) {
 	for _, seed := range walSeeds(f) {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fs := writeMemFile(t, "t.log", data)
-		d := walDumper{w: io.Discard, values: true}
-		err := d.dump(fs, "t.log")
-		if err != nil && !errors.Is(err, base.ErrCorruption) {
-			t.Fatalf("a damaged log gave an error not marked corruption: %v", err)
+	f.Fuzz(checkWALDump)
+}
+
+func checkWALDump(t *testing.T, data []byte) {
+	fs := writeMemFile(t, "t.log", data)
+	d := walDumper{w: io.Discard, values: true}
+	err := d.dump(fs, "t.log")
+	if err != nil && !errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("a damaged log gave an error not marked corruption: %v", err)
+	}
+}
+
+// TestDumpRegressions runs the fuzz checks on the large inputs the fuzzers
+// once kept, moved out of testdata/fuzz so that the fuzzers do not spend
+// their time minimizing mutations of them.
+func TestDumpRegressions(t *testing.T) {
+	for dir, check := range map[string]func(*testing.T, []byte){"sst": checkSSTDump, "wal": checkWALDump} {
+		paths, err := filepath.Glob(filepath.Join("testdata", "dump-regressions", dir, "*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, paths)
+		for _, p := range paths {
+			t.Run(dir+"/"+filepath.Base(p), func(t *testing.T) {
+				data, err := os.ReadFile(p)
+				require.NoError(t, err)
+				check(t, data)
+			})
 		}
-	})
+	}
 }
