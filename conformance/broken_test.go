@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/ioctx"
@@ -158,16 +157,16 @@ func registerBroken(name string, wrap func(*modelConn) driver.DriverConn) string
 // (so MultiGet reports it absent).
 type nilEmptyConn struct{ *modelConn }
 
-func (c nilEmptyConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	v, err := c.modelConn.Get(ctx, ro, key)
+func (c nilEmptyConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	v, err := c.modelConn.Get(ctx, req, key)
 	if err == nil && len(v) == 0 {
 		return nil, nil
 	}
 	return v, err
 }
 
-func (c nilEmptyConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
-	vals, err := c.modelConn.MultiGet(ctx, ro, keys)
+func (c nilEmptyConn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
+	vals, err := c.modelConn.MultiGet(ctx, req, keys)
 	for i, v := range vals {
 		if len(v) == 0 {
 			vals[i] = nil
@@ -180,27 +179,27 @@ func (c nilEmptyConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [
 // forgets to put the results back in the caller's order.
 type sortedMultiGetConn struct{ *modelConn }
 
-func (c sortedMultiGetConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+func (c sortedMultiGetConn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	sorted := slices.Clone(keys)
 	slices.SortFunc(sorted, bytes.Compare)
-	return c.modelConn.MultiGet(ctx, ro, sorted)
+	return c.modelConn.MultiGet(ctx, req, sorted)
 }
 
 // noUpperBoundConn ignores iterator upper bounds.
 type noUpperBoundConn struct{ *modelConn }
 
-func (c noUpperBoundConn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, o driver.IterOptions) (driver.Iter, error) {
+func (c noUpperBoundConn) NewIterator(ctx context.Context, req ioctx.ReadRequest, o driver.IterOptions) (driver.Iter, error) {
 	o.UpperBound = nil
-	return c.modelConn.NewIterator(ctx, ro, o)
+	return c.modelConn.NewIterator(ctx, req, o)
 }
 
 // getViaMultiGetConn implements Get with its MultiGet, retagging the reads
 // MultiGet: RocksDB #11444's bug the other way round.
 type getViaMultiGetConn struct{ *modelConn }
 
-func (c getViaMultiGetConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	ro.Activity = ioctx.ActivityMultiGet
-	vals, err := c.modelConn.MultiGet(ctx, ro, [][]byte{key})
+func (c getViaMultiGetConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	req.IO.Activity = ioctx.ActivityMultiGet
+	vals, err := c.modelConn.MultiGet(ctx, req, [][]byte{key})
 	if err != nil {
 		return nil, err
 	}
@@ -240,17 +239,17 @@ func (tx lastWriterWinsTx) Commit() error {
 // snapshot: each move re-reads the database and repositions by key.
 type liveIterConn struct{ *modelConn }
 
-func (c liveIterConn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, o driver.IterOptions) (driver.Iter, error) {
-	if _, err := c.modelConn.NewIterator(ctx, ro, o); err != nil {
+func (c liveIterConn) NewIterator(ctx context.Context, req ioctx.ReadRequest, o driver.IterOptions) (driver.Iter, error) {
+	if _, err := c.modelConn.NewIterator(ctx, req, o); err != nil {
 		return nil, err
 	}
-	return &liveIter{c: c.modelConn, ctx: ctx, ro: ro, opts: o}, nil
+	return &liveIter{c: c.modelConn, ctx: ctx, req: req, opts: o}, nil
 }
 
 type liveIter struct {
 	c    *modelConn
 	ctx  context.Context
-	ro   ioctx.ReadOptions
+	req  ioctx.ReadRequest
 	opts driver.IterOptions
 	cur  driver.Iter
 	key  []byte
@@ -258,7 +257,7 @@ type liveIter struct {
 
 // fresh returns an iterator over the latest data.
 func (it *liveIter) fresh() driver.Iter {
-	cur, err := it.c.NewIterator(it.ctx, it.ro, it.opts)
+	cur, err := it.c.NewIterator(it.ctx, it.req, it.opts)
 	if err != nil {
 		panic(err)
 	}
@@ -287,21 +286,13 @@ func (it *liveIter) Value() []byte { return it.cur.Value() }
 func (it *liveIter) Error() error  { return nil }
 func (it *liveIter) Close() error  { return nil }
 
-// noDeadlineConn's reads ignore ReadOptions.Deadline.
-type noDeadlineConn struct{ *modelConn }
-
-func (c noDeadlineConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	ro.Deadline = time.Time{}
-	return c.modelConn.Get(ctx, ro, key)
-}
-
 // dropsPriorityConn's Get loses the read's rate-limiter priority on the way
 // to its file reads, so they are never charged.
 type dropsPriorityConn struct{ *modelConn }
 
-func (c dropsPriorityConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	ro.RateLimiterPriority = ioctx.PriorityTotal
-	return c.modelConn.Get(ctx, ro, key)
+func (c dropsPriorityConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	req.IO.RateLimiterPriority = ioctx.PriorityTotal
+	return c.modelConn.Get(ctx, req, key)
 }
 
 // oneByOneConn applies a batch's writes one at a time, each visible before
@@ -327,7 +318,6 @@ var (
 	brokenMistagged     = registerBroken("conformance-broken-get-via-multiget", func(c *modelConn) driver.DriverConn { return getViaMultiGetConn{c} })
 	brokenNoConflicts   = registerBroken("conformance-broken-no-conflicts", func(c *modelConn) driver.DriverConn { return lastWriterWinsConn{c} })
 	brokenLiveIter      = registerBroken("conformance-broken-live-iterator", func(c *modelConn) driver.DriverConn { return liveIterConn{c} })
-	brokenNoDeadline    = registerBroken("conformance-broken-no-deadline", func(c *modelConn) driver.DriverConn { return noDeadlineConn{c} })
 )
 
 func TestBrokenDrivers(t *testing.T) {
@@ -367,8 +357,6 @@ func TestBrokenDrivers(t *testing.T) {
 				"rate limiter 0 requests, 0 bytes"}},
 		{brokenDropsPriority, []string{"ConnSession"},
 			[]string{"Conn.Get on a session with default priority User charged the rate limiter 0 requests, 0 bytes"}},
-		{brokenNoDeadline, []string{"ContextCancel"},
-			[]string{"DB.Get with ReadOptions{Deadline: a second ago} = <nil>; want an error matching context.DeadlineExceeded"}},
 	} {
 		for _, name := range tc.cases {
 			t.Run(strings.TrimPrefix(tc.driver, "conformance-broken-")+"/"+name, func(t *testing.T) {

@@ -128,7 +128,7 @@ func (d *modelDriver) Open(dsn string) (driver.DriverConn, error) {
 		c.stats = statistics.New(level)
 	}
 	// Opening reads each table's metadata.
-	c.fileReads(ioctx.ReadOptions{Activity: ioctx.ActivityDBOpen}, st.tables, blockSize, time.Now())
+	c.fileReads(ioctx.ReadRequest{IO: ioctx.IOOptions{Activity: ioctx.ActivityDBOpen}}, st.tables, blockSize, time.Now())
 	return c, nil
 }
 
@@ -236,18 +236,18 @@ const blockSize = 4096
 // fileReads records n pretend table-file reads of bytes in all, made with
 // ro and begun at start, as shale's file reader records real ones, and
 // charges them to the rate limiter when ro's priority is charged.
-func (c *modelConn) fileReads(ro ioctx.ReadOptions, n int, bytes int64, start time.Time) {
+func (c *modelConn) fileReads(req ioctx.ReadRequest, n int, bytes int64, start time.Time) {
 	if n == 0 {
 		return
 	}
-	if c.limitReads && ro.RateLimiterPriority.Charged() {
+	if c.limitReads && req.IO.RateLimiterPriority.Charged() {
 		c.stats.RecordTick(statistics.RateLimiterRequestsRead, uint64(n))
 		c.stats.RecordTick(statistics.RateLimiterBytesRead, uint64(bytes))
 		time.Sleep(time.Duration(float64(bytes) / float64(c.rate) * float64(time.Second)))
 	}
 	micros := uint64(time.Since(start).Microseconds())
 	var h statistics.Histogram
-	switch a := ro.Activity; a {
+	switch a := req.IO.Activity; a {
 	case ioctx.ActivityFlush:
 		h = statistics.FileReadFlushMicros
 	case ioctx.ActivityCompaction:
@@ -264,18 +264,19 @@ func (c *modelConn) fileReads(ro ioctx.ReadOptions, n int, bytes int64, start ti
 	c.stats.RecordTick(statistics.BytesRead, uint64(bytes))
 }
 
-// beginRead is the prologue of a read: the context and the options'
-// deadline.
-func beginRead(ctx context.Context, ro ioctx.ReadOptions) error {
+// beginRead is the prologue of a read: the context, and a deadline of the
+// request that the context does not carry (the façade already refused one
+// that had passed when the call began).
+func beginRead(ctx context.Context, req ioctx.ReadRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := ro.IOOptions()
+	_, err := ioctx.ReadOptions{Deadline: req.Deadline}.IOOptions()
 	return err
 }
 
-func (c *modelConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	if err := beginRead(ctx, ro); err != nil {
+func (c *modelConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	if err := beginRead(ctx, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -283,7 +284,7 @@ func (c *modelConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) (
 	v, found, fromTable := c.store.getAt(string(key), c.store.seq)
 	c.store.mu.RUnlock()
 	if fromTable {
-		c.fileReads(ro, 1, blockSize, start)
+		c.fileReads(req, 1, blockSize, start)
 	}
 	if !found {
 		return nil, fmt.Errorf("model: key %q: %w", key, driver.ErrNotFound)
@@ -291,8 +292,8 @@ func (c *modelConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) (
 	return []byte(v), nil
 }
 
-func (c *modelConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
-	if err := beginRead(ctx, ro); err != nil {
+func (c *modelConn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
+	if err := beginRead(ctx, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -309,7 +310,7 @@ func (c *modelConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][
 		}
 	}
 	c.store.mu.RUnlock()
-	c.fileReads(ro, reads, int64(reads)*blockSize, start)
+	c.fileReads(req, reads, int64(reads)*blockSize, start)
 	return vals, nil
 }
 
@@ -331,8 +332,8 @@ func (c *modelConn) Write(ctx context.Context, ops []driver.Op) error {
 	return nil
 }
 
-func (c *modelConn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts driver.IterOptions) (driver.Iter, error) {
-	if err := beginRead(ctx, ro); err != nil {
+func (c *modelConn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
+	if err := beginRead(ctx, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -340,7 +341,7 @@ func (c *modelConn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts 
 	kvs := c.store.scanAt(c.store.seq, opts.LowerBound, opts.UpperBound)
 	tables, size := c.store.tables, c.store.tableBytes()
 	c.store.mu.RUnlock()
-	c.fileReads(ro, tables, size, start)
+	c.fileReads(req, tables, size, start)
 	return &modelIter{ctx: ctx, kvs: kvs, pos: -1}, nil
 }
 
@@ -358,7 +359,7 @@ func (c *modelConn) Flush(ctx context.Context) error {
 	c.store.mu.Unlock()
 	if flushed {
 		// The new table is read back to check it.
-		c.fileReads(ioctx.ReadOptions{Activity: ioctx.ActivityFlush}, 1, blockSize, start)
+		c.fileReads(ioctx.ReadRequest{IO: ioctx.IOOptions{Activity: ioctx.ActivityFlush}}, 1, blockSize, start)
 	}
 	return nil
 }
@@ -375,30 +376,30 @@ func (c *modelConn) Compact(ctx context.Context, start, end []byte) error {
 	}
 	c.store.mu.Unlock()
 	if inputs > 1 {
-		c.fileReads(ioctx.ReadOptions{Activity: ioctx.ActivityCompaction}, inputs, size, began)
+		c.fileReads(ioctx.ReadRequest{IO: ioctx.IOOptions{Activity: ioctx.ActivityCompaction}}, inputs, size, began)
 	}
 	return nil
 }
 
 // verify reads every table, as verification does.
-func (c *modelConn) verify(ctx context.Context, ro ioctx.ReadOptions) error {
-	if err := beginRead(ctx, ro); err != nil {
+func (c *modelConn) verify(ctx context.Context, req ioctx.ReadRequest) error {
+	if err := beginRead(ctx, req); err != nil {
 		return err
 	}
 	start := time.Now()
 	c.store.mu.RLock()
 	tables, size := c.store.tables, c.store.tableBytes()
 	c.store.mu.RUnlock()
-	c.fileReads(ro, tables, size, start)
+	c.fileReads(req, tables, size, start)
 	return nil
 }
 
-func (c *modelConn) VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error {
-	return c.verify(ctx, ro)
+func (c *modelConn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error {
+	return c.verify(ctx, req)
 }
 
-func (c *modelConn) VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error {
-	return c.verify(ctx, ro)
+func (c *modelConn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error {
+	return c.verify(ctx, req)
 }
 
 func (c *modelConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
@@ -430,8 +431,8 @@ type modelTx struct {
 	writes map[string]driver.Op
 }
 
-func (tx *modelTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	if err := beginRead(ctx, ro); err != nil {
+func (tx *modelTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	if err := beginRead(ctx, req); err != nil {
 		return nil, err
 	}
 	if w, ok := tx.writes[string(key)]; ok {
@@ -445,7 +446,7 @@ func (tx *modelTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([
 	v, found, fromTable := tx.c.store.getAt(string(key), tx.snap)
 	tx.c.store.mu.RUnlock()
 	if fromTable {
-		tx.c.fileReads(ro, 1, blockSize, start)
+		tx.c.fileReads(req, 1, blockSize, start)
 	}
 	if !found {
 		return nil, fmt.Errorf("model: key %q: %w", key, driver.ErrNotFound)
@@ -453,8 +454,8 @@ func (tx *modelTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([
 	return []byte(v), nil
 }
 
-func (tx *modelTx) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts driver.IterOptions) (driver.Iter, error) {
-	if err := beginRead(ctx, ro); err != nil {
+func (tx *modelTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
+	if err := beginRead(ctx, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -462,7 +463,7 @@ func (tx *modelTx) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts d
 	base := tx.c.store.scanAt(tx.snap, opts.LowerBound, opts.UpperBound)
 	tables, size := tx.c.store.tables, tx.c.store.tableBytes()
 	tx.c.store.mu.RUnlock()
-	tx.c.fileReads(ro, tables, size, start)
+	tx.c.fileReads(req, tables, size, start)
 	merged := make(map[string]string, len(base))
 	for _, p := range base {
 		merged[p.k] = p.v

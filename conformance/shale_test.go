@@ -79,9 +79,9 @@ func (c wrappedConnector) Close() error {
 // DriverConn; the broken connections below override one each.
 type wrappedConn struct{ driver.DriverConn }
 
-func (c wrappedConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+func (c wrappedConn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	if mg, ok := c.DriverConn.(driver.MultiGetter); ok {
-		return mg.MultiGet(ctx, ro, keys)
+		return mg.MultiGet(ctx, req, keys)
 	}
 	return nil, driver.ErrSkip
 }
@@ -100,16 +100,16 @@ func (c wrappedConn) Compact(ctx context.Context, start, end []byte) error {
 	return driver.ErrNotSupported
 }
 
-func (c wrappedConn) VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error {
+func (c wrappedConn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error {
 	if v, ok := c.DriverConn.(driver.Verifier); ok {
-		return v.VerifyChecksum(ctx, ro)
+		return v.VerifyChecksum(ctx, req)
 	}
 	return driver.ErrNotSupported
 }
 
-func (c wrappedConn) VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error {
+func (c wrappedConn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error {
 	if v, ok := c.DriverConn.(driver.Verifier); ok {
-		return v.VerifyFileChecksums(ctx, ro)
+		return v.VerifyFileChecksums(ctx, req)
 	}
 	return driver.ErrNotSupported
 }
@@ -131,8 +131,8 @@ func (c wrappedConn) Statistics() *statistics.Statistics {
 // corruptionAsMissConn treats a block it cannot read as a miss.
 type corruptionAsMissConn struct{ wrappedConn }
 
-func (c corruptionAsMissConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	v, err := c.wrappedConn.Get(ctx, ro, key)
+func (c corruptionAsMissConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	v, err := c.wrappedConn.Get(ctx, req, key)
 	if errors.Is(err, driver.ErrCorruption) {
 		return nil, fmt.Errorf("unreadable, so absent: %w", driver.ErrNotFound)
 	}
@@ -143,8 +143,8 @@ func (c corruptionAsMissConn) Get(ctx context.Context, ro ioctx.ReadOptions, key
 // saying where.
 type anonymousCorruptionConn struct{ wrappedConn }
 
-func (c anonymousCorruptionConn) VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error {
-	if err := c.wrappedConn.VerifyChecksum(ctx, ro); errors.Is(err, driver.ErrCorruption) {
+func (c anonymousCorruptionConn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error {
+	if err := c.wrappedConn.VerifyChecksum(ctx, req); errors.Is(err, driver.ErrCorruption) {
 		return fmt.Errorf("checksum mismatch: %w", driver.ErrCorruption)
 	} else {
 		return err

@@ -59,24 +59,24 @@ func TestReadOptionsAllocations(t *testing.T) {
 	defaults := &ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityLow, IOTimeout: time.Millisecond}
 	ctx, cancel := context.WithTimeout(ioctx.WithReadOptions(context.Background(), ioctx.ReadOptions{DontFillCache: true}), time.Hour)
 	defer cancel()
-	var ro ioctx.ReadOptions
+	var req ioctx.ReadRequest
 	allocs := testing.AllocsPerRun(1000, func() {
 		var err error
-		ro, err = readOptions(ctx, defaults, "MultiGet", ioctx.ActivityMultiGet)
+		req, err = ioctx.ResolveRead(ctx, defaults, "MultiGet", ioctx.ActivityMultiGet)
 		if err != nil {
 			t.Fatal(err)
 		}
 	})
 	require.Zero(t, allocs)
-	require.Equal(t, ioctx.ActivityMultiGet, ro.Activity)
-	require.Equal(t, ioctx.PriorityLow, ro.RateLimiterPriority)
-	require.True(t, ro.DontFillCache)
-	require.False(t, ro.Deadline.IsZero())
+	require.Equal(t, ioctx.ActivityMultiGet, req.IO.Activity)
+	require.Equal(t, ioctx.PriorityLow, req.IO.RateLimiterPriority)
+	require.False(t, req.FillCache)
+	require.Equal(t, time.Millisecond, req.IO.Timeout, "the smaller of IOTimeout and the time left")
 
 	// A rejected activity builds its error message, which allocates; an
 	// accepted one must not.
 	allocs = testing.AllocsPerRun(1000, func() {
-		ro, _ = readOptions(context.Background(), nil, "Get", ioctx.ActivityGet)
+		req, _ = ioctx.ResolveRead(context.Background(), nil, "Get", ioctx.ActivityGet)
 	})
 	require.Zero(t, allocs)
 }

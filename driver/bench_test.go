@@ -19,8 +19,11 @@ func BenchmarkGet(b *testing.B) {
 	drv := &fixedConn{value: value}
 	db := openFake(b, drv)
 	key := []byte("key")
-	ro := ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityUser}
-	roCtx := ioctx.WithReadOptions(context.Background(), ro)
+	roCtx := ioctx.WithReadOptions(context.Background(), ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityUser})
+	req, err := ioctx.ResolveRead(roCtx, nil, "Get", ioctx.ActivityGet)
+	if err != nil {
+		b.Fatal(err)
+	}
 	deadlineCtx, cancel := context.WithTimeout(roCtx, time.Hour)
 	defer cancel()
 	conn, err := db.Conn(roCtx)
@@ -32,7 +35,7 @@ func BenchmarkGet(b *testing.B) {
 		ctx  context.Context
 		get  func(context.Context, []byte) ([]byte, error)
 	}{
-		{"path=driver", roCtx, func(ctx context.Context, k []byte) ([]byte, error) { return drv.Get(ctx, ro, k) }},
+		{"path=driver", roCtx, func(ctx context.Context, k []byte) ([]byte, error) { return drv.Get(ctx, req, k) }},
 		{"path=db/ctx=background", context.Background(), db.Get},
 		{"path=db/ctx=read-options", roCtx, db.Get},
 		{"path=db/ctx=deadline", deadlineCtx, db.Get},
@@ -78,7 +81,7 @@ func BenchmarkReadOptions(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := readOptions(ctx, bc.defaults, "Get", ioctx.ActivityGet); err != nil {
+				if _, err := ioctx.ResolveRead(ctx, bc.defaults, "Get", ioctx.ActivityGet); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -92,7 +95,7 @@ type multiConn struct {
 	vals [][]byte
 }
 
-func (c *multiConn) MultiGet(context.Context, ioctx.ReadOptions, [][]byte) ([][]byte, error) {
+func (c *multiConn) MultiGet(context.Context, ioctx.ReadRequest, [][]byte) ([][]byte, error) {
 	return c.vals, nil
 }
 
@@ -148,7 +151,7 @@ type iterConn struct {
 	keys [][]byte
 }
 
-func (c *iterConn) NewIterator(context.Context, ioctx.ReadOptions, IterOptions) (Iter, error) {
+func (c *iterConn) NewIterator(context.Context, ioctx.ReadRequest, IterOptions) (Iter, error) {
 	return &sliceIter{keys: c.keys}, nil
 }
 

@@ -44,74 +44,47 @@ func (c *Conn) Close() error {
 
 // Get is [DB.Get] with the session's defaults.
 func (c *Conn) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if c.closed.Load() {
-		return nil, errConnClosed
-	}
-	return c.db.get(ctx, c.defaults.Load(), key)
+	return c.db.get(ctx, c, key)
 }
 
 // MultiGet is [DB.MultiGet] with the session's defaults.
 func (c *Conn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	if c.closed.Load() {
-		return nil, errConnClosed
-	}
-	return c.db.multiGet(ctx, c.defaults.Load(), keys)
+	return c.db.multiGet(ctx, c, keys)
 }
 
 // NewIterator is [DB.NewIterator] with the session's defaults.
 func (c *Conn) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
-	if c.closed.Load() {
-		return nil, errConnClosed
-	}
-	return c.db.newIterator(ctx, c.defaults.Load(), opts)
+	return c.db.newIterator(ctx, c, opts)
 }
 
 // VerifyChecksum is [DB.VerifyChecksum] with the session's defaults.
 func (c *Conn) VerifyChecksum(ctx context.Context) error {
-	if c.closed.Load() {
-		return errConnClosed
-	}
-	return c.db.verify(ctx, c.defaults.Load(), false)
+	return c.db.verify(ctx, c, false)
 }
 
 // VerifyFileChecksums is [DB.VerifyFileChecksums] with the session's
 // defaults.
 func (c *Conn) VerifyFileChecksums(ctx context.Context) error {
-	if c.closed.Load() {
-		return errConnClosed
-	}
-	return c.db.verify(ctx, c.defaults.Load(), true)
+	return c.db.verify(ctx, c, true)
 }
 
 // BeginTx is [DB.BeginTx]; the transaction's reads use the session's
 // defaults as they were when it began.
 func (c *Conn) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
-	if c.closed.Load() {
-		return nil, errConnClosed
-	}
-	return c.db.beginTx(ctx, c.defaults.Load(), opts)
+	return c.db.beginTx(ctx, c, opts)
 }
 
 // Put is [DB.Put].
 func (c *Conn) Put(ctx context.Context, key, value []byte) error {
-	if c.closed.Load() {
-		return errConnClosed
-	}
-	return c.db.Put(ctx, key, value)
+	return c.db.put(ctx, c, key, value)
 }
 
 // Delete is [DB.Delete].
 func (c *Conn) Delete(ctx context.Context, key []byte) error {
-	if c.closed.Load() {
-		return errConnClosed
-	}
-	return c.db.Delete(ctx, key)
+	return c.db.delete(ctx, c, key)
 }
 
 // Write is [DB.Write].
 func (c *Conn) Write(ctx context.Context, b *Batch) error {
-	if c.closed.Load() {
-		return errConnClosed
-	}
-	return c.db.Write(ctx, b)
+	return c.db.write(ctx, c, b)
 }

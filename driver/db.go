@@ -169,33 +169,56 @@ func (db *DB) runConnect(ctx context.Context, done chan struct{}) {
 	close(done)
 }
 
-// begin is the common prologue of a call: enter, then check ctx. On success
-// the caller must call db.exit.
-func (db *DB) begin(ctx context.Context) error {
+// start is the prologue of every call on the DB or a session of it (sess,
+// nil for the DB itself): the session's closed check, enter, the context's
+// check, and the connect. On success the caller must call db.exit; on
+// failure start has already exited.
+func (db *DB) start(ctx context.Context, sess *Conn) (*connState, error) {
+	if sess != nil && sess.closed.Load() {
+		return nil, errConnClosed
+	}
 	if err := db.enter(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		db.exit()
-		return err
+		return nil, err
 	}
-	return nil
+	cs, err := db.connect(ctx)
+	if err != nil {
+		db.exit()
+		return nil, err
+	}
+	return cs, nil
 }
 
-// readOptions is steps 1 and 2 of the read path: the ReadOptions ctx
-// carries, read once and merged over the session defaults (nil for a DB),
-// bounded by ctx's deadline, then checked and tagged with api's activity.
-func readOptions(ctx context.Context, defaults *ioctx.ReadOptions, api string, activity ioctx.Activity) (ioctx.ReadOptions, error) {
-	ro := ioctx.ReadOptionsFrom(ctx)
-	if defaults != nil {
-		ro = ioctx.Merge(*defaults, ro)
+// startRead is start for a read of the public API api, whose own activity
+// is want: the read's options are resolved once, here (steps 1 to 3 of the
+// read path, see the package doc), with the session's defaults, and the
+// returned request is all the driver receives of them. On success the caller
+// must call db.exit; on failure startRead has already exited.
+func (db *DB) startRead(ctx context.Context, sess *Conn, api string, want ioctx.Activity) (*connState, ioctx.ReadRequest, error) {
+	var defaults *ioctx.ReadOptions
+	if sess != nil {
+		if sess.closed.Load() {
+			return nil, ioctx.ReadRequest{}, errConnClosed
+		}
+		defaults = sess.defaults.Load()
 	}
-	if _, ok := ctx.Deadline(); ok {
-		// Guarded: most contexts have no deadline, and passing the
-		// 64-byte options through the value method costs two copies.
-		ro = ro.WithContextDeadline(ctx)
+	if err := db.enter(); err != nil {
+		return nil, ioctx.ReadRequest{}, err
 	}
-	return ro.CheckAndTag(api, activity)
+	req, err := ioctx.ResolveRead(ctx, defaults, api, want)
+	if err != nil {
+		db.exit()
+		return nil, ioctx.ReadRequest{}, err
+	}
+	cs, err := db.connect(ctx)
+	if err != nil {
+		db.exit()
+		return nil, ioctx.ReadRequest{}, err
+	}
+	return cs, req, nil
 }
 
 // Driver returns the DB's driver.
@@ -204,12 +227,11 @@ func (db *DB) Driver() Driver { return db.connector.Driver() }
 // Ping connects the database if it is not yet connected and returns the
 // connect's error, if any.
 func (db *DB) Ping(ctx context.Context) error {
-	if err := db.begin(ctx); err != nil {
+	if _, err := db.start(ctx, nil); err != nil {
 		return err
 	}
-	defer db.exit()
-	_, err := db.connect(ctx)
-	return err
+	db.exit()
+	return nil
 }
 
 // Statistics returns the driver's statistics (see [StatsReporter]), or nil
@@ -257,29 +279,13 @@ func (db *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, er
 
 // Put sets key to value. Both slices are the caller's and not retained.
 func (db *DB) Put(ctx context.Context, key, value []byte) error {
-	if err := db.begin(ctx); err != nil {
-		return err
-	}
-	defer db.exit()
-	cs, err := db.connect(ctx)
-	if err != nil {
-		return err
-	}
-	return cs.conn.Put(ctx, key, value)
+	return db.put(ctx, nil, key, value)
 }
 
 // Delete removes key; removing an absent key is not an error. key is not
 // retained.
 func (db *DB) Delete(ctx context.Context, key []byte) error {
-	if err := db.begin(ctx); err != nil {
-		return err
-	}
-	defer db.exit()
-	cs, err := db.connect(ctx)
-	if err != nil {
-		return err
-	}
-	return cs.conn.Delete(ctx, key)
+	return db.delete(ctx, nil, key)
 }
 
 // Write applies the batch's operations atomically and in order. The batch
@@ -287,31 +293,17 @@ func (db *DB) Delete(ctx context.Context, key []byte) error {
 // batch is an error matching ErrInvalidArgument; an empty one writes
 // nothing.
 func (db *DB) Write(ctx context.Context, b *Batch) error {
-	if b == nil {
-		return errNilBatch
-	}
-	if err := db.begin(ctx); err != nil {
-		return err
-	}
-	defer db.exit()
-	cs, err := db.connect(ctx)
-	if err != nil || len(b.ops) == 0 {
-		return err
-	}
-	return cs.conn.Write(ctx, b.ops)
+	return db.write(ctx, nil, b)
 }
 
 // Flush writes the database's in-memory state to durable files (see
 // [Flusher]); ErrNotSupported when the driver cannot.
 func (db *DB) Flush(ctx context.Context) error {
-	if err := db.begin(ctx); err != nil {
-		return err
-	}
-	defer db.exit()
-	cs, err := db.connect(ctx)
+	cs, err := db.start(ctx, nil)
 	if err != nil {
 		return err
 	}
+	defer db.exit()
 	if cs.flusher == nil {
 		return errNoFlush
 	}
@@ -322,14 +314,11 @@ func (db *DB) Flush(ctx context.Context) error {
 // Compact(ctx, nil, nil) compacts everything (see [Compacter]);
 // ErrNotSupported when the driver cannot. The slices are not retained.
 func (db *DB) Compact(ctx context.Context, start, end []byte) error {
-	if err := db.begin(ctx); err != nil {
-		return err
-	}
-	defer db.exit()
-	cs, err := db.connect(ctx)
+	cs, err := db.start(ctx, nil)
 	if err != nil {
 		return err
 	}
+	defer db.exit()
 	if cs.compacter == nil {
 		return errNoCompact
 	}
@@ -355,13 +344,10 @@ func (db *DB) VerifyFileChecksums(ctx context.Context) error {
 // ones ctx carries, if any (see [Conn]). It connects the database if
 // needed.
 func (db *DB) Conn(ctx context.Context) (*Conn, error) {
-	if err := db.begin(ctx); err != nil {
+	if _, err := db.start(ctx, nil); err != nil {
 		return nil, err
 	}
 	defer db.exit()
-	if _, err := db.connect(ctx); err != nil {
-		return nil, err
-	}
 	c := &Conn{db: db}
 	ro := ioctx.ReadOptionsFrom(ctx)
 	c.defaults.Store(&ro)
@@ -424,72 +410,87 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
-// The methods below are shared by DB, Conn and Tx. defaults is the
-// session's default ReadOptions: nil for a DB, never nil for a Conn.
+// The methods below are shared by DB and Conn: sess is the session, nil for
+// the DB itself.
 
-func (db *DB) get(ctx context.Context, defaults *ioctx.ReadOptions, key []byte) ([]byte, error) {
-	if err := db.begin(ctx); err != nil {
+func (db *DB) get(ctx context.Context, sess *Conn, key []byte) ([]byte, error) {
+	cs, req, err := db.startRead(ctx, sess, "Get", ioctx.ActivityGet)
+	if err != nil {
 		return nil, err
 	}
 	defer db.exit()
-	ro, err := readOptions(ctx, defaults, "Get", ioctx.ActivityGet)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := db.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := cs.conn.Get(ctx, ro, key)
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
+	return cs.conn.Get(ctx, req, key)
 }
 
-func (db *DB) multiGet(ctx context.Context, defaults *ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
-	if err := db.begin(ctx); err != nil {
+func (db *DB) multiGet(ctx context.Context, sess *Conn, keys [][]byte) ([][]byte, error) {
+	cs, req, err := db.startRead(ctx, sess, "MultiGet", ioctx.ActivityMultiGet)
+	if err != nil {
 		return nil, err
 	}
 	defer db.exit()
-	ro, err := readOptions(ctx, defaults, "MultiGet", ioctx.ActivityMultiGet)
+	return multiGet(ctx, cs.multiGetter, cs.conn, req, keys)
+}
+
+func (db *DB) put(ctx context.Context, sess *Conn, key, value []byte) error {
+	cs, err := db.start(ctx, sess)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cs, err := db.connect(ctx)
+	defer db.exit()
+	return cs.conn.Put(ctx, key, value)
+}
+
+func (db *DB) delete(ctx context.Context, sess *Conn, key []byte) error {
+	cs, err := db.start(ctx, sess)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return multiGet(ctx, cs.multiGetter, cs.conn, ro, keys)
+	defer db.exit()
+	return cs.conn.Delete(ctx, key)
+}
+
+func (db *DB) write(ctx context.Context, sess *Conn, b *Batch) error {
+	if b == nil {
+		return errNilBatch
+	}
+	cs, err := db.start(ctx, sess)
+	if err != nil {
+		return err
+	}
+	defer db.exit()
+	if len(b.ops) == 0 {
+		return nil
+	}
+	return cs.conn.Write(ctx, b.ops)
 }
 
 // multiGet is the MultiGet of a session or a transaction: mg's when the
 // driver has one (nil when not) and it does not answer ErrSkip, else a loop
 // of g's Get.
-func multiGet(ctx context.Context, mg MultiGetter, g getter, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+func multiGet(ctx context.Context, mg MultiGetter, g getter, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	if mg != nil {
-		vals, err := mg.MultiGet(ctx, ro, keys)
+		vals, err := mg.MultiGet(ctx, req, keys)
 		if !errors.Is(err, ErrSkip) {
 			return checkMultiGet(vals, err, len(keys))
 		}
 	}
-	return multiGetLoop(ctx, g, ro, keys)
+	return multiGetLoop(ctx, g, req, keys)
 }
 
 // getter is the Get of a DriverConn or a DriverTx.
 type getter interface {
-	Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error)
+	Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error)
 }
 
 // multiGetLoop is MultiGet's fallback: g.Get for each key with the same
-// MultiGet-tagged ro, so the reads keep their activity.
-func multiGetLoop(ctx context.Context, g getter, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+// MultiGet-tagged request, so the reads keep their activity.
+func multiGetLoop(ctx context.Context, g getter, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	for i, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		v, err := g.Get(ctx, ro, k)
+		v, err := g.Get(ctx, req, k)
 		switch {
 		case err == nil:
 			if v == nil {
@@ -518,30 +519,23 @@ func checkMultiGet(vals [][]byte, err error, n int) ([][]byte, error) {
 	return vals, nil
 }
 
-func (db *DB) newIterator(ctx context.Context, defaults *ioctx.ReadOptions, opts *IterOptions) (*Iterator, error) {
-	if err := db.begin(ctx); err != nil {
+func (db *DB) newIterator(ctx context.Context, sess *Conn, opts *IterOptions) (*Iterator, error) {
+	cs, req, err := db.startRead(ctx, sess, "NewIterator", ioctx.ActivityDBIterator)
+	if err != nil {
 		return nil, err
 	}
 	defer db.exit()
-	ro, err := readOptions(ctx, defaults, "NewIterator", ioctx.ActivityDBIterator)
+	iter, err := cs.conn.NewIterator(ctx, req, copyIterOptions(opts))
 	if err != nil {
 		return nil, err
 	}
-	cs, err := db.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	iter, err := cs.conn.NewIterator(ctx, ro, copyIterOptions(opts))
-	if err != nil {
-		return nil, err
-	}
-	return db.trackIter(ctx, iter, nil), nil
+	return db.trackIter(ctx, req, iter, nil), nil
 }
 
 // trackIter wraps iter and records it for Close. The caller has entered,
 // so Close has not swept the registry yet and will see it.
-func (db *DB) trackIter(ctx context.Context, iter Iter, tx *Tx) *Iterator {
-	it := &Iterator{db: db, tx: tx, iter: iter, ctx: ctx, done: ctx.Done()}
+func (db *DB) trackIter(ctx context.Context, req ioctx.ReadRequest, iter Iter, tx *Tx) *Iterator {
+	it := &Iterator{db: db, tx: tx, iter: iter, ctx: ctx, done: ctx.Done(), deadline: req.Deadline}
 	db.mu.Lock()
 	if db.mu.iters == nil {
 		db.mu.iters = make(map[*Iterator]struct{})
@@ -557,41 +551,32 @@ func (db *DB) untrackIter(it *Iterator) {
 	db.mu.Unlock()
 }
 
-func (db *DB) verify(ctx context.Context, defaults *ioctx.ReadOptions, files bool) error {
-	if err := db.begin(ctx); err != nil {
-		return err
-	}
-	defer db.exit()
+func (db *DB) verify(ctx context.Context, sess *Conn, files bool) error {
 	api, activity, unsupported := "VerifyChecksum", ioctx.ActivityVerifyDBChecksum, errNoVerify
 	if files {
 		api, activity, unsupported = "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums, errNoVerifyFiles
 	}
-	ro, err := readOptions(ctx, defaults, api, activity)
+	cs, req, err := db.startRead(ctx, sess, api, activity)
 	if err != nil {
 		return err
 	}
-	cs, err := db.connect(ctx)
-	if err != nil {
-		return err
-	}
-	if cs.verifier == nil {
+	defer db.exit()
+	switch {
+	case cs.verifier == nil:
 		return unsupported
+	case files:
+		return cs.verifier.VerifyFileChecksums(ctx, req)
+	default:
+		return cs.verifier.VerifyChecksum(ctx, req)
 	}
-	if files {
-		return cs.verifier.VerifyFileChecksums(ctx, ro)
-	}
-	return cs.verifier.VerifyChecksum(ctx, ro)
 }
 
-func (db *DB) beginTx(ctx context.Context, defaults *ioctx.ReadOptions, opts *TxOptions) (*Tx, error) {
-	if err := db.begin(ctx); err != nil {
+func (db *DB) beginTx(ctx context.Context, sess *Conn, opts *TxOptions) (*Tx, error) {
+	cs, err := db.start(ctx, sess)
+	if err != nil {
 		return nil, err
 	}
 	defer db.exit()
-	cs, err := db.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if cs.txBeginner == nil {
 		return nil, errNoTx
 	}
@@ -603,7 +588,10 @@ func (db *DB) beginTx(ctx context.Context, defaults *ioctx.ReadOptions, opts *Tx
 	if err != nil {
 		return nil, err
 	}
-	tx := &Tx{db: db, tx: dtx, defaults: defaults, opts: o}
+	tx := &Tx{db: db, tx: dtx, opts: o}
+	if sess != nil {
+		tx.defaults = sess.defaults.Load()
+	}
 	tx.multiGetter, _ = dtx.(TxMultiGetter)
 	db.mu.Lock()
 	if db.mu.txs == nil {

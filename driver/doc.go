@@ -42,24 +42,24 @@
 // VerifyFileChecksums, on a DB, a Conn or a Tx — runs the same steps:
 //
 //  1. It returns an error matching ErrClosed if the DB (or Conn, or the Tx's
-//     DB) is closed, and ctx.Err() if ctx is already done.
-//  2. It reads the [ioctx.ReadOptions] ctx carries, once, with
-//     ioctx.ReadOptionsFrom; on a Conn it merges them over the session's
-//     defaults (ioctx.Merge). A deadline of ctx earlier than the options' own
-//     becomes their deadline ([ioctx.ReadOptions.WithContextDeadline]), so
-//     the file reads below honour it.
-//  3. It checks and tags them with [ioctx.ReadOptions.CheckAndTag]: the API
-//     ("Get", "MultiGet", "NewIterator", "VerifyChecksum",
-//     "VerifyFileChecksums") accepts activity Unknown, which it sets to its
-//     own, or its own; any other activity returns RocksDB's "Can only call
-//     …" error, matching ErrInvalidArgument, without calling the driver.
-//  4. It connects the database if this is its first use (see [OpenDB]).
-//  5. It calls the driver with the tagged options passed explicitly. Driver
-//     read methods are "impl" entry points: they must not check the activity
-//     again, and never look in ctx for read options. This is what lets a
-//     MultiGet that the driver cannot batch loop the driver's Get with the
-//     MultiGet tag — RocksDB PR #11444's lesson, where loops over the public
-//     Get either failed the check or relabelled their reads.
+//     DB) is closed.
+//  2. It resolves the call's read options once, with [ioctx.ResolveRead]:
+//     ctx.Err() if ctx is already done; the [ioctx.ReadOptions] ctx carries,
+//     merged on a Conn over the session's defaults; the activity checked and
+//     tagged — the API ("Get", "MultiGet", "NewIterator", "VerifyChecksum",
+//     "VerifyFileChecksums") accepts Unknown, which it sets to its own, or
+//     its own, and any other activity returns RocksDB's "Can only call …"
+//     error, matching ErrInvalidArgument, without calling the driver; the
+//     earlier of ctx's and the options' deadline turned into the IO timeout
+//     (one already past is an error matching context.DeadlineExceeded).
+//  3. It connects the database if this is its first use (see [OpenDB]).
+//  4. It calls the driver with the resulting [ioctx.ReadRequest], the only
+//     thing the driver receives of the options. Driver read methods are
+//     "impl" entry points: they must not check the activity again, and
+//     never look in ctx for read options. This is what lets a MultiGet that
+//     the driver cannot batch loop the driver's Get with the MultiGet tag —
+//     RocksDB PR #11444's lesson, where loops over the public Get either
+//     failed the check or relabelled their reads.
 //
 // A context that is done makes a call return an error for which
 // errors.Is(err, ctx.Err()) holds: the façade checks before calling the

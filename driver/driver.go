@@ -67,11 +67,14 @@ type Connector interface {
 // call has returned and every Iter and DriverTx of the connection has been
 // closed or rolled back.
 //
-// Read methods receive [ioctx.ReadOptions] explicitly, already checked and
-// tagged with the API's activity: they are "impl" entry points (RocksDB's
-// GetImpl) and must not re-check the activity nor look in ctx for read
-// options. ctx is for cancellation: when it is done, a method returns an
-// error for which errors.Is(err, ctx.Err()) holds.
+// Read methods receive an [ioctx.ReadRequest], the call's read options
+// resolved once by the façade with [ioctx.ResolveRead]: merged over the
+// session's defaults, checked and tagged with the API's activity, the
+// context's deadline folded into the IO timeout. They are "impl" entry points
+// (RocksDB's GetImpl) and must not re-check the activity nor look in ctx for
+// read options. ctx is for cancellation: when it is done, a method returns an
+// error for which errors.Is(err, ctx.Err()) holds. A request whose Deadline
+// is set must also stop at it (the context does not carry it).
 //
 // Slices passed in (keys, values, Op contents) belong to the caller and are
 // valid only until the method returns: a driver copies what it keeps.
@@ -79,7 +82,7 @@ type DriverConn interface {
 	// Get returns the value of key, or an error matching ErrNotFound when
 	// key has none. The returned slice is the caller's (the driver must not
 	// modify or reuse it); a found empty value is a non-nil empty slice.
-	Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error)
+	Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error)
 
 	// Put sets key to value.
 	Put(ctx context.Context, key, value []byte) error
@@ -96,7 +99,7 @@ type DriverConn interface {
 	// point in time, limited to opts' bounds. opts' slices stay valid and
 	// unchanged until the Iter is closed, so the driver may keep them. ctx
 	// bounds the iterator's whole life, not only this call.
-	NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error)
+	NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error)
 
 	// Close closes the database. It is called exactly once.
 	Close() error
@@ -155,13 +158,13 @@ type Iter interface {
 // found one; the slices are the caller's.
 //
 // Without it, or when it returns [ErrSkip], the façade loops
-// DriverConn.Get with the same MultiGet-tagged ReadOptions, so reads keep
+// DriverConn.Get with the same MultiGet-tagged request, so reads keep
 // their MultiGet activity (RocksDB #11444). Each of those Gets reads the
 // latest state, so the fallback's results are not one consistent snapshot: a
 // driver whose MultiGet must see a batch whole (the conformance suite's
 // BatchAtomicity case) implements MultiGetter.
 type MultiGetter interface {
-	MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error)
+	MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error)
 }
 
 // Flusher is an optional interface of a [DriverConn]: Flush writes the
@@ -181,13 +184,13 @@ type Compacter interface {
 
 // Verifier is an optional interface of a [DriverConn]: VerifyChecksum reads
 // every live block and checks its checksum; VerifyFileChecksums checks each
-// live file's whole-file checksum. ro is tagged ActivityVerifyDBChecksum or
+// live file's whole-file checksum. req is tagged ActivityVerifyDBChecksum or
 // ActivityVerifyFileChecksums. A mismatch is an error matching
 // ErrCorruption. Without it, both DB methods return an error matching
 // ErrNotSupported.
 type Verifier interface {
-	VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error
-	VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error
+	VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error
+	VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error
 }
 
 // TxBeginner is an optional interface of a [DriverConn]: BeginTx starts a
@@ -205,10 +208,10 @@ type TxBeginner interface {
 //
 // The façade calls a DriverTx from one goroutine at a time, never after
 // Commit or Rollback, and closes the transaction's iterators before either.
-// Read methods follow DriverConn's rules: ro arrives checked and tagged.
+// Read methods follow DriverConn's rules: req arrives resolved.
 type DriverTx interface {
-	Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error)
-	NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error)
+	Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error)
+	NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error)
 	Put(ctx context.Context, key, value []byte) error
 	Delete(ctx context.Context, key []byte) error
 	Commit() error
@@ -217,9 +220,9 @@ type DriverTx interface {
 
 // TxMultiGetter is an optional interface of a [DriverTx], with
 // [MultiGetter]'s contract. Without it, or when it returns [ErrSkip], the
-// façade loops DriverTx.Get with the MultiGet-tagged ReadOptions.
+// façade loops DriverTx.Get with the MultiGet-tagged request.
 type TxMultiGetter interface {
-	MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error)
+	MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error)
 }
 
 // StatsReporter is an optional interface of a [DriverConn]: Statistics

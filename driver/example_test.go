@@ -42,14 +42,14 @@ type memConn struct {
 	logReads bool
 }
 
-func (c *memConn) logRead(api string, ro ioctx.ReadOptions) {
+func (c *memConn) logRead(api string, req ioctx.ReadRequest) {
 	if c.logReads {
-		fmt.Printf("  driver: %s activity=%s priority=%s\n", api, ro.Activity, ro.RateLimiterPriority)
+		fmt.Printf("  driver: %s activity=%s priority=%s\n", api, req.IO.Activity, req.IO.RateLimiterPriority)
 	}
 }
 
-func (c *memConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	c.logRead("Get", ro)
+func (c *memConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	c.logRead("Get", req)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.data[string(key)]
@@ -80,8 +80,8 @@ func (c *memConn) Write(ctx context.Context, ops []driver.Op) error {
 	return nil
 }
 
-func (c *memConn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts driver.IterOptions) (driver.Iter, error) {
-	c.logRead("NewIterator", ro)
+func (c *memConn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
+	c.logRead("NewIterator", req)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	it := &memIter{pos: -1}

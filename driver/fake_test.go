@@ -23,7 +23,7 @@ import (
 // call is one read the fake driver received.
 type call struct {
 	method string // "Get", "MultiGet", "NewIterator", "VerifyChecksum", ... ; "Tx." prefix for a DriverTx
-	ro     ioctx.ReadOptions
+	req    ioctx.ReadRequest
 	key    string
 }
 
@@ -63,11 +63,11 @@ func (c *fakeConn) checkLocked(method string) {
 	}
 }
 
-func (c *fakeConn) record(method string, ro ioctx.ReadOptions, key []byte) {
+func (c *fakeConn) record(method string, req ioctx.ReadRequest, key []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.checkLocked(method)
-	c.calls = append(c.calls, call{method: method, ro: ro, key: string(key)})
+	c.calls = append(c.calls, call{method: method, req: req, key: string(key)})
 }
 
 func (c *fakeConn) recorded() []call {
@@ -84,13 +84,13 @@ func (c *fakeConn) violationList() []string {
 
 func notFound(key []byte) error { return fmt.Errorf("fake: key %q: %w", key, ErrNotFound) }
 
-func (c *fakeConn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
+func (c *fakeConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
 	if c.getHook != nil {
 		if err := c.getHook(ctx, key); err != nil {
 			return nil, err
 		}
 	}
-	c.record("Get", ro, key)
+	c.record("Get", req, key)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -138,8 +138,8 @@ func (c *fakeConn) applyLocked(ops []Op) {
 	}
 }
 
-func (c *fakeConn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error) {
-	c.record("NewIterator", ro, nil)
+func (c *fakeConn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error) {
+	c.record("NewIterator", req, nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.openIters++
@@ -179,11 +179,11 @@ var (
 
 func newFullConn() *fullConn { return &fullConn{fakeConn: newFakeConn()} }
 
-func (c *fullConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+func (c *fullConn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	if c.skipMultiGet.Load() {
 		return nil, ErrSkip
 	}
-	c.record("MultiGet", ro, nil)
+	c.record("MultiGet", req, nil)
 	vals := make([][]byte, len(keys))
 	for i, k := range keys {
 		v, err := c.lookup(k)
@@ -195,22 +195,22 @@ func (c *fullConn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]
 }
 
 func (c *fullConn) Flush(ctx context.Context) error {
-	c.record("Flush", ioctx.ReadOptions{}, nil)
+	c.record("Flush", ioctx.ReadRequest{}, nil)
 	return ctx.Err()
 }
 
 func (c *fullConn) Compact(ctx context.Context, start, end []byte) error {
-	c.record("Compact", ioctx.ReadOptions{}, append(append([]byte{}, start...), end...))
+	c.record("Compact", ioctx.ReadRequest{}, append(append([]byte{}, start...), end...))
 	return ctx.Err()
 }
 
-func (c *fullConn) VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error {
-	c.record("VerifyChecksum", ro, nil)
+func (c *fullConn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error {
+	c.record("VerifyChecksum", req, nil)
 	return ctx.Err()
 }
 
-func (c *fullConn) VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error {
-	c.record("VerifyFileChecksums", ro, nil)
+func (c *fullConn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error {
+	c.record("VerifyFileChecksums", req, nil)
 	return ctx.Err()
 }
 
@@ -276,9 +276,9 @@ func (tx *fakeTx) view() map[string][]byte {
 	return m
 }
 
-func (tx *fakeTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
+func (tx *fakeTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
 	defer tx.enter("Get")()
-	tx.c.record("Tx.Get", ro, key)
+	tx.c.record("Tx.Get", req, key)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -294,9 +294,9 @@ func (tx *fakeTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]
 	return nil, notFound(key)
 }
 
-func (tx *fakeTx) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts IterOptions) (Iter, error) {
+func (tx *fakeTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error) {
 	defer tx.enter("NewIterator")()
-	tx.c.record("Tx.NewIterator", ro, nil)
+	tx.c.record("Tx.NewIterator", req, nil)
 	tx.c.mu.Lock()
 	tx.c.openIters++
 	tx.c.mu.Unlock()
@@ -351,9 +351,9 @@ type fullTx struct{ *fakeTx }
 
 var _ TxMultiGetter = (*fullTx)(nil)
 
-func (tx *fullTx) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+func (tx *fullTx) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	defer tx.enter("MultiGet")()
-	tx.c.record("Tx.MultiGet", ro, nil)
+	tx.c.record("Tx.MultiGet", req, nil)
 	view := tx.view()
 	vals := make([][]byte, len(keys))
 	for i, k := range keys {
@@ -527,13 +527,13 @@ func (d fakeContextDriver) OpenConnector(dsn string) (Connector, error) {
 // it isolates the façade's own cost for allocation tests and benchmarks.
 type fixedConn struct{ value []byte }
 
-func (c *fixedConn) Get(context.Context, ioctx.ReadOptions, []byte) ([]byte, error) {
+func (c *fixedConn) Get(context.Context, ioctx.ReadRequest, []byte) ([]byte, error) {
 	return c.value, nil
 }
 func (c *fixedConn) Put(context.Context, []byte, []byte) error { return nil }
 func (c *fixedConn) Delete(context.Context, []byte) error      { return nil }
 func (c *fixedConn) Write(context.Context, []Op) error         { return nil }
-func (c *fixedConn) NewIterator(context.Context, ioctx.ReadOptions, IterOptions) (Iter, error) {
+func (c *fixedConn) NewIterator(context.Context, ioctx.ReadRequest, IterOptions) (Iter, error) {
 	return nil, errors.New("fixedConn: no iterators")
 }
 func (c *fixedConn) Close() error { return nil }

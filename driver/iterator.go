@@ -1,6 +1,11 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/shaledb/shale/ioctx"
+)
 
 // Iterator walks the keys of a DB or a Tx in order, within its bounds.
 //
@@ -28,7 +33,8 @@ import "context"
 //
 // After Close, or after DB.Close, moves return false and Error reports an
 // error matching ErrClosed. When the context given to NewIterator is done,
-// moves return false and Error reports ctx.Err().
+// moves return false and Error reports ctx.Err(); likewise, with an error
+// matching context.DeadlineExceeded, once the ReadOptions' Deadline passed.
 //
 // An Iterator is not safe for concurrent use, but DB.Close may run
 // concurrently with it.
@@ -41,6 +47,10 @@ type Iterator struct {
 	// never be done), polled without blocking on each move.
 	ctx  context.Context
 	done <-chan struct{}
+	// deadline is the request's deadline that ctx does not carry (see
+	// ioctx.ReadRequest), zero when none: moves after it fail as a done
+	// ctx's do.
+	deadline time.Time
 
 	// The fields below are used only by the iterator's goroutine; DB.Close
 	// touches none of them, only iter.
@@ -49,6 +59,10 @@ type Iterator struct {
 	closed     bool
 	err        error // the façade's own error (ctx, closed), or the one captured at Close
 }
+
+// errDeadlineExceeded is RocksDB's IOStatus::TimedOut("Deadline exceeded"),
+// as the engine reports a read that starts after its deadline.
+var errDeadlineExceeded = ioctx.TimeoutError("Deadline exceeded")
 
 type move uint8
 
@@ -103,6 +117,10 @@ func (it *Iterator) move(m move, key []byte) bool {
 			return false
 		default:
 		}
+	}
+	if !it.deadline.IsZero() && !time.Now().Before(it.deadline) {
+		it.invalidate(errDeadlineExceeded)
+		return false
 	}
 	var ok bool
 	switch m {

@@ -138,7 +138,7 @@ func TestReadPath(t *testing.T) {
 				require.Len(t, calls, 2*len(methods))
 				for i, c := range calls {
 					require.Equal(t, methods[i%len(methods)], c.method)
-					require.Equal(t, want, c.ro, "call %d", i)
+					requireRequest(t, want, c.req, "call %d", i)
 				}
 
 				// Any other activity: RocksDB's error, and the driver is
@@ -178,7 +178,33 @@ func TestSessionDefaultActivity(t *testing.T) {
 	require.Len(t, conn.recorded(), 2)
 }
 
-func TestContextDeadlineBecomesReadOptionsDeadline(t *testing.T) {
+// requireRequest checks that the driver received ro resolved: every field
+// carried over, the deadline turned into the IO timeout and, since the
+// tests' contexts carry none, kept for the driver to stop at.
+func requireRequest(t *testing.T, ro ioctx.ReadOptions, got ioctx.ReadRequest, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, ro.Activity, got.IO.Activity, msgAndArgs...)
+	require.Equal(t, ro.RateLimiterPriority, got.IO.RateLimiterPriority, msgAndArgs...)
+	require.Equal(t, !ro.DontVerifyChecksums, got.VerifyChecksums, msgAndArgs...)
+	require.Equal(t, !ro.DontFillCache, got.FillCache, msgAndArgs...)
+	require.Equal(t, ro.ReadaheadSize, got.ReadaheadSize, msgAndArgs...)
+	require.Equal(t, ro.AsyncIO, got.AsyncIO, msgAndArgs...)
+	require.Equal(t, ro.Deadline, got.Deadline, msgAndArgs...)
+	switch {
+	case ro.IOTimeout != 0:
+		require.Equal(t, ro.IOTimeout, got.IO.Timeout, msgAndArgs...)
+	case !ro.Deadline.IsZero():
+		require.Positive(t, got.IO.Timeout, msgAndArgs...)
+		require.LessOrEqual(t, got.IO.Timeout, time.Until(ro.Deadline)+time.Second, msgAndArgs...)
+	default:
+		require.Zero(t, got.IO.Timeout, msgAndArgs...)
+	}
+}
+
+// TestContextDeadlineBoundsTheRequest checks where deadlines end up: the
+// earlier of the context's and the options' becomes the IO timeout, and only
+// an options deadline the context does not carry is passed on as one.
+func TestContextDeadlineBoundsTheRequest(t *testing.T) {
 	conn := newFullConn()
 	db := openFake(t, conn)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
@@ -193,10 +219,14 @@ func TestContextDeadlineBecomesReadOptionsDeadline(t *testing.T) {
 	_, _ = db.Get(context.Background(), []byte("a"))
 	calls := conn.recorded()
 	require.Len(t, calls, 4)
-	require.Equal(t, ctxDeadline, calls[0].ro.Deadline, "ctx's deadline bounds the reads")
-	require.Equal(t, ctxDeadline, calls[1].ro.Deadline, "the earlier deadline wins")
-	require.Equal(t, earlier, calls[2].ro.Deadline)
-	require.True(t, calls[3].ro.Deadline.IsZero(), "no deadline without one")
+	for i, c := range calls[:2] {
+		require.True(t, c.req.Deadline.IsZero(), "call %d: the context carries the deadline itself", i)
+		require.InDelta(t, time.Hour, c.req.IO.Timeout, float64(time.Minute), "call %d: ctx's deadline bounds the reads", i)
+	}
+	require.Equal(t, earlier, calls[2].req.Deadline, "the earlier deadline wins")
+	require.InDelta(t, time.Hour-time.Minute, calls[2].req.IO.Timeout, float64(time.Minute))
+	require.Equal(t, ioctx.ReadRequest{IO: ioctx.IOOptions{Activity: ioctx.ActivityGet}, VerifyChecksums: true,
+		FillCache: true}, calls[3].req, "no deadline without one")
 }
 
 func TestMultiGet(t *testing.T) {
@@ -228,8 +258,8 @@ func TestMultiGet(t *testing.T) {
 			var methods []string
 			for _, c := range fc.recorded() {
 				methods = append(methods, c.method)
-				require.Equal(t, ioctx.ActivityMultiGet, c.ro.Activity, "every read keeps the MultiGet tag")
-				require.Equal(t, ioctx.PriorityHigh, c.ro.RateLimiterPriority)
+				require.Equal(t, ioctx.ActivityMultiGet, c.req.IO.Activity, "every read keeps the MultiGet tag")
+				require.Equal(t, ioctx.PriorityHigh, c.req.IO.RateLimiterPriority)
 			}
 			require.Equal(t, tc.methods, methods)
 		})
@@ -259,7 +289,7 @@ func TestMultiGet(t *testing.T) {
 
 type shortMultiGet struct{ *fakeConn }
 
-func (c *shortMultiGet) MultiGet(context.Context, ioctx.ReadOptions, [][]byte) ([][]byte, error) {
+func (c *shortMultiGet) MultiGet(context.Context, ioctx.ReadRequest, [][]byte) ([][]byte, error) {
 	return [][]byte{nil}, nil
 }
 
@@ -280,7 +310,7 @@ func TestTxMultiGet(t *testing.T) {
 		var methods []string
 		for _, c := range conn.recorded() {
 			methods = append(methods, c.method)
-			require.Equal(t, ioctx.ActivityMultiGet, c.ro.Activity)
+			require.Equal(t, ioctx.ActivityMultiGet, c.req.IO.Activity)
 		}
 		if native {
 			require.Equal(t, []string{"Tx.MultiGet"}, methods)
@@ -401,4 +431,25 @@ func TestCancelledContext(t *testing.T) {
 	require.ErrorIs(t, it.Error(), context.Canceled)
 	require.False(t, it.First(), "no move succeeds after the ctx is done")
 	require.ErrorIs(t, it.Close(), context.Canceled, "Close reports the iteration's error")
+}
+
+// TestIteratorStopsAtRequestDeadline checks that an iterator stops once a
+// ReadOptions deadline its context does not carry has passed, as it does
+// when its context is done.
+func TestIteratorStopsAtRequestDeadline(t *testing.T) {
+	conn := newFullConn()
+	conn.iterIgnoresCtx = true // only the façade can stop it
+	for _, k := range []string{"a", "b", "c"} {
+		conn.data[k] = []byte(k)
+	}
+	db := openFake(t, conn)
+	ctx := ioctx.WithReadOptions(context.Background(), ioctx.ReadOptions{Deadline: time.Now().Add(50 * time.Millisecond)})
+	it, err := db.NewIterator(ctx, nil)
+	require.NoError(t, err)
+	require.True(t, it.First())
+	time.Sleep(60 * time.Millisecond)
+	require.False(t, it.Next(), "a move after the deadline")
+	require.ErrorIs(t, it.Error(), context.DeadlineExceeded)
+	require.ErrorIs(t, it.Error(), ioctx.ErrTimedOut)
+	require.ErrorIs(t, it.Close(), context.DeadlineExceeded)
 }

@@ -30,15 +30,25 @@ type Tx struct {
 	iters       []*Iterator // open iterators, closed before Commit/Rollback
 }
 
-// begin is the prologue of a Tx call; on success the caller must call
-// tx.db.exit.
-func (tx *Tx) begin(ctx context.Context) error {
+// enter enters the DB for a call on the transaction, refusing one after
+// Commit or Rollback. On success the caller must call tx.db.exit.
+func (tx *Tx) enter() error {
 	if err := tx.db.enter(); err != nil {
 		return err
 	}
 	if tx.done {
 		tx.db.exit()
 		return ErrTxDone
+	}
+	return nil
+}
+
+// start is the prologue of a transaction's write: enter and the context's
+// check. On success the caller must call tx.db.exit; on failure start has
+// already exited.
+func (tx *Tx) start(ctx context.Context) error {
+	if err := tx.enter(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		tx.db.exit()
@@ -47,53 +57,56 @@ func (tx *Tx) begin(ctx context.Context) error {
 	return nil
 }
 
+// startRead is the prologue of a read of the public API api, whose own
+// activity is want: enter, and the options resolved once over the session
+// defaults the Tx was begun with. On success the caller must call
+// tx.db.exit; on failure startRead has already exited.
+func (tx *Tx) startRead(ctx context.Context, api string, want ioctx.Activity) (ioctx.ReadRequest, error) {
+	if err := tx.enter(); err != nil {
+		return ioctx.ReadRequest{}, err
+	}
+	req, err := ioctx.ResolveRead(ctx, tx.defaults, api, want)
+	if err != nil {
+		tx.db.exit()
+		return ioctx.ReadRequest{}, err
+	}
+	return req, nil
+}
+
 // Get returns the value of key as the transaction sees it, or an error
 // matching ErrNotFound. The returned slice is the caller's.
 func (tx *Tx) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if err := tx.begin(ctx); err != nil {
+	req, err := tx.startRead(ctx, "Get", ioctx.ActivityGet)
+	if err != nil {
 		return nil, err
 	}
 	defer tx.db.exit()
-	ro, err := readOptions(ctx, tx.defaults, "Get", ioctx.ActivityGet)
-	if err != nil {
-		return nil, err
-	}
-	v, err := tx.tx.Get(ctx, ro, key)
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
+	return tx.tx.Get(ctx, req, key)
 }
 
 // MultiGet is [DB.MultiGet] as the transaction sees the keys.
 func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	if err := tx.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer tx.db.exit()
-	ro, err := readOptions(ctx, tx.defaults, "MultiGet", ioctx.ActivityMultiGet)
+	req, err := tx.startRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
 	if err != nil {
 		return nil, err
 	}
-	return multiGet(ctx, tx.multiGetter, tx.tx, ro, keys)
+	defer tx.db.exit()
+	return multiGet(ctx, tx.multiGetter, tx.tx, req, keys)
 }
 
 // NewIterator is [DB.NewIterator] over the transaction's view. Commit and
 // Rollback close the transaction's iterators.
 func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
-	if err := tx.begin(ctx); err != nil {
+	req, err := tx.startRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	if err != nil {
 		return nil, err
 	}
 	defer tx.db.exit()
-	ro, err := readOptions(ctx, tx.defaults, "NewIterator", ioctx.ActivityDBIterator)
+	iter, err := tx.tx.NewIterator(ctx, req, copyIterOptions(opts))
 	if err != nil {
 		return nil, err
 	}
-	iter, err := tx.tx.NewIterator(ctx, ro, copyIterOptions(opts))
-	if err != nil {
-		return nil, err
-	}
-	it := tx.db.trackIter(ctx, iter, tx)
+	it := tx.db.trackIter(ctx, req, iter, tx)
 	tx.iters = append(tx.iters, it)
 	return it, nil
 }
@@ -101,7 +114,7 @@ func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, er
 // Put sets key to value in the transaction; an error matching
 // ErrInvalidArgument in a read-only one. The slices are not retained.
 func (tx *Tx) Put(ctx context.Context, key, value []byte) error {
-	if err := tx.begin(ctx); err != nil {
+	if err := tx.start(ctx); err != nil {
 		return err
 	}
 	defer tx.db.exit()
@@ -114,7 +127,7 @@ func (tx *Tx) Put(ctx context.Context, key, value []byte) error {
 // Delete removes key in the transaction; an error matching
 // ErrInvalidArgument in a read-only one. key is not retained.
 func (tx *Tx) Delete(ctx context.Context, key []byte) error {
-	if err := tx.begin(ctx); err != nil {
+	if err := tx.start(ctx); err != nil {
 		return err
 	}
 	defer tx.db.exit()
@@ -137,13 +150,10 @@ func (tx *Tx) Rollback() error {
 }
 
 func (tx *Tx) end(commit bool) error {
-	if err := tx.db.enter(); err != nil {
+	if err := tx.enter(); err != nil {
 		return err
 	}
 	defer tx.db.exit()
-	if tx.done {
-		return ErrTxDone
-	}
 	tx.done = true
 	iters := tx.iters
 	tx.iters = nil

@@ -140,22 +140,22 @@ var (
 	_ driver.StatsReporter = (*conn)(nil)
 )
 
-func (c *conn) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
-	req, err := c.db.resolveRead(ctx, ro)
+func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	call, err := c.db.startRead(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return c.db.getCopyImpl(req, key, readLatest)
+	defer call.done()
+	return c.db.getCopyImpl(call, key, readLatest)
 }
 
-func (c *conn) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
-	req, err := c.db.resolveRead(ctx, ro)
+func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
+	call, err := c.db.startRead(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return c.db.multiGetImpl(req, keys, readLatest)
+	defer call.done()
+	return c.db.multiGetImpl(call, keys, readLatest)
 }
 
 func (c *conn) Put(ctx context.Context, key, value []byte) error { return c.db.Put(ctx, key, value) }
@@ -178,12 +178,12 @@ func (c *conn) Write(ctx context.Context, ops []driver.Op) error {
 	return c.db.Write(ctx, b, nil)
 }
 
-func (c *conn) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts driver.IterOptions) (driver.Iter, error) {
-	req, err := c.db.resolveRead(ctx, ro)
+func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
+	call, err := c.db.startRead(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return c.db.newIteratorImpl(req, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest), nil
+	return c.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest), nil
 }
 
 func (c *conn) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
@@ -192,22 +192,22 @@ func (c *conn) Compact(ctx context.Context, start, end []byte) error {
 	return c.db.Compact(ctx, start, end)
 }
 
-func (c *conn) VerifyChecksum(ctx context.Context, ro ioctx.ReadOptions) error {
-	req, err := c.db.resolveRead(ctx, ro)
+func (c *conn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error {
+	call, err := c.db.startRead(ctx, req)
 	if err != nil {
 		return err
 	}
-	defer req.done()
-	return c.db.verifyChecksumImpl(req)
+	defer call.done()
+	return c.db.verifyChecksumImpl(call)
 }
 
-func (c *conn) VerifyFileChecksums(ctx context.Context, ro ioctx.ReadOptions) error {
-	req, err := c.db.resolveRead(ctx, ro)
+func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error {
+	call, err := c.db.startRead(ctx, req)
 	if err != nil {
 		return err
 	}
-	defer req.done()
-	return c.db.verifyFileChecksumsImpl(req)
+	defer call.done()
+	return c.db.verifyFileChecksumsImpl(call)
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
@@ -229,7 +229,7 @@ func (c *conn) Close() error {
 	return nil
 }
 
-// driverTx adapts a Tx; its reads take the façade's tagged options.
+// driverTx adapts a Tx; its reads take the façade's resolved requests.
 type driverTx struct {
 	tx *Tx
 }
@@ -239,39 +239,39 @@ var (
 	_ driver.TxMultiGetter = (*driverTx)(nil)
 )
 
-func (t *driverTx) Get(ctx context.Context, ro ioctx.ReadOptions, key []byte) ([]byte, error) {
+func (t *driverTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
 	if err := t.tx.check(); err != nil {
 		return nil, err
 	}
-	req, err := t.tx.db.resolveRead(ctx, ro)
+	call, err := t.tx.db.startRead(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return t.tx.getImpl(req, key)
+	defer call.done()
+	return t.tx.getImpl(call, key)
 }
 
-func (t *driverTx) MultiGet(ctx context.Context, ro ioctx.ReadOptions, keys [][]byte) ([][]byte, error) {
+func (t *driverTx) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	if err := t.tx.check(); err != nil {
 		return nil, err
 	}
-	req, err := t.tx.db.resolveRead(ctx, ro)
+	call, err := t.tx.db.startRead(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return t.tx.multiGetImpl(req, keys)
+	defer call.done()
+	return t.tx.multiGetImpl(call, keys)
 }
 
-func (t *driverTx) NewIterator(ctx context.Context, ro ioctx.ReadOptions, opts driver.IterOptions) (driver.Iter, error) {
+func (t *driverTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
 	if err := t.tx.check(); err != nil {
 		return nil, err
 	}
-	req, err := t.tx.db.resolveRead(ctx, ro)
+	call, err := t.tx.db.startRead(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return t.tx.newIteratorImpl(req, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}), nil
+	return t.tx.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}), nil
 }
 
 func (t *driverTx) Put(ctx context.Context, key, value []byte) error {

@@ -45,16 +45,16 @@ type Iterator struct {
 // before each table block read, so cancelling it stops a long scan (the
 // iterator then reports the context's error).
 func (d *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
-	req, err := d.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	call, err := d.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
 	if err != nil {
 		return nil, err
 	}
-	return d.newIteratorImpl(req, opts, readLatest), nil
+	return d.newIteratorImpl(call, opts, readLatest), nil
 }
 
 // newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
-// with the caller's tag. It takes over req's cancel function.
-func (d *DB) newIteratorImpl(req readRequest, opts *IterOptions, seq base.SeqNum) *Iterator {
+// with the caller's tag. It takes over call's cancel function.
+func (d *DB) newIteratorImpl(call readCall, opts *IterOptions, seq base.SeqNum) *Iterator {
 	rs := d.loadReadState()
 	seq = d.readSeq(seq)
 	var io readpath.IterOptions
@@ -62,9 +62,9 @@ func (d *DB) newIteratorImpl(req readRequest, opts *IterOptions, seq base.SeqNum
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
 	}
 	return &Iterator{
-		it:      readpath.NewIterator(req.ctx, &rs.view, req.env, seq, io),
+		it:      readpath.NewIterator(call.ctx, &rs.view, call.env, seq, io),
 		rs:      rs,
-		cancel:  req.cancel,
+		cancel:  call.cancel,
 		copyAll: d.opts.MmapReads,
 	}
 }
@@ -137,29 +137,29 @@ func (i *Iterator) Close() error {
 
 // Get returns a copy of the value of key as of the snapshot.
 func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
-	req, err := s.db.beginRead(ctx, "Get", ioctx.ActivityGet)
+	call, err := s.db.beginRead(ctx, "Get", ioctx.ActivityGet)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return s.db.getCopyImpl(req, key, s.seq)
+	defer call.done()
+	return s.db.getCopyImpl(call, key, s.seq)
 }
 
 // MultiGet returns the values of keys as of the snapshot.
 func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	req, err := s.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
+	call, err := s.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return s.db.multiGetImpl(req, keys, s.seq)
+	defer call.done()
+	return s.db.multiGetImpl(call, keys, s.seq)
 }
 
 // NewIterator returns an iterator over the database as of the snapshot.
 func (s *Snapshot) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
-	req, err := s.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	call, err := s.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
 	if err != nil {
 		return nil, err
 	}
-	return s.db.newIteratorImpl(req, opts, s.seq), nil
+	return s.db.newIteratorImpl(call, opts, s.seq), nil
 }

@@ -5,74 +5,65 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 
-// Public reads follow one pattern (RocksDB #11444): take the ReadOptions from
-// the context once, check the activity (Unknown or the API's own; anything
-// else is an invalid-argument error), tag it, resolve the per-request read
-// environment, and call the unexported implementation. Internal callers
-// (transactions, MultiGet fallbacks) call the implementations with their own
-// caller's tag and never an exported read method.
+// Public reads follow one pattern (RocksDB #11444): the call's ReadOptions
+// are resolved once, at the API boundary, by ioctx.ResolveRead — taken from
+// the context, checked (the activity must be Unknown or the API's own) and
+// tagged, the deadline turned into the IO timeout — and the unexported
+// implementation runs with the resulting request. The engine's own Go API
+// resolves in beginRead; the driver adapter receives the façade's resolved
+// request and only starts the call (startRead). Internal callers
+// (transactions, conflict checks) call the implementations with their own
+// caller's request and never an exported read method.
 
 // readLatest asks an implementation to read at the latest visible write. It
 // is above every real sequence number, so a snapshot at 0 (an empty
 // database) is not mistaken for it.
 const readLatest = ^base.SeqNum(0)
 
-// readRequest is a public read's resolved options: the context to use (with
-// the ReadOptions deadline applied) and the read environment passed down by
-// value.
-type readRequest struct {
+// readCall is a read under way: its resolved request, passed down by value
+// as the table reads' environment, and the context to check, which also
+// expires at a deadline of the request that the caller's context does not
+// carry.
+type readCall struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	env    sstable.ReadEnv
+	env    ioctx.ReadRequest
 }
 
-func (r *readRequest) done() {
+func (r *readCall) done() {
 	if r.cancel != nil {
 		r.cancel()
 	}
 }
 
-// beginRead resolves the context's ReadOptions for the public API api, whose
-// own activity is want.
-func (d *DB) beginRead(ctx context.Context, api string, want ioctx.Activity) (readRequest, error) {
-	ro, err := ioctx.ReadOptionsFrom(ctx).CheckAndTag(api, want)
+// beginRead resolves the context's ReadOptions for the engine's public API
+// api, whose own activity is want, and starts the read.
+func (d *DB) beginRead(ctx context.Context, api string, want ioctx.Activity) (readCall, error) {
+	req, err := ioctx.ResolveRead(ctx, nil, api, want)
 	if err != nil {
-		return readRequest{}, err
+		return readCall{}, err
 	}
-	return d.resolveRead(ctx, ro)
+	return d.startRead(ctx, req)
 }
 
-// resolveRead turns tagged ReadOptions into a read request: the one
-// conversion to IOOptions, and a context that also expires at the
-// ReadOptions deadline so long reads stop at block granularity.
-func (d *DB) resolveRead(ctx context.Context, ro ioctx.ReadOptions) (readRequest, error) {
-	if err := ctx.Err(); err != nil {
-		return readRequest{}, errors.Wrap(err, "engine: read")
-	}
+// startRead starts a read whose request is resolved: the database must be
+// open, and a deadline the context does not carry gets a context of its
+// own, so that long reads stop at block granularity. Only that rare case
+// allocates.
+func (d *DB) startRead(ctx context.Context, req ioctx.ReadRequest) (readCall, error) {
 	if err := d.checkOpen(); err != nil {
-		return readRequest{}, err
+		return readCall{}, err
 	}
-	io, err := ro.WithContextDeadline(ctx).IOOptions()
-	if err != nil {
-		return readRequest{}, err
+	call := readCall{ctx: ctx, env: req}
+	if !req.Deadline.IsZero() {
+		call.ctx, call.cancel = context.WithDeadline(ctx, req.Deadline)
 	}
-	req := readRequest{ctx: ctx, env: sstable.ReadEnv{
-		IO:              io,
-		VerifyChecksums: !ro.DontVerifyChecksums,
-		FillCache:       !ro.DontFillCache,
-		ReadaheadSize:   ro.ReadaheadSize,
-		AsyncIO:         ro.AsyncIO,
-	}}
-	if !ro.Deadline.IsZero() {
-		req.ctx, req.cancel = context.WithDeadline(ctx, ro.Deadline)
-	}
-	return req, nil
+	return call, nil
 }
 
 func (d *DB) checkOpen() error {
@@ -86,18 +77,18 @@ func (d *DB) checkOpen() error {
 // ErrNotFound. The context's ReadOptions apply; their activity must be
 // Unknown or Get.
 func (d *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
-	req, err := d.beginRead(ctx, "Get", ioctx.ActivityGet)
+	call, err := d.beginRead(ctx, "Get", ioctx.ActivityGet)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return d.getCopyImpl(req, key, readLatest)
+	defer call.done()
+	return d.getCopyImpl(call, key, readLatest)
 }
 
 // getCopyImpl is getImpl returning a copy of the value, the one allocation
 // of a copying Get.
-func (d *DB) getCopyImpl(req readRequest, key []byte, seq base.SeqNum) ([]byte, error) {
-	v, err := d.getImpl(req, key, seq)
+func (d *DB) getCopyImpl(call readCall, key []byte, seq base.SeqNum) ([]byte, error) {
+	v, err := d.getImpl(call, key, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +122,12 @@ func (p *PinnedValue) Release() {
 // It does not allocate when the value's block is cached; a value found in a
 // memtable's mapped arena is copied (see PinnedValue).
 func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
-	req, err := d.beginRead(ctx, "Get", ioctx.ActivityGet)
+	call, err := d.beginRead(ctx, "Get", ioctx.ActivityGet)
 	if err != nil {
 		return PinnedValue{}, err
 	}
-	defer req.done()
-	v, err := d.getImpl(req, key, readLatest)
+	defer call.done()
+	v, err := d.getImpl(call, key, readLatest)
 	if err != nil || !v.rs.offHeap(v.Data) {
 		return v, err
 	}
@@ -157,11 +148,11 @@ func (d *DB) readSeq(seq base.SeqNum) base.SeqNum {
 
 // getImpl reads key at seq (readLatest: the latest visible write). The caller's tag
 // is kept.
-func (d *DB) getImpl(req readRequest, key []byte, seq base.SeqNum) (PinnedValue, error) {
+func (d *DB) getImpl(call readCall, key []byte, seq base.SeqNum) (PinnedValue, error) {
 	sw := d.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
 	rs := d.loadReadState()
 	seq = d.readSeq(seq)
-	v, err := readpath.Get(req.ctx, &rs.view, req.env, key, seq)
+	v, err := readpath.Get(call.ctx, &rs.view, call.env, key, seq)
 	sw.Stop()
 	if err != nil {
 		rs.unref()
@@ -175,22 +166,22 @@ func (d *DB) getImpl(req readRequest, key []byte, seq base.SeqNum) (PinnedValue,
 // context's activity must be Unknown or MultiGet. A per-key read error fails
 // the call (the first one is returned, naming the key).
 func (d *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	req, err := d.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
+	call, err := d.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return d.multiGetImpl(req, keys, readLatest)
+	defer call.done()
+	return d.multiGetImpl(call, keys, readLatest)
 }
 
-func (d *DB) multiGetImpl(req readRequest, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
+func (d *DB) multiGetImpl(call readCall, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
 	sw := d.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
 	defer sw.Stop()
 	rs := d.loadReadState()
 	defer rs.unref()
 	seq = d.readSeq(seq)
 	results := make([]readpath.Result, len(keys))
-	err := readpath.MultiGet(req.ctx, &rs.view, req.env, keys, seq, results)
+	err := readpath.MultiGet(call.ctx, &rs.view, call.env, keys, seq, results)
 	out := make([][]byte, len(keys))
 	for i := range results {
 		r := &results[i]
@@ -217,36 +208,36 @@ func (d *DB) Statistics() *statistics.Statistics { return d.stats }
 // activity must be Unknown or VerifyDBChecksum; its priority charges the
 // rate limiter, so a background verification can be throttled.
 func (d *DB) VerifyChecksum(ctx context.Context) error {
-	req, err := d.beginRead(ctx, "VerifyChecksum", ioctx.ActivityVerifyDBChecksum)
+	call, err := d.beginRead(ctx, "VerifyChecksum", ioctx.ActivityVerifyDBChecksum)
 	if err != nil {
 		return err
 	}
-	defer req.done()
-	return d.verifyChecksumImpl(req)
+	defer call.done()
+	return d.verifyChecksumImpl(call)
 }
 
-func (d *DB) verifyChecksumImpl(req readRequest) error {
+func (d *DB) verifyChecksumImpl(call readCall) error {
 	rs := d.loadReadState()
 	defer rs.unref()
-	return readpath.VerifyChecksum(req.ctx, d.readEnv(), &rs.view, req.env)
+	return readpath.VerifyChecksum(call.ctx, d.readEnv(), &rs.view, call.env)
 }
 
 // VerifyFileChecksums reads every table whole and compares its CRC32C with
 // the one the MANIFEST recorded when the table was written. The context's
 // activity must be Unknown or VerifyFileChecksums.
 func (d *DB) VerifyFileChecksums(ctx context.Context) error {
-	req, err := d.beginRead(ctx, "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums)
+	call, err := d.beginRead(ctx, "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums)
 	if err != nil {
 		return err
 	}
-	defer req.done()
-	return d.verifyFileChecksumsImpl(req)
+	defer call.done()
+	return d.verifyFileChecksumsImpl(call)
 }
 
-func (d *DB) verifyFileChecksumsImpl(req readRequest) error {
+func (d *DB) verifyFileChecksumsImpl(call readCall) error {
 	rs := d.loadReadState()
 	defer rs.unref()
-	return readpath.VerifyFileChecksums(req.ctx, d.readEnv(), &rs.view, req.env)
+	return readpath.VerifyFileChecksums(call.ctx, d.readEnv(), &rs.view, call.env)
 }
 
 func (d *DB) readEnv() *readpath.Env {

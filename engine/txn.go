@@ -107,23 +107,23 @@ func (tx *Tx) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	req, err := tx.db.beginRead(ctx, "Get", ioctx.ActivityGet)
+	call, err := tx.db.beginRead(ctx, "Get", ioctx.ActivityGet)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return tx.getImpl(req, key)
+	defer call.done()
+	return tx.getImpl(call, key)
 }
 
 // getImpl reads key with the caller's tag.
-func (tx *Tx) getImpl(req readRequest, key []byte) ([]byte, error) {
+func (tx *Tx) getImpl(call readCall, key []byte) ([]byte, error) {
 	if v, kind, ok := tx.index.Get(key); ok {
 		if kind == base.KindDelete {
 			return nil, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
 		}
 		return append(make([]byte, 0, len(v)), v...), nil
 	}
-	return tx.db.getCopyImpl(req, key, tx.snap.seq)
+	return tx.db.getCopyImpl(call, key, tx.snap.seq)
 }
 
 // MultiGet returns the values of keys as the transaction sees them. The
@@ -134,15 +134,15 @@ func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	req, err := tx.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
+	call, err := tx.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
 	if err != nil {
 		return nil, err
 	}
-	defer req.done()
-	return tx.multiGetImpl(req, keys)
+	defer call.done()
+	return tx.multiGetImpl(call, keys)
 }
 
-func (tx *Tx) multiGetImpl(req readRequest, keys [][]byte) ([][]byte, error) {
+func (tx *Tx) multiGetImpl(call readCall, keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
 	var rest [][]byte
 	var restIdx []int
@@ -159,7 +159,7 @@ func (tx *Tx) multiGetImpl(req readRequest, keys [][]byte) ([][]byte, error) {
 	if len(rest) == 0 {
 		return out, nil
 	}
-	vals, err := tx.db.multiGetImpl(req, rest, tx.snap.seq)
+	vals, err := tx.db.multiGetImpl(call, rest, tx.snap.seq)
 	if err != nil {
 		return nil, err
 	}
@@ -176,21 +176,21 @@ func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*TxIterator, 
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	req, err := tx.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	call, err := tx.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
 	if err != nil {
 		return nil, err
 	}
-	return tx.newIteratorImpl(req, opts), nil
+	return tx.newIteratorImpl(call, opts), nil
 }
 
 // newIteratorImpl creates the transaction's iterator with the caller's tag.
-func (tx *Tx) newIteratorImpl(req readRequest, opts *IterOptions) *TxIterator {
+func (tx *Tx) newIteratorImpl(call readCall, opts *IterOptions) *TxIterator {
 	var lower, upper []byte
 	if opts != nil {
 		lower, upper = opts.LowerBound, opts.UpperBound
 	}
 	return &TxIterator{
-		db:    tx.db.newIteratorImpl(req, opts, tx.snap.seq),
+		db:    tx.db.newIteratorImpl(call, opts, tx.snap.seq),
 		batch: tx.index.NewIter(lower, upper),
 	}
 }

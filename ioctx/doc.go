@@ -6,15 +6,19 @@
 // # Contract
 //
 // A public read (Get, MultiGet, NewIterator, VerifyChecksum,
-// VerifyFileChecksums) takes its [ReadOptions] from the context once, with
-// [ReadOptionsFrom], checks the activity with [ReadOptions.CheckAndTag] and
-// passes the tagged options down by value. Nothing below the API boundary
-// looks in the context again: a context lookup walks the context chain, which
-// is too slow for a block-read loop.
+// VerifyFileChecksums) is resolved once, at the API boundary, by
+// [ResolveRead]: the [ReadOptions] taken from the context (merged over a
+// session's defaults), the activity checked and tagged
+// ([ReadOptions.CheckAndTag]), the deadline folded into the [IOOptions]. The
+// resulting [ReadRequest] is passed down by value to the driver, the engine's
+// read path and every table read. Nothing below the API boundary looks in the
+// context again: a context lookup walks the context chain, which is too slow
+// for a block-read loop.
 //
 // [ReadOptions] becomes [IOOptions] in exactly one place,
-// [ReadOptions.IOOptions]: a deadline already past is an error, and the
-// per-IO timeout is the smaller of the time left and [ReadOptions.IOTimeout].
+// [ReadOptions.IOOptions], which ResolveRead calls: a deadline already past
+// is an error, and the per-IO timeout is the smaller of the time left and
+// [ReadOptions.IOTimeout].
 //
 // # Zero values
 //

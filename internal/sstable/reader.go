@@ -18,48 +18,11 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// ReadEnv is what a table read needs from its request, resolved once at the
-// API boundary (see MakeReadEnv) and passed by value, so that no block read
-// consults the context's values. The zero ReadEnv neither verifies checksums
-// nor fills the cache; MakeReadEnv of the zero ioctx.ReadOptions does both.
-// It is a plain value, safe to copy and share.
-type ReadEnv struct {
-	// IO is passed to every file read: activity, rate-limiter priority and
-	// timeout.
-	IO ioctx.IOOptions
-	// VerifyChecksums verifies the trailer of every block read from the file
-	// (blocks found in the cache were checked, or not, when they were read).
-	// Open, VerifyChecksums and Check always verify.
-	VerifyChecksums bool
-	// FillCache adds the blocks read to the block cache. Blocks already
-	// cached are used either way.
-	FillCache bool
-	// ReadaheadSize is the iterator readahead in bytes; 0 is automatic
-	// (fileio.PrefetchBuffer: from the second sequential block read on,
-	// 8 KiB doubling up to 256 KiB). VerifyChecksums reads this much at a
-	// time, or 256 KiB when it is 0.
-	ReadaheadSize int64
-	// AsyncIO makes iterators read the next readahead chunk asynchronously
-	// while the current one is consumed.
-	AsyncIO bool
-}
-
-// MakeReadEnv resolves ro into a ReadEnv at the current time: ro.IOOptions
-// (the one conversion from ReadOptions to IOOptions; a past deadline is an
-// error) and ro's flags.
-func MakeReadEnv(ro ioctx.ReadOptions) (ReadEnv, error) {
-	io, err := ro.IOOptions()
-	if err != nil {
-		return ReadEnv{}, err
-	}
-	return ReadEnv{
-		IO:              io,
-		VerifyChecksums: !ro.DontVerifyChecksums,
-		FillCache:       !ro.DontFillCache,
-		ReadaheadSize:   ro.ReadaheadSize,
-		AsyncIO:         ro.AsyncIO,
-	}, nil
-}
+// ReadEnv is what a table read needs from its request: the
+// ioctx.ReadRequest that ioctx.ResolveRead produced at the API boundary,
+// passed by value, so that no block read consults the context's values. The
+// zero value neither verifies checksums nor fills the cache.
+type ReadEnv = ioctx.ReadRequest
 
 // ReaderOptions configure a Reader. The zero value reads without a block
 // cache or statistics. It is a plain value; the cache and statistics it

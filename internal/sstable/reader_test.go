@@ -493,24 +493,6 @@ func TestReaderClose(t *testing.T) {
 	require.True(t, errors.Is(err, base.ErrClosed), "%v", err)
 }
 
-// TestMakeReadEnv checks the conversion from ReadOptions.
-func TestMakeReadEnv(t *testing.T) {
-	env, err := MakeReadEnv(ioctx.ReadOptions{})
-	require.NoError(t, err)
-	require.Equal(t, ReadEnv{IO: ioctx.IOOptions{}, VerifyChecksums: true, FillCache: true}, env)
-
-	env, err = MakeReadEnv(ioctx.ReadOptions{
-		Activity: ioctx.ActivityGet, RateLimiterPriority: ioctx.PriorityUser, DontVerifyChecksums: true,
-		DontFillCache: true, ReadaheadSize: 1 << 20, AsyncIO: true,
-	})
-	require.NoError(t, err)
-	require.Equal(t, ReadEnv{IO: ioctx.IOOptions{Activity: ioctx.ActivityGet, RateLimiterPriority: ioctx.PriorityUser},
-		ReadaheadSize: 1 << 20, AsyncIO: true}, env)
-
-	_, err = MakeReadEnv(ioctx.ReadOptions{Deadline: aLongTimeAgo})
-	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
-}
-
 // TestEveryReadTagged runs every operation with tagged IO options and
 // checks that each file read carries them.
 func TestEveryReadTagged(t *testing.T) {
