@@ -48,6 +48,7 @@ type Config struct {
 	MmapReads                      bool
 	MaxManifestFileSize            int64
 	ParanoidFileChecks             bool
+	WALRecoveryMode                WALRecoveryMode
 
 	// RateLimit is the rate limiter's bytes per second; 0 means none.
 	RateLimit             int64
@@ -301,6 +302,16 @@ var dsnKeys = []dsnKey{
 		func(c *Config) *int64 { return &c.MaxManifestFileSize }, false),
 	boolKey("paranoid_file_checks", "read back and verify every block of each new table before installing it",
 		func(c *Config) *bool { return &c.ParanoidFileChecks }, false),
+	{
+		name: "wal_recovery_mode", doc: "what Open does with a damaged WAL: tolerate_corrupted_tail_records, " +
+			"absolute_consistency, point_in_time_recovery, skip_any_corrupted_records",
+		parse: func(c *Config, v string) error {
+			m, err := ParseWALRecoveryMode(v)
+			c.WALRecoveryMode = m
+			return err
+		},
+		get: func(c *Config) string { return c.WALRecoveryMode.String() },
+	},
 }
 
 // ParseDSN parses a DSN: a directory path (or ":memory:") with URL-style
@@ -376,7 +387,7 @@ func (c *Config) options() Options {
 		BloomBitsPerKey: c.BloomBitsPerKey, Compression: c.Compression, ChecksumType: c.ChecksumType,
 		DisableFileChecksums: c.DisableFileChecksums, Sync: c.Sync, MaxOpenFiles: c.MaxOpenFiles,
 		MmapReads: c.MmapReads, MaxManifestFileSize: c.MaxManifestFileSize,
-		ParanoidFileChecks: c.ParanoidFileChecks,
+		ParanoidFileChecks: c.ParanoidFileChecks, WALRecoveryMode: c.WALRecoveryMode,
 	}
 }
 

@@ -37,6 +37,8 @@ func TestParseDSN(t *testing.T) {
 		{"/db?rate_limit_mode=sideways", "rate_limit_mode"},
 		{"/db?max_open_files=-2", "max_open_files"},
 		{"/db?block_size=1KiB&block_size=2KiB", "block_size"},
+		{"/db?wal_recovery_mode=best_effort", "bad value for wal_recovery_mode"},
+		{"/db?wal_recovery_mode=", "wal_recovery_mode"},
 		{"", "path"},
 	} {
 		_, err := ParseDSN(tc.dsn)
@@ -58,6 +60,10 @@ func TestDSNRoundTrip(t *testing.T) {
 			"&checksum=crc32c&file_checksums=false&sync=true&rate_limit=1MiB&rate_limit_mode=reads" +
 			"&rate_limit_refill_period=10ms&rate_limit_fairness=5&rate_limit_auto_tuned=true&max_open_files=100" +
 			"&mmap_reads=true&max_manifest_file_size=1MiB&read_only=true",
+		"/db?wal_recovery_mode=tolerate_corrupted_tail_records",
+		"/db?wal_recovery_mode=absolute_consistency",
+		"/db?wal_recovery_mode=point_in_time_recovery",
+		"/db?wal_recovery_mode=skip_any_corrupted_records",
 	} {
 		c, err := ParseDSN(dsn)
 		require.NoError(t, err, dsn)
@@ -65,7 +71,17 @@ func TestDSNRoundTrip(t *testing.T) {
 		require.NoError(t, err, c.String())
 		require.Equal(t, c, again, "%s → %s", dsn, c.String())
 	}
-	c, _ := ParseDSN("/db?block_cache_size=33554432")
+	c, err := ParseDSN("/db?wal_recovery_mode=point_in_time_recovery")
+	require.NoError(t, err)
+	require.Equal(t, WALRecoveryPointInTime, c.WALRecoveryMode)
+	o, err := c.Options()
+	require.NoError(t, err)
+	require.Equal(t, WALRecoveryPointInTime, o.WALRecoveryMode)
+	require.Equal(t, "/db?wal_recovery_mode=point_in_time_recovery", c.String())
+	def, _ := ParseDSN("/db?wal_recovery_mode=tolerate_corrupted_tail_records")
+	require.Equal(t, "/db", def.String(), "the default mode is not printed")
+
+	c, _ = ParseDSN("/db?block_cache_size=33554432")
 	require.Equal(t, "/db?block_cache_size=32MiB", c.String(), "sizes print in the largest exact unit")
 }
 
@@ -138,7 +154,7 @@ func TestDriverOpenOwnsTheDatabase(t *testing.T) {
 	// The database was closed and its lock released: it opens again.
 	c, err = Driver{}.Open(dir)
 	require.NoError(t, err)
-	v, err := c.Get(context.Background(), ioctx.ReadOptions{Activity: ioctx.ActivityGet}, []byte("k"))
+	v, err := c.Get(context.Background(), ioctx.ReadRequest{IO: ioctx.IOOptions{Activity: ioctx.ActivityGet}}, []byte("k"))
 	require.NoError(t, err)
 	require.Equal(t, "v", string(v))
 	require.NoError(t, c.Close())

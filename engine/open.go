@@ -2,20 +2,20 @@ package engine
 
 import (
 	"context"
-	"io"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/batch"
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
 )
@@ -31,12 +31,23 @@ var openReadEnv = sstable.ReadEnv{
 // Open opens the database in dirname, creating it unless opts says not to.
 // opts may be nil for the defaults; it is not modified or retained.
 //
-// Opening recovers the state the MANIFEST records, opens every table (reads
-// tagged DBOpen), replays the WAL files written since the last flush into
-// new L0 tables (tolerating a torn last record, the trace of a crash during
-// a write), and starts the background flush and compaction goroutines. A
-// LOCK file keeps a second Open of the same directory, by this process or
-// another, from succeeding until Close.
+// Opening loads the state the MANIFEST records, checks that every table it
+// names exists with the recorded size and opens it (reads tagged DBOpen),
+// replays the WAL files written since the last flush into new L0 tables
+// (applying opts.WALRecoveryMode to damage; by default only an incomplete
+// final record, the trace of a crash during a write, is dropped), records
+// the result in a new MANIFEST, and starts the background flush and
+// compaction goroutines. A LOCK file keeps a second Open of the same
+// directory, by this process or another, from succeeding until Close.
+//
+// An Open that fails leaves every file as it was (the LOCK file is created
+// if missing): everything is checked before CURRENT changes, and the files
+// made before that are removed. A directory without CURRENT that holds a
+// database's files is refused rather than overwritten. After a recovery
+// that was not clean (a torn MANIFEST tail, WAL data dropped by a lenient
+// mode) nothing is deleted that the recovered state cannot account for:
+// such files are renamed aside (NNNNNN.sst.orphan, NNNNNN.log.corrupt, ...)
+// and reported to opts.Logger.
 func Open(dirname string, opts *Options) (_ *DB, err error) {
 	var o Options
 	if opts != nil {
@@ -71,6 +82,7 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 
 	defer func() {
 		if err != nil {
+			d.freeMemTables()
 			d.closeResources()
 		}
 	}()
@@ -81,13 +93,19 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 		Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads,
 	}, d.cache, d.cacheID, d.stats, d.opts.MaxOpenFiles)
 
+	if err := d.checkTables(); err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	if err := d.openTables(ctx); err != nil {
 		return nil, err
 	}
-	if err := d.recoverWALs(ctx); err != nil {
+	r := &recovery{d: d, mode: d.opts.WALRecoveryMode}
+	if err := r.run(ctx); err != nil {
+		r.abandon()
 		return nil, err
 	}
+	r.report()
 	d.mu.Lock()
 	d.updateReadStateLocked()
 	d.mu.Unlock()
@@ -105,14 +123,20 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 	return d, nil
 }
 
-// lockAndLoad creates or checks the directory, takes the LOCK and loads or
-// creates the MANIFEST.
+// lockAndLoad creates or checks the directory, takes the LOCK and loads the
+// MANIFEST (manifest.Load, which writes nothing), or prepares a new database
+// whose MANIFEST the commit creates.
 func (d *DB) lockAndLoad() error {
-	current := manifest.CurrentFileName(d.dirname)
-	_, statErr := d.fs.Stat(current)
-	exists := statErr == nil
-	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
-		return errors.Wrapf(statErr, "engine: checking %s", current)
+	exists, err := d.hasCurrent()
+	if err != nil {
+		return err
+	}
+	if !exists {
+		// Checked before the LOCK is created, so that a refusal changes
+		// nothing, and again under it.
+		if err := d.refuseWithoutCurrent(); err != nil {
+			return err
+		}
 	}
 	switch {
 	case exists && d.opts.ErrorIfExists:
@@ -132,19 +156,24 @@ func (d *DB) lockAndLoad() error {
 			return err
 		}
 	}
-	lock, err := d.fs.Lock(manifest.LockFileName(d.dirname))
-	if err != nil {
-		return errors.Wrapf(err, "engine: database %q is in use", d.dirname)
+	if err := d.lock(); err != nil {
+		return err
 	}
-	d.dirLock = lock
-	if exists {
-		if d.opts.ReadOnly {
-			d.vs, err = manifest.RecoverReadOnly(d.fs, d.dirname)
-		} else {
-			d.vs, err = manifest.Recover(d.fs, d.dirname)
+	// Another process may have created the database before the lock was
+	// ours.
+	if exists, err = d.hasCurrent(); err != nil {
+		return err
+	}
+	switch {
+	case exists && d.opts.ReadOnly:
+		d.vs, err = manifest.RecoverReadOnly(d.fs, d.dirname)
+	case exists:
+		d.vs, err = manifest.Load(d.fs, d.dirname)
+	default:
+		if err := d.refuseWithoutCurrent(); err != nil {
+			return err
 		}
-	} else {
-		d.vs, err = manifest.Create(d.fs, d.dirname)
+		d.vs, err = d.newVersionSet()
 	}
 	if err != nil {
 		return errors.Wrapf(err, "engine: loading the MANIFEST of %q", d.dirname)
@@ -152,6 +181,157 @@ func (d *DB) lockAndLoad() error {
 	d.vs.SetMaxManifestFileSize(d.opts.MaxManifestFileSize)
 	d.mu.lastSeq = d.vs.LastSeqNum()
 	return nil
+}
+
+// hasCurrent reports whether the directory has a CURRENT file.
+func (d *DB) hasCurrent() (bool, error) {
+	current := manifest.CurrentFileName(d.dirname)
+	_, err := d.fs.Stat(current)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, errors.Wrapf(err, "engine: checking %s", current)
+	}
+	return err == nil, nil
+}
+
+// newVersionSet prepares the MANIFEST of a new database in a directory
+// without CURRENT, past the numbers of any files an interrupted creation
+// left there.
+func (d *DB) newVersionSet() (*manifest.VersionSet, error) {
+	vs := manifest.New(d.fs, d.dirname)
+	names, err := d.fs.List(d.dirname)
+	if err != nil {
+		return nil, errors.Wrapf(err, "engine: listing %s", d.dirname)
+	}
+	for _, name := range names {
+		if _, num, ok := manifest.ParseFileName(name); ok {
+			vs.MarkFileNumUsed(num)
+		}
+	}
+	return vs, nil
+}
+
+// refuseWithoutCurrent fails if the directory, which has no CURRENT, holds
+// what only a database holds: a table, a WAL with data, or a MANIFEST that
+// records data. Creating a database there would write MANIFEST-000001 over
+// the old one and then delete every table it does not name. What an
+// interrupted creation leaves (a MANIFEST of an empty database, an empty
+// WAL, a temporary file, LOCK) is not refused, nor are files whose names are
+// not a database's.
+//
+// The error is marked ErrCorruption, not ErrInvalidArgument: the names are
+// ones only a shale database writes, so this is a database that lost its
+// CURRENT, which is damage, rather than a wrong directory.
+func (d *DB) refuseWithoutCurrent() error {
+	names, err := d.fs.List(d.dirname)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return errors.Wrapf(err, "engine: listing %s", d.dirname)
+	}
+	var found []string
+	for _, name := range names {
+		kind, num, ok := manifest.ParseFileName(name)
+		if !ok {
+			continue
+		}
+		switch kind {
+		case manifest.FileKindTable:
+		case manifest.FileKindLog:
+			st, err := d.fs.Stat(filepath.Join(d.dirname, name))
+			if err == nil && st.Size() == 0 {
+				continue
+			}
+		case manifest.FileKindManifest:
+			if manifest.IsEmptyManifest(d.fs, d.dirname, num) {
+				continue
+			}
+		default:
+			continue
+		}
+		found = append(found, name)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	const show = 8
+	list := strings.Join(found[:min(len(found), show)], ", ")
+	if len(found) > show {
+		list += fmt.Sprintf(" and %d more", len(found)-show)
+	}
+	return base.CorruptionErrorf("engine: directory %q has no CURRENT but holds %s: refusing to create a database over it "+
+		"(restore CURRENT, or move those files away)", d.dirname, list)
+}
+
+// lock takes the directory's LOCK. Only a lock another holder has is "in
+// use". A read-only open that may not write the directory (no permission, a
+// read-only filesystem) opens without the lock, as RocksDB's read-only opens
+// always do: it writes nothing, so it cannot harm a writer, though a writer's
+// changes can make its reads fail.
+func (d *DB) lock() error {
+	lock, err := d.fs.Lock(manifest.LockFileName(d.dirname))
+	if err == nil {
+		d.dirLock = lock
+		return nil
+	}
+	denied := errors.Is(err, fs.ErrPermission)
+	readOnlyFS := errors.Is(err, syscall.EROFS)
+	switch {
+	case errors.Is(err, vfs.ErrLocked):
+		return errors.Wrapf(err, "engine: database %q is in use", d.dirname)
+	case d.opts.ReadOnly && (denied || readOnlyFS):
+		return nil
+	case denied:
+		return errors.Wrapf(err, "engine: cannot lock database %q: permission denied", d.dirname)
+	case readOnlyFS:
+		return errors.Wrapf(err, "engine: cannot lock database %q: read-only file system (open it with read_only=true)",
+			d.dirname)
+	}
+	return errors.Wrapf(err, "engine: cannot lock database %q", d.dirname)
+}
+
+// checkTables checks that every table the MANIFEST names exists with the
+// size the MANIFEST records (RocksDB's paranoid checks at open), reporting
+// every mismatch in one error marked ErrCorruption.
+func (d *DB) checkTables() error {
+	v := d.vs.Current()
+	defer v.Unref()
+	var problems []string
+	for level, files := range v.Levels {
+		for _, f := range files {
+			name := manifest.TableFileName(d.dirname, f.FileNum)
+			st, err := d.fs.Stat(name)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				problems = append(problems, fmt.Sprintf("L%d table %s is missing", level, name))
+			case err != nil:
+				return errors.Wrapf(err, "engine: checking table %s", name)
+			case st.Size() != int64(f.Size):
+				problems = append(problems, fmt.Sprintf("L%d table %s has %d bytes, expected %d",
+					level, name, st.Size(), f.Size))
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return base.CorruptionErrorf("engine: MANIFEST-%s of %q does not match the tables: %s",
+		d.vs.ManifestFileNum(), d.dirname, strings.Join(problems, "; "))
+}
+
+// freeMemTables releases the memtables of an Open that failed, and the
+// arenas kept for reuse.
+func (d *DB) freeMemTables() {
+	d.mu.Lock()
+	for _, m := range d.mu.imm {
+		m.unref()
+	}
+	if d.mu.mem != nil {
+		d.mu.mem.unref()
+	}
+	d.mu.mem, d.mu.imm = nil, nil
+	d.mu.Unlock()
+	d.arenas.close()
 }
 
 // openTables opens every table of the current version, reading each one's
@@ -173,134 +353,6 @@ func (d *DB) openTables(ctx context.Context) error {
 			ref.Release()
 			opened++
 		}
-	}
-	return nil
-}
-
-// recoverWALs replays the WAL files the MANIFEST does not cover, oldest
-// first, flushes what they held to L0 tables and starts a new WAL. Only the
-// newest WAL may end in a torn record; damage anywhere else is corruption.
-func (d *DB) recoverWALs(ctx context.Context) error {
-	names, err := d.fs.List(d.dirname)
-	if err != nil {
-		return errors.Wrapf(err, "engine: listing %s", d.dirname)
-	}
-	var logs []manifest.FileNum
-	for _, name := range names {
-		if kind, num, ok := manifest.ParseFileName(name); ok && kind == manifest.FileKindLog && num >= d.vs.LogNumber() {
-			logs = append(logs, num)
-		}
-	}
-	slices.Sort(logs)
-
-	var edit manifest.VersionEdit
-	mem := d.newMemTable(nil, 0)
-	flush := func() error {
-		if mem.Empty() {
-			return nil
-		}
-		if d.opts.ReadOnly {
-			// Keep the recovered writes in memory: a read-only open writes
-			// nothing.
-			d.mu.imm = append(d.mu.imm, mem)
-			mem = d.newMemTable(nil, 0)
-			return nil
-		}
-		meta, err := d.writeMemTable(ctx, mem.MemTable, ioctx.ActivityDBOpen, nil)
-		if err != nil {
-			return err
-		}
-		if meta != nil {
-			edit.AddFile(0, meta)
-		}
-		mem.unref()
-		mem = d.newMemTable(nil, 0)
-		return nil
-	}
-	for i, num := range logs {
-		if err := d.replayWAL(num, i == len(logs)-1, &mem, flush); err != nil {
-			return err
-		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if d.opts.ReadOnly {
-		d.mu.mem = mem
-		return nil
-	}
-	mem.unref()
-
-	logNum := d.vs.NewFileNum()
-	f, err := d.createLog(logNum)
-	if err != nil {
-		return err
-	}
-	wf := newWALFile(f)
-	d.commit.log = wal.NewWriter(wf)
-	d.commit.logFile = wf
-	d.commit.logNum = logNum
-	d.mu.mem = d.newMemTable(nil, logNum)
-
-	edit.SetLogNumber(logNum)
-	edit.SetLastSeqNum(d.mu.lastSeq)
-	// createLog synced the directory, which made the recovered tables'
-	// entries durable too, before the MANIFEST names them.
-	if err := d.vs.LogAndApply(&edit); err != nil {
-		return errors.Wrap(err, "engine: recording WAL recovery in the MANIFEST")
-	}
-	for _, nf := range edit.NewFiles {
-		delete(d.mu.pendingOutputs, nf.Meta.FileNum)
-	}
-	return nil
-}
-
-// replayWAL applies the batches of WAL num to *mem, flushing through flush
-// when a memtable fills.
-func (d *DB) replayWAL(num manifest.FileNum, newest bool, mem **memTable, flush func() error) error {
-	name := manifest.LogFileName(d.dirname, num)
-	f, err := d.fs.Open(name)
-	if err != nil {
-		return errors.Wrapf(err, "engine: opening WAL %s", name)
-	}
-	defer f.Close()
-	r := wal.NewReader(io.NewSectionReader(f, 0, 1<<62), wal.TolerateCorruptedTailRecords)
-	var b batch.Batch
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return errors.Wrapf(err, "engine: replaying WAL %s", name)
-		}
-		if err := b.SetRepr(rec); err != nil {
-			return errors.Wrapf(err, "engine: replaying WAL %s at offset %d", name, r.Offset())
-		}
-		seq := b.SeqNum()
-		if b.Count() == 0 {
-			continue
-		}
-		if !(*mem).Fits(&b) || (*mem).ApproximateSize() >= int(d.opts.WriteBufferSize) {
-			if err := flush(); err != nil {
-				return err
-			}
-			if !(*mem).Fits(&b) {
-				(*mem).unref()
-				*mem = d.newMemTable(&b, 0)
-			}
-		}
-		if err := (*mem).Apply(&b, seq); err != nil {
-			return errors.Wrapf(err, "engine: replaying WAL %s", name)
-		}
-		if last := seq + base.SeqNum(b.Count()) - 1; last > d.mu.lastSeq {
-			d.mu.lastSeq = last
-		}
-	}
-	if off, reason := r.Stopped(); reason != nil && !newest {
-		// Older WALs were synced before the next one took writes, so a torn
-		// record there is damage, not a crash's trace.
-		return base.CorruptionErrorf("engine: WAL %s is damaged at offset %d but is not the newest: %v", name, off, reason)
 	}
 	return nil
 }
@@ -434,7 +486,9 @@ func (d *DB) deleteObsoleteFiles(atOpen bool) {
 	for n := range d.mu.pendingOutputs {
 		live[n] = struct{}{}
 	}
-	minLog := d.vs.LogNumber()
+	// Not LogNumber: the WAL the last edit made obsolete stays until
+	// another edit follows, in case a torn tail takes that edit away.
+	minLog := d.vs.ReplayLogNumber()
 	for _, m := range d.mu.imm {
 		minLog = min(minLog, m.logNum)
 	}

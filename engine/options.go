@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"log/slog"
+
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 )
@@ -75,6 +78,89 @@ func (c ChecksumType) internal() checksum.Type {
 	return checksum.XXHash64
 }
 
+// WALRecoveryMode says what Open does with damage in the WAL files it
+// replays: RocksDB's WALRecoveryMode, with the same four values. The zero
+// value is the default, WALRecoveryTolerateCorruptedTailRecords.
+//
+// In every mode the records before the first damage are replayed. What a
+// mode drops because of damage (anything but an incomplete final record of
+// the newest WAL, which is the normal trace of a crash) is counted in the
+// tickers WALRecoveryDroppedRecords and WALRecoveryDroppedBytes, reported to
+// Options.Logger, and the WAL is kept as NNNNNN.log.corrupt (a WAL that
+// point-in-time recovery did not reach as NNNNNN.log.skipped), names that no
+// later Open replays or deletes.
+type WALRecoveryMode uint8
+
+// WAL recovery modes.
+const (
+	// WALRecoveryTolerateCorruptedTailRecords (RocksDB's
+	// kTolerateCorruptedTailRecords, DSN tolerate_corrupted_tail_records)
+	// drops only an incomplete final record of the newest WAL: a record cut
+	// short by EOF, or zeros to EOF, as a crash during a write leaves. Any
+	// other damage (a checksum mismatch in a complete record, overwritten
+	// blocks, damage followed by more records, or any damage in an older WAL)
+	// fails Open with an error marked ErrCorruption that names the file and
+	// offset, and changes nothing.
+	WALRecoveryTolerateCorruptedTailRecords WALRecoveryMode = iota
+	// WALRecoveryAbsoluteConsistency (kAbsoluteConsistency, DSN
+	// absolute_consistency) fails Open on any damage, even an incomplete
+	// final record: for databases that are only ever closed cleanly.
+	WALRecoveryAbsoluteConsistency
+	// WALRecoveryPointInTime (kPointInTimeRecovery, DSN
+	// point_in_time_recovery) stops replaying at the first damage: the
+	// rest of that WAL and every later WAL are dropped, so the database
+	// opens at a consistent point in time, without the writes after it.
+	WALRecoveryPointInTime
+	// WALRecoverySkipAnyCorruptedRecords (kSkipAnyCorruptedRecords, DSN
+	// skip_any_corrupted_records) skips damaged records and replays
+	// everything else: salvage, at the price of holes in the history.
+	WALRecoverySkipAnyCorruptedRecords
+)
+
+// walRecoveryModeNames are the DSN spellings, in value order.
+var walRecoveryModeNames = [...]string{
+	WALRecoveryTolerateCorruptedTailRecords: "tolerate_corrupted_tail_records",
+	WALRecoveryAbsoluteConsistency:          "absolute_consistency",
+	WALRecoveryPointInTime:                  "point_in_time_recovery",
+	WALRecoverySkipAnyCorruptedRecords:      "skip_any_corrupted_records",
+}
+
+// String returns the DSN spelling, such as "point_in_time_recovery".
+func (m WALRecoveryMode) String() string {
+	if int(m) < len(walRecoveryModeNames) {
+		return walRecoveryModeNames[m]
+	}
+	return "invalid"
+}
+
+// ParseWALRecoveryMode parses a DSN spelling of a WALRecoveryMode.
+func ParseWALRecoveryMode(s string) (WALRecoveryMode, error) {
+	for i, n := range walRecoveryModeNames {
+		if s == n {
+			return WALRecoveryMode(i), nil
+		}
+	}
+	return 0, base.InvalidArgumentf("%q is not tolerate_corrupted_tail_records, absolute_consistency, "+
+		"point_in_time_recovery or skip_any_corrupted_records", s)
+}
+
+// internal returns the wal package's mode that reads the WALs for m.
+func (m WALRecoveryMode) internal() wal.RecoveryMode {
+	switch m {
+	case WALRecoveryAbsoluteConsistency:
+		return wal.AbsoluteConsistency
+	case WALRecoveryPointInTime:
+		return wal.PointInTime
+	case WALRecoverySkipAnyCorruptedRecords:
+		return wal.SkipAnyCorrupted
+	}
+	return wal.TolerateCorruptedTailRecords
+}
+
+// NoBloomFilter is the BloomBitsPerKey that writes tables without a filter
+// (DSN bloom_bits_per_key=0).
+const NoBloomFilter = -1
+
 // Options configure a database. A nil *Options and a zero Options mean the
 // defaults; each field's default is given in its comment. Open resolves a copy
 // with EnsureDefaults and checks it with Validate; the caller's value is not
@@ -85,7 +171,7 @@ func (c ChecksumType) internal() checksum.Type {
 // zero Options stays the default: DSN create_if_missing=false is
 // ErrorIfMissing, statistics=false is DisableStatistics, file_checksums=false
 // is DisableFileChecksums, block_cache_size=0 is BlockCacheSize < 0 and
-// bloom_bits_per_key=0 is BloomBitsPerKey < 0.
+// bloom_bits_per_key=0 is BloomBitsPerKey = NoBloomFilter.
 type Options struct {
 	// FS is the filesystem; nil means the operating system's.
 	FS vfs.FS
@@ -150,7 +236,8 @@ type Options struct {
 	// data block. Default 16.
 	BlockRestartInterval int
 	// BloomBitsPerKey sizes each table's bloom filter. Default 10 (about 1%
-	// false positives); negative writes no filter (DSN bloom_bits_per_key=0).
+	// false positives); NoBloomFilter (-1) writes no filter (DSN
+	// bloom_bits_per_key=0). Other negative values are invalid.
 	BloomBitsPerKey int
 	// Compression of new data blocks. Default Snappy.
 	Compression Compression
@@ -160,6 +247,14 @@ type Options struct {
 	// the MANIFEST (DSN file_checksums=false); VerifyFileChecksums then skips
 	// those tables, as RocksDB does for an unknown checksum.
 	DisableFileChecksums bool
+
+	// WALRecoveryMode says what Open does with damaged WAL files. Default
+	// WALRecoveryTolerateCorruptedTailRecords.
+	WALRecoveryMode WALRecoveryMode
+
+	// Logger receives messages an operator should see, such as what a
+	// recovery dropped or kept aside. Nil means slog.Default().
+	Logger *slog.Logger
 
 	// Sync makes every write wait until its WAL record is durable (fsync).
 	// Without it, a crash can lose the latest acknowledged writes, never
@@ -314,6 +409,11 @@ func (o *Options) Validate() error {
 	}
 	if o.BloomBitsPerKey > 64 {
 		bad("bloom_bits_per_key %d is above the maximum of 64", o.BloomBitsPerKey)
+	} else if o.BloomBitsPerKey < NoBloomFilter {
+		bad("bloom_bits_per_key %d is negative; use NoBloomFilter (-1) for no filter", o.BloomBitsPerKey)
+	}
+	if o.WALRecoveryMode > WALRecoverySkipAnyCorruptedRecords {
+		bad("wal_recovery_mode %d is not one of the four WALRecoveryMode values", o.WALRecoveryMode)
 	}
 	if o.Compression != CompressionSnappy && o.Compression != CompressionNone {
 		bad("compression %d is not snappy or none", o.Compression)

@@ -88,6 +88,14 @@ const (
 	RateLimiterRequestsWrite
 	RateLimiterBytesWrite
 	RateLimiterDelayedRequestsWrite
+	// WALRecoveryDroppedRecords and WALRecoveryDroppedBytes count what
+	// opening the database dropped from its WALs because of damage, under a
+	// lenient wal_recovery_mode: records (a lower bound where a damaged
+	// header hides how many there were) and bytes of WAL not replayed. An
+	// incomplete final record, the trace of a crash during a write, is not
+	// counted. They are shale's own; RocksDB has no such tickers.
+	WALRecoveryDroppedRecords
+	WALRecoveryDroppedBytes
 
 	// NumTickers bounds the tickers; arrays indexed by Ticker have this
 	// length.
@@ -161,6 +169,9 @@ var tickerNames = [NumTickers]string{
 	RateLimiterRequestsWrite:        "shale.rate.limiter.requests.write",
 	RateLimiterBytesWrite:           "shale.rate.limiter.bytes.write",
 	RateLimiterDelayedRequestsWrite: "shale.rate.limiter.delayed.requests.write",
+
+	WALRecoveryDroppedRecords: "shale.wal.recovery.dropped.records",
+	WALRecoveryDroppedBytes:   "shale.wal.recovery.dropped.bytes",
 }
 
 // String returns the ticker's name, "shale." plus RocksDB's suffix, for

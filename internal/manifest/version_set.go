@@ -95,7 +95,7 @@ func Create(fs vfs.FS, dir string) (*VersionSet, error) {
 	}
 	vs := newVersionSet(fs, dir)
 	v := &Version{}
-	if err := vs.startManifest(vs.NewFileNum(), v, 0, 0); err != nil {
+	if _, err := vs.startManifest(vs.NewFileNum(), v, 0, 0); err != nil {
 		return nil, err
 	}
 	vs.installFirst(v)
@@ -112,7 +112,7 @@ func Recover(fs vfs.FS, dir string) (*VersionSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := vs.Start(&VersionEdit{}); err != nil {
+	if _, err := vs.Start(&VersionEdit{}); err != nil {
 		return nil, err
 	}
 	return vs, nil
@@ -191,35 +191,43 @@ func New(fs vfs.FS, dir string) *VersionSet {
 // Start makes a VersionSet from Load or New writable: it applies e to the
 // loaded state (as LogAndApply would, filling in the counters), writes the
 // result as the snapshot of a new MANIFEST, syncs it and the directory, and
-// points CURRENT at it. Until the rename of CURRENT nothing the database
-// relies on has changed: on an error before it, the new MANIFEST is removed,
-// and the VersionSet stays unstarted (Start may be tried again). e may be
-// empty.
+// points CURRENT at it. e may be empty.
+//
+// published reports whether CURRENT was renamed to name the new MANIFEST.
+// Until then nothing the database relies on has changed: on an error before
+// it, the new MANIFEST is removed and the VersionSet stays unstarted (Start
+// may be tried again). An error after it (the directory sync failed) leaves
+// the new state possibly durable, so the caller must keep the files e adds;
+// the VersionSet is then unusable, as after a failed LogAndApply.
 //
 // The directory sync that precedes the rename also makes the entries of the
 // files e adds durable, so the caller need not sync the directory itself.
-func (vs *VersionSet) Start(e *VersionEdit) error {
+func (vs *VersionSet) Start(e *VersionEdit) (published bool, err error) {
 	vs.logMu.Lock()
 	defer vs.logMu.Unlock()
 	if vs.m.closed {
-		return base.Mark(errors.New("manifest: Start on a closed VersionSet"), base.ErrClosed)
+		return false, base.Mark(errors.New("manifest: Start on a closed VersionSet"), base.ErrClosed)
 	}
 	if !vs.m.pending {
-		return base.InvalidArgumentf("manifest: Start on a VersionSet that is not freshly loaded")
+		return false, base.InvalidArgumentf("manifest: Start on a VersionSet that is not freshly loaded")
 	}
 	v, err := vs.prepareLocked(e)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := vs.startManifest(vs.NewFileNum(), v, e.LogNumber, e.LastSeqNum); err != nil {
-		return err
+	if published, err := vs.startManifest(vs.NewFileNum(), v, e.LogNumber, e.LastSeqNum); err != nil {
+		if published {
+			vs.m.pending = false
+			vs.m.err = err // sticky: LogAndApply fails
+		}
+		return published, err
 	}
 	vs.m.pending = false
 	vs.logNumber.Store(uint64(e.LogNumber))
 	vs.replayLogNumber.Store(uint64(e.LogNumber))
 	vs.SetLastSeqNum(e.LastSeqNum)
 	vs.install(v)
-	return nil
+	return true, nil
 }
 
 // TornTail returns the damage at which Load stopped replaying the MANIFEST
@@ -390,15 +398,14 @@ func snapshotEdit(v *Version, logNum, nextFileNum FileNum, lastSeq base.SeqNum) 
 // On failure before CURRENT was renamed, the new MANIFEST is removed (best
 // effort: a leftover is garbage that no CURRENT names). After the rename it
 // is kept, because CURRENT may name it.
-func (vs *VersionSet) startManifest(num FileNum, v *Version, logNum FileNum, lastSeq base.SeqNum) error {
+func (vs *VersionSet) startManifest(num FileNum, v *Version, logNum FileNum, lastSeq base.SeqNum) (renamed bool, err error) {
 	name := ManifestFileName(vs.dir, num)
 	vs.m.buf = snapshotEdit(v, logNum, FileNum(vs.nextFileNum.Load()), lastSeq).Encode(vs.m.buf[:0])
 	f, err := vs.fs.Create(name)
 	if err != nil {
-		return errors.Wrapf(err, "manifest: creating %s", name)
+		return false, errors.Wrapf(err, "manifest: creating %s", name)
 	}
 	w := wal.NewWriter(f)
-	renamed := false
 	err = func() error {
 		if _, err := w.WriteRecord(vs.m.buf); err != nil {
 			return err
@@ -419,11 +426,11 @@ func (vs *VersionSet) startManifest(num FileNum, v *Version, logNum FileNum, las
 		if !renamed {
 			_ = vs.fs.Remove(name)
 		}
-		return errors.Wrapf(err, "manifest: starting %s", name)
+		return renamed, errors.Wrapf(err, "manifest: starting %s", name)
 	}
 	vs.m.file, vs.m.w, vs.m.snapshotSize = f, w, w.Size()
 	vs.manifestNum.Store(uint64(num))
-	return nil
+	return true, nil
 }
 
 // setCurrent points CURRENT at MANIFEST-num: it writes a temporary file,
@@ -589,7 +596,7 @@ func (vs *VersionSet) prepareLocked(e *VersionEdit) (*Version, error) {
 func (vs *VersionSet) writeLocked(e *VersionEdit, v *Version) error {
 	if size := vs.m.w.Size(); size >= max(vs.maxManifestSize.Load(), 2*vs.m.snapshotSize) {
 		oldFile, oldW := vs.m.file, vs.m.w
-		if err := vs.startManifest(vs.NewFileNum(), v, e.LogNumber, e.LastSeqNum); err != nil {
+		if _, err := vs.startManifest(vs.NewFileNum(), v, e.LogNumber, e.LastSeqNum); err != nil {
 			return err
 		}
 		// CURRENT names the new MANIFEST now; the old one is garbage (the
@@ -755,7 +762,7 @@ func (vs *VersionSet) Close() error {
 		return nil
 	}
 	vs.m.closed = true
-	if vs.m.readOnly || vs.m.pending {
+	if vs.m.readOnly || vs.m.pending || vs.m.file == nil {
 		return nil
 	}
 	var err error

@@ -193,7 +193,8 @@ static const char* tickers[] = {
     "read.async.micros", "async.read.error.count", "number.block.compressed",
     "number.block.decompressed", "db.mutex.wait.micros", "txn.conflicts",
     "rate.limiter.requests.read", "rate.limiter.bytes.read", "rate.limiter.delayed.requests.read",
-    "rate.limiter.requests.write", "rate.limiter.bytes.write", "rate.limiter.delayed.requests.write"};
+    "rate.limiter.requests.write", "rate.limiter.bytes.write", "rate.limiter.delayed.requests.write",
+    "wal.recovery.dropped.records", "wal.recovery.dropped.bytes"};
 static const char* histograms[] = {
     "db.get.micros", "db.write.micros", "compaction.times.micros", "table.open.io.micros",
     "db.multiget.micros", "db.seek.micros", "db.write.stall", "sst.read.micros",
