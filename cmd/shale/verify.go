@@ -27,8 +27,11 @@ from the statistics ticker shale.verify_checksum.read.bytes every 200ms: a
 bar on a terminal, otherwise a plain line every second.
 
 Exit code 0: no corruption. 1: corruption found (the message names the file
-and, for a block, its offset and both checksums), including corruption that
-stops the database from opening. 3: the database cannot be opened or read.`
+and, for a block, its offset and both checksums), including damage that
+stops the database from opening: a directory of tables without CURRENT, a
+MANIFEST naming a table that is missing or has another size, a damaged WAL.
+3: the database cannot be opened or read for another reason (it does not
+exist, permissions, IO errors).`
 
 func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, verifyUsage, verifyDoc)
