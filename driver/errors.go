@@ -51,25 +51,16 @@ var (
 	ErrTxDone = errors.New("driver: transaction has already been committed or rolled back")
 )
 
-// classError is an error with its own message that matches one class with
-// errors.Is. The façade's fixed errors are built once, so returning one does
-// not allocate.
-type classError struct {
-	msg   string
-	class error
-}
-
-func (e *classError) Error() string        { return e.msg }
-func (e *classError) Is(target error) bool { return target == e.class }
-
+// The façade's fixed errors are built once (ioctx.ClassError, shale's one
+// marker), so returning one does not allocate.
 var (
-	errDBClosed   error = &classError{"driver: database is closed", ErrClosed}
-	errConnClosed error = &classError{"driver: connection is closed", ErrClosed}
-	errIterClosed error = &classError{"driver: iterator is closed", ErrClosed}
+	errDBClosed   error = ioctx.ClassError("driver: database is closed", ErrClosed, nil)
+	errConnClosed error = ioctx.ClassError("driver: connection is closed", ErrClosed, nil)
+	errIterClosed error = ioctx.ClassError("driver: iterator is closed", ErrClosed, nil)
 
-	errNilBatch    error = &classError{"driver: Write of a nil *Batch", ErrInvalidArgument}
-	errReadOnlyPut error = &classError{"driver: Put in a read-only transaction", ErrInvalidArgument}
-	errReadOnlyDel error = &classError{"driver: Delete in a read-only transaction", ErrInvalidArgument}
+	errNilBatch    error = ioctx.ClassError("driver: Write of a nil *Batch", ErrInvalidArgument, nil)
+	errReadOnlyPut error = ioctx.ClassError("driver: Put in a read-only transaction", ErrInvalidArgument, nil)
+	errReadOnlyDel error = ioctx.ClassError("driver: Delete in a read-only transaction", ErrInvalidArgument, nil)
 
 	errNoFlush       error = notSupported("Flush", "Flusher")
 	errNoCompact     error = notSupported("Compact", "Compacter")
@@ -79,16 +70,14 @@ var (
 )
 
 func notSupported(method, iface string) error {
-	return &classError{
-		msg:   "driver: " + method + " is not supported by this driver (its connection does not implement driver." + iface + ")",
-		class: ErrNotSupported,
-	}
+	return ioctx.ClassError("driver: "+method+" is not supported by this driver (its connection does not implement driver."+iface+")",
+		ErrNotSupported, nil)
 }
 
 // invalidArgument returns an error with message msg matching
 // ErrInvalidArgument.
 func invalidArgument(msg string) error {
-	return &classError{msg: msg, class: ErrInvalidArgument}
+	return ioctx.ClassError(msg, ErrInvalidArgument, nil)
 }
 
 // openError is the remembered failure of a DB's connect. Every call returns

@@ -3,6 +3,8 @@ package ioctx
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 )
 
 // The error classes of shale. They live in this leaf package, which every
@@ -33,35 +35,67 @@ var (
 // the match.
 var ErrTimedOut = errors.New("operation timed out")
 
-// markedError is an error with a fixed message that errors.Is matches against
-// its marks. Both the standard errors.Is and cockroachdb/errors.Is use the Is
-// method.
-type markedError struct {
-	msg   string
-	marks [2]error
+// classedError is shale's one error marker: an error that errors.Is matches
+// against up to two classes (ErrNotFound, ErrTimedOut, ...) besides its
+// cause chain. Its message is msg, or its cause's when msg is empty. Both the
+// standard errors.Is and cockroachdb/errors' use the Is method, so a class
+// matches whichever the caller uses (cockroachdb/errors.Mark's marks are
+// invisible to the standard one, which is why shale does not use it).
+type classedError struct {
+	msg     string
+	cause   error
+	classes [2]error
 }
 
-func (e *markedError) Error() string { return e.msg }
+func (e *classedError) Error() string {
+	if e.msg == "" && e.cause != nil {
+		return e.cause.Error()
+	}
+	return e.msg
+}
 
-func (e *markedError) Is(target error) bool {
-	return target != nil && (target == e.marks[0] || target == e.marks[1])
+func (e *classedError) Unwrap() error { return e.cause }
+
+func (e *classedError) Is(target error) bool {
+	return target != nil && (target == e.classes[0] || target == e.classes[1])
+}
+
+// Format prints the message, and with %+v the cause's details (the stack
+// traces cockroachdb/errors records).
+func (e *classedError) Format(s fmt.State, verb rune) {
+	if verb == 'v' && s.Flag('+') && e.cause != nil && e.msg == "" {
+		fmt.Fprintf(s, "%+v", e.cause)
+		return
+	}
+	io.WriteString(s, e.Error())
+}
+
+// Mark returns err marked with class: errors.Is(result, class) holds, and so
+// does errors.Is(result, c) for every cause c of err. The message is err's.
+// Mark(nil, class) is nil.
+func Mark(err, class error) error {
+	if err == nil {
+		return nil
+	}
+	return &classedError{cause: err, classes: [2]error{class}}
+}
+
+// ClassError returns an error with message msg that matches class (and
+// also, when not nil, also) with errors.Is. Built once and kept in a
+// variable, returning it allocates nothing.
+func ClassError(msg string, class, also error) error {
+	return &classedError{msg: msg, classes: [2]error{class, also}}
 }
 
 // errDeadlineExceeded is RocksDB's IOStatus::TimedOut("Deadline exceeded"),
 // spelled as its ToString prints it.
-var errDeadlineExceeded error = &markedError{
-	msg:   "Operation timed out: Deadline exceeded",
-	marks: [2]error{ErrTimedOut, context.DeadlineExceeded},
-}
+var errDeadlineExceeded = ClassError("Operation timed out: Deadline exceeded", ErrTimedOut, context.DeadlineExceeded)
 
 // TimeoutError returns an error marked ErrTimedOut (and
 // context.DeadlineExceeded) with RocksDB's "Operation timed out: " prefix and
 // the given detail, for a per-IO timeout that expired.
 func TimeoutError(detail string) error {
-	return &markedError{
-		msg:   "Operation timed out: " + detail,
-		marks: [2]error{ErrTimedOut, context.DeadlineExceeded},
-	}
+	return ClassError("Operation timed out: "+detail, ErrTimedOut, context.DeadlineExceeded)
 }
 
 // CheckAndTag validates the activity of a public read API's options and tags
@@ -89,9 +123,6 @@ func (ro ReadOptions) CheckAndTag(api string, want Activity) (ReadOptions, error
 // ActivityError is the error CheckAndTag returns when api, whose own activity
 // is want, is called with the activity got.
 func ActivityError(api string, want, got Activity) error {
-	return &markedError{
-		msg: "Can only call " + api + " with `ReadOptions::io_activity` is `" +
-			ActivityUnknown.EnvName() + "` or `" + want.EnvName() + "`, not `" + got.EnvName() + "`",
-		marks: [2]error{ErrInvalidArgument},
-	}
+	return ClassError("Can only call "+api+" with `ReadOptions::io_activity` is `"+
+		ActivityUnknown.EnvName()+"` or `"+want.EnvName()+"`, not `"+got.EnvName()+"`", ErrInvalidArgument, nil)
 }

@@ -1,8 +1,6 @@
 package base
 
 import (
-	"fmt"
-
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/ioctx"
@@ -27,34 +25,12 @@ var (
 	ErrConflict = ioctx.ErrConflict
 )
 
-// Mark returns err marked with the class mark: errors.Is(result, mark)
-// holds, with the standard library's errors.Is as with cockroachdb/errors',
-// and errors.Is(result, c) still holds for every cause c of err. The message
-// is err's. Use it instead of cockroachdb/errors.Mark, whose marks the
-// standard errors.Is does not see.
-func Mark(err, mark error) error {
-	if err == nil {
-		return nil
-	}
-	return &markedError{cause: err, mark: mark}
-}
-
-// markedError carries a class mark. Is reports the mark; Unwrap exposes the
-// cause, so both the mark and the cause chain match.
-type markedError struct {
-	cause error
-	mark  error
-}
-
-func (e *markedError) Error() string        { return e.cause.Error() }
-func (e *markedError) Unwrap() error        { return e.cause }
-func (e *markedError) Is(target error) bool { return target == e.mark }
-
-// Format prints the cause's details (stack traces with %+v).
-func (e *markedError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
-
-// SafeFormatError lets cockroachdb/errors print the cause under %+v.
-func (e *markedError) SafeFormatError(p errors.Printer) (next error) { return e.cause }
+// Mark returns err marked with the class mark (ioctx.Mark, shale's one
+// marker): errors.Is(result, mark) holds, with the standard library's
+// errors.Is as with cockroachdb/errors', and errors.Is(result, c) still holds
+// for every cause c of err. Use it instead of cockroachdb/errors.Mark, whose
+// marks the standard errors.Is does not see.
+func Mark(err, mark error) error { return ioctx.Mark(err, mark) }
 
 // CorruptionErrorf formats an error marked ErrCorruption.
 func CorruptionErrorf(format string, args ...any) error {
