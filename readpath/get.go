@@ -135,28 +135,49 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 		return Value{}, base.ErrNotFound
 	}
 	h := bloom.Hash(key) // once for every table's filter
-	for level := range v.Version.Levels {
-		files := v.Version.Levels[level]
-		if level == 0 {
-			for _, f := range files {
-				if !containsKey(f, key) {
-					continue
-				}
-				if val, done, err := getFromTable(ctx, v, env, f, level, key, h, seq); done {
-					return val, err
-				}
-			}
-			continue
-		}
-		i := findFile(files, key)
-		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 {
-			continue
-		}
-		if val, done, err := getFromTable(ctx, v, env, files[i], level, key, h, seq); done {
+	tables := keyTables{levels: v.Version.Levels[:], key: key}
+	for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
+		if val, done, err := getFromTable(ctx, v, env, f, level, key, h, seq); done {
 			return val, err
 		}
 	}
 	return Value{}, base.ErrNotFound
+}
+
+// keyTables walks, newest first, the tables of a version that may hold a
+// key: the L0 tables whose range contains it (newest first), then in each
+// level >= 1 the one table whose range contains it, found by binary search.
+// A point lookup searches them in this order and stops at the first entry
+// of the key, which is the newest. (MultiGet walks the same order, batched:
+// each table once for all the keys it may hold.)
+type keyTables struct {
+	levels [][]*manifest.FileMetadata
+	key    []byte
+	level  int // the level being walked
+	l0     int // the next L0 table to look at
+}
+
+// next returns the next table that may hold the key and its level; ok is
+// false when there is none left.
+func (w *keyTables) next() (f *manifest.FileMetadata, level int, ok bool) {
+	for w.level < len(w.levels) {
+		level, files := w.level, w.levels[w.level]
+		if level == 0 && w.l0 < len(files) {
+			f := files[w.l0]
+			w.l0++
+			if containsKey(f, w.key) {
+				return f, 0, true
+			}
+			continue
+		}
+		w.level++
+		if level > 0 {
+			if i := findFile(files, w.key); i < len(files) && bytes.Compare(files[i].Smallest.UserKey, w.key) <= 0 {
+				return files[i], level, true
+			}
+		}
+	}
+	return nil, 0, false
 }
 
 // getFromTable looks key, whose bloom.Hash is h, up in table f of level.
@@ -264,24 +285,9 @@ func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte)
 		return 0, false, nil
 	}
 	h := bloom.Hash(key)
-	for level := range v.Version.Levels {
-		files := v.Version.Levels[level]
-		if level == 0 {
-			for _, f := range files {
-				if !containsKey(f, key) {
-					continue
-				}
-				if seq, found, err := latestInTable(ctx, v, &env, f, level, key, upper, h); found || err != nil {
-					return seq, found, err
-				}
-			}
-			continue
-		}
-		i := findFile(files, key)
-		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 {
-			continue
-		}
-		if seq, found, err := latestInTable(ctx, v, &env, files[i], level, key, upper, h); found || err != nil {
+	tables := keyTables{levels: v.Version.Levels[:], key: key}
+	for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
+		if seq, found, err := latestInTable(ctx, v, &env, f, level, key, upper, h); found || err != nil {
 			return seq, found, err
 		}
 	}
