@@ -39,7 +39,7 @@ type Config struct {
 	DisableAutoCompactions         bool
 	BlockSize                      int
 	BlockRestartInterval           int
-	BloomBitsPerKey                int // negative: no filter
+	BloomBitsPerKey                int // NoBloomFilter: no filter
 	Compression                    Compression
 	ChecksumType                   ChecksumType
 	DisableFileChecksums           bool
@@ -95,7 +95,22 @@ type dsnKey struct {
 	get       func(c *Config) string
 }
 
-func sizeKey(name, doc string, field func(c *Config) *int64, zeroMeansNone bool) dsnKey {
+// zeroMeans says what a numeric key does with 0 and negative values.
+type zeroMeans uint8
+
+const (
+	// positive: only positive values configure anything. 0 is refused
+	// rather than silently taken for the default, as Options takes it.
+	positive zeroMeans = iota
+	// none: 0 turns the feature off (stored as -1); negative values are
+	// refused.
+	none
+	// zeroIsOff: 0 turns the feature off and is stored as 0; negative
+	// values are refused.
+	zeroIsOff
+)
+
+func sizeKey(name, doc string, field func(c *Config) *int64, zero zeroMeans) dsnKey {
 	return dsnKey{
 		name: name, doc: doc,
 		parse: func(c *Config, v string) error {
@@ -103,8 +118,12 @@ func sizeKey(name, doc string, field func(c *Config) *int64, zeroMeansNone bool)
 			if err != nil {
 				return err
 			}
-			if zeroMeansNone && n == 0 {
+			switch {
+			case n == 0 && zero == none:
 				n = -1
+			case n == 0 && zero == zeroIsOff:
+			case n <= 0:
+				return errors.Newf("%q is not a positive size", v)
 			}
 			*field(c) = n
 			return nil
@@ -118,7 +137,7 @@ func sizeKey(name, doc string, field func(c *Config) *int64, zeroMeansNone bool)
 	}
 }
 
-func intKey(name, doc string, field func(c *Config) *int, zeroMeansNone bool) dsnKey {
+func intKey(name, doc string, field func(c *Config) *int, zero zeroMeans) dsnKey {
 	return dsnKey{
 		name: name, doc: doc,
 		parse: func(c *Config, v string) error {
@@ -126,14 +145,19 @@ func intKey(name, doc string, field func(c *Config) *int, zeroMeansNone bool) ds
 			if err != nil {
 				return errors.Newf("%q is not an integer", v)
 			}
-			if zeroMeansNone && n == 0 {
+			switch {
+			case n == 0 && zero == none:
 				n = -1
+			case n < 0 && zero == none:
+				return errors.Newf("%q is negative; 0 turns it off", v)
+			case n <= 0 && zero == positive:
+				return errors.Newf("%q is not a positive integer", v)
 			}
 			*field(c) = n
 			return nil
 		},
 		get: func(c *Config) string {
-			if n := *field(c); !zeroMeansNone || n >= 0 {
+			if n := *field(c); zero != none || n >= 0 {
 				return strconv.Itoa(n)
 			}
 			return "0"
@@ -179,15 +203,15 @@ var dsnKeys = []dsnKey{
 		get: func(c *Config) string { return c.StatsLevel.String() },
 	},
 	sizeKey("block_cache_size", "block cache capacity; 0 disables the cache",
-		func(c *Config) *int64 { return &c.BlockCacheSize }, true),
-	sizeKey("write_buffer_size", "memtable size before a flush", func(c *Config) *int64 { return &c.WriteBufferSize }, false),
+		func(c *Config) *int64 { return &c.BlockCacheSize }, none),
+	sizeKey("write_buffer_size", "memtable size before a flush", func(c *Config) *int64 { return &c.WriteBufferSize }, positive),
 	intKey("max_write_buffer_number", "memtables in memory before writes stall",
-		func(c *Config) *int { return &c.MaxWriteBufferNumber }, false),
+		func(c *Config) *int { return &c.MaxWriteBufferNumber }, positive),
 	sizeKey("target_file_size_base", "size of compaction output tables in L1",
-		func(c *Config) *int64 { return &c.TargetFileSizeBase }, false),
+		func(c *Config) *int64 { return &c.TargetFileSizeBase }, positive),
 	intKey("target_file_size_multiplier", "growth of the target table size per level",
-		func(c *Config) *int { return &c.TargetFileSizeMultiplier }, false),
-	sizeKey("max_bytes_for_level_base", "target size of L1", func(c *Config) *int64 { return &c.MaxBytesForLevelBase }, false),
+		func(c *Config) *int { return &c.TargetFileSizeMultiplier }, positive),
+	sizeKey("max_bytes_for_level_base", "target size of L1", func(c *Config) *int64 { return &c.MaxBytesForLevelBase }, positive),
 	{
 		name: "max_bytes_for_level_multiplier", doc: "growth of the target size per level",
 		parse: func(c *Config, v string) error {
@@ -195,25 +219,32 @@ var dsnKeys = []dsnKey{
 			if err != nil {
 				return errors.Newf("%q is not a number", v)
 			}
+			if !(f > 0) {
+				return errors.Newf("%q is not a positive number", v)
+			}
 			c.MaxBytesForLevelMultiplier = f
 			return nil
 		},
 		get: func(c *Config) string { return strconv.FormatFloat(c.MaxBytesForLevelMultiplier, 'g', -1, 64) },
 	},
 	intKey("level0_file_num_compaction_trigger", "L0 tables that start an L0 compaction",
-		func(c *Config) *int { return &c.Level0FileNumCompactionTrigger }, false),
+		func(c *Config) *int { return &c.Level0FileNumCompactionTrigger }, positive),
 	intKey("level0_slowdown_writes_trigger", "L0 tables at which writes are delayed",
-		func(c *Config) *int { return &c.Level0SlowdownWritesTrigger }, false),
+		func(c *Config) *int { return &c.Level0SlowdownWritesTrigger }, positive),
 	intKey("level0_stop_writes_trigger", "L0 tables at which writes wait",
-		func(c *Config) *int { return &c.Level0StopWritesTrigger }, false),
+		func(c *Config) *int { return &c.Level0StopWritesTrigger }, positive),
 	boolKey("disable_auto_compactions", "run no background compactions (Compact still works)",
 		func(c *Config) *bool { return &c.DisableAutoCompactions }, false),
 	{
 		name: "block_size", doc: "target uncompressed data block size",
 		parse: func(c *Config, v string) error {
 			n, err := driver.ParseSize(v)
-			if err == nil && n > 1<<30 {
+			switch {
+			case err != nil:
+			case n > 1<<30:
 				err = errors.Newf("%q is too large", v)
+			case n <= 0:
+				err = errors.Newf("%q is not a positive size", v)
 			}
 			c.BlockSize = int(n)
 			return err
@@ -221,9 +252,9 @@ var dsnKeys = []dsnKey{
 		get: func(c *Config) string { return driver.FormatSize(int64(c.BlockSize)) },
 	},
 	intKey("block_restart_interval", "keys between restart points in a data block",
-		func(c *Config) *int { return &c.BlockRestartInterval }, false),
+		func(c *Config) *int { return &c.BlockRestartInterval }, positive),
 	intKey("bloom_bits_per_key", "bloom filter bits per key; 0 writes no filter",
-		func(c *Config) *int { return &c.BloomBitsPerKey }, true),
+		func(c *Config) *int { return &c.BloomBitsPerKey }, none),
 	{
 		name: "compression", doc: "block compression: snappy or none",
 		parse: func(c *Config, v string) error {
@@ -258,7 +289,7 @@ var dsnKeys = []dsnKey{
 		func(c *Config) *bool { return &c.DisableFileChecksums }, true),
 	boolKey("sync", "sync the WAL on every write", func(c *Config) *bool { return &c.Sync }, false),
 	sizeKey("rate_limit", "rate limiter bytes per second; 0 means no limiter",
-		func(c *Config) *int64 { return &c.RateLimit }, false),
+		func(c *Config) *int64 { return &c.RateLimit }, zeroIsOff),
 	{
 		name: "rate_limit_mode", doc: "what the rate limiter limits: reads, writes or all",
 		parse: func(c *Config, v string) error {
@@ -281,7 +312,7 @@ var dsnKeys = []dsnKey{
 		get: func(c *Config) string { return c.RateLimitRefillPeriod.String() },
 	},
 	intKey("rate_limit_fairness", "1-in-N chance that lower priorities go first",
-		func(c *Config) *int { return &c.RateLimitFairness }, false),
+		func(c *Config) *int { return &c.RateLimitFairness }, positive),
 	boolKey("rate_limit_auto_tuned", "let the rate limiter tune its rate between rate_limit/20 and rate_limit",
 		func(c *Config) *bool { return &c.RateLimitAutoTuned }, false),
 	{
@@ -299,7 +330,7 @@ var dsnKeys = []dsnKey{
 	boolKey("mmap_reads", "memory-map table files and read blocks from the mapping",
 		func(c *Config) *bool { return &c.MmapReads }, false),
 	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
-		func(c *Config) *int64 { return &c.MaxManifestFileSize }, false),
+		func(c *Config) *int64 { return &c.MaxManifestFileSize }, positive),
 	boolKey("paranoid_file_checks", "read back and verify every block of each new table before installing it",
 		func(c *Config) *bool { return &c.ParanoidFileChecks }, false),
 	{

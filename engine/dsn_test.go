@@ -173,3 +173,73 @@ func TestReadmeDSNTable(t *testing.T) {
 		require.True(t, strings.Contains(readme, line), "README.md lacks the DSN row:\n%s", line)
 	}
 }
+
+// TestDSNValuesThatConfigureNothing checks that a value that would silently
+// mean the default (0, where Options reads 0 as "default") or nothing at all
+// (a negative count) is an error naming the key, while the values that mean
+// something stay valid.
+func TestDSNValuesThatConfigureNothing(t *testing.T) {
+	for _, dsn := range []string{
+		"/db?write_buffer_size=0",
+		"/db?block_size=0",
+		"/db?bloom_bits_per_key=-3",
+		"/db?bloom_bits_per_key=-1",
+		"/db?target_file_size_base=0",
+		"/db?max_write_buffer_number=0",
+		"/db?max_write_buffer_number=-2",
+		"/db?target_file_size_multiplier=0",
+		"/db?max_bytes_for_level_base=0",
+		"/db?max_bytes_for_level_multiplier=0",
+		"/db?max_bytes_for_level_multiplier=-2",
+		"/db?level0_file_num_compaction_trigger=0",
+		"/db?level0_slowdown_writes_trigger=0",
+		"/db?level0_stop_writes_trigger=0",
+		"/db?block_restart_interval=0",
+		"/db?max_manifest_file_size=0",
+		"/db?rate_limit_fairness=0",
+	} {
+		key := dsn[len("/db?"):strings.IndexByte(dsn, '=')]
+		_, err := ParseDSN(dsn)
+		require.ErrorIs(t, err, ErrInvalidArgument, dsn)
+		require.ErrorContains(t, err, "bad value for "+key, dsn)
+	}
+	for _, dsn := range []string{
+		"/db?block_cache_size=0",
+		"/db?bloom_bits_per_key=0",
+		"/db?rate_limit=0",
+		"/db?max_open_files=0",
+		"/db?max_open_files=-1",
+		"/db?write_buffer_size=64KiB&block_size=256&target_file_size_base=1KiB&max_write_buffer_number=2",
+	} {
+		_, err := ParseDSN(dsn)
+		require.NoError(t, err, dsn)
+	}
+	c, err := ParseDSN("/db?bloom_bits_per_key=0")
+	require.NoError(t, err)
+	require.Equal(t, NoBloomFilter, c.BloomBitsPerKey)
+	require.Equal(t, "/db?bloom_bits_per_key=0", c.String())
+}
+
+// TestOptionsValidateValues is the same through Options, whose zero fields
+// mean the defaults: negative values fail Validate naming the option, and
+// BloomBitsPerKey takes NoBloomFilter (-1) and nothing below it.
+func TestOptionsValidateValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(o *Options)
+	}{
+		{"write_buffer_size", func(o *Options) { o.WriteBufferSize = -1 }},
+		{"block_size", func(o *Options) { o.BlockSize = -1 }},
+		{"bloom_bits_per_key", func(o *Options) { o.BloomBitsPerKey = -3 }},
+		{"target_file_size_base", func(o *Options) { o.TargetFileSizeBase = -1 }},
+		{"max_write_buffer_number", func(o *Options) { o.MaxWriteBufferNumber = -1 }},
+	} {
+		o := &Options{}
+		tc.set(o)
+		err := o.EnsureDefaults().Validate()
+		require.ErrorIs(t, err, ErrInvalidArgument, tc.name)
+		require.ErrorContains(t, err, tc.name, tc.name)
+	}
+	o := &Options{BloomBitsPerKey: NoBloomFilter, BlockCacheSize: -1}
+	require.NoError(t, o.EnsureDefaults().Validate())
+}
