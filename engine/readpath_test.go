@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +14,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/internal/sstable/block"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
 	"github.com/shaledb/shale/ioctx"
@@ -351,9 +357,25 @@ func TestEveryReadCarriesItsActivity(t *testing.T) {
 	require.Empty(t, bad)
 }
 
-// TestFlippedBitNeverReturnedAsData flips single bits across a table file:
-// both verifications catch it and reads either return the right value or a
+var flipAll = flag.Bool("flipall", false,
+	"TestFlippedBitNeverReturnedAsData flips a bit in every byte of the table, not a sample")
+
+// flipSeed seeds the random part of TestFlippedBitNeverReturnedAsData's
+// sample; every failure message prints it.
+const flipSeed = 2
+
+// TestFlippedBitNeverReturnedAsData flips single bits in a table file: both
+// verifications catch it and reads either return the right value or a
 // corruption error.
+//
+// Each flip costs a reopen, so flipping every byte took over a minute (and
+// ten under -race). The test flips a sample instead that reaches every kind
+// of region of the file: the first, a middle and the last byte of every
+// block (data, filter, properties, metaindex, index), every byte of every
+// block trailer (compression type and checksum), every byte of the footer,
+// and a fixed-seed random sample of the rest. -short keeps of each trailer
+// its type byte and last checksum byte, and a smaller random sample;
+// -flipall flips every byte as before.
 func TestFlippedBitNeverReturnedAsData(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewMem()
@@ -372,35 +394,140 @@ func TestFlippedBitNeverReturnedAsData(t *testing.T) {
 	require.NoError(t, db.Close())
 	rs := mustSingleTable(t, mem)
 	orig := readAll(t, mem, rs)
-	stride := 1
-	if testing.Short() {
-		stride = 13
-	}
-	for off := 0; off < len(orig); off += stride {
+	offsets := flipOffsets(t, orig, *flipAll, testing.Short())
+	t.Logf("flipping %d of %d bytes (seed %d)", len(offsets), len(orig), flipSeed)
+	for _, off := range offsets {
 		data := append([]byte(nil), orig...)
-		data[off] ^= 1 << (off % 8)
+		data[off.at] ^= 1 << (off.at % 8)
 		writeAll(t, mem, rs, data)
+		where := fmt.Sprintf("offset %d (%s; sample seed %d)", off.at, off.region, flipSeed)
 		o := smallOptions(mem)
 		o.BlockCacheSize = -1
 		o.DisableAutoCompactions = true
 		db, err := Open("/db", o)
 		if err != nil {
-			require.True(t, errors.Is(err, ErrCorruption), "offset %d: open failed without a corruption error: %v", off, err)
+			require.True(t, errors.Is(err, ErrCorruption), "%s: open failed without a corruption error: %v", where, err)
 			continue
 		}
-		require.ErrorIs(t, db.VerifyFileChecksums(ctx), ErrCorruption, "offset %d", off)
-		require.ErrorIs(t, db.VerifyChecksum(ctx), ErrCorruption, "offset %d", off)
+		require.ErrorIs(t, db.VerifyFileChecksums(ctx), ErrCorruption, "%s", where)
+		require.ErrorIs(t, db.VerifyChecksum(ctx), ErrCorruption, "%s", where)
 		for k, v := range m {
 			got, err := db.Get(ctx, []byte(k))
 			if err != nil {
-				require.True(t, errors.Is(err, ErrCorruption), "offset %d: Get %s: %v", off, k, err)
+				require.True(t, errors.Is(err, ErrCorruption), "%s: Get %s: %v", where, k, err)
 				continue
 			}
-			require.Equal(t, v, string(got), "offset %d: Get %s returned wrong data", off, k)
+			require.Equal(t, v, string(got), "%s: Get %s returned wrong data", where, k)
 		}
 		require.NoError(t, db.Close())
 	}
 	writeAll(t, mem, rs, orig)
+}
+
+// tableRegion is a span [start, end) of a table file and what it holds.
+type tableRegion struct {
+	kind       string
+	start, end int
+}
+
+// tableLayout splits table data into its blocks, their trailers and the
+// footer, read with the format's own decoders (footer, index and metaindex
+// handles). The regions tile the file: every byte is in exactly one.
+func tableLayout(t *testing.T, data []byte) []tableRegion {
+	footer, err := sstable.DecodeFooter(data, uint64(len(data)))
+	require.NoError(t, err)
+	var regions []tableRegion
+	// addBlock records the block at h and its trailer, and returns its
+	// decompressed contents.
+	addBlock := func(kind string, h block.Handle) []byte {
+		end := int(h.Offset + h.Length)
+		regions = append(regions, tableRegion{kind + " block", int(h.Offset), end},
+			tableRegion{kind + " trailer", end, end + block.TrailerLen})
+		stored, comp, err := block.SplitTrailer(data[h.Offset : end+block.TrailerLen])
+		require.NoError(t, err)
+		n, err := compress.DecodedLen(comp, stored)
+		require.NoError(t, err)
+		contents, err := compress.DecompressInto(comp, make([]byte, n), stored)
+		require.NoError(t, err)
+		return contents
+	}
+	// eachHandle calls fn with the key and decoded handle of every entry of
+	// an index or metaindex block.
+	eachHandle := func(contents []byte, fn func(key []byte, h block.Handle)) {
+		var it block.Iter
+		require.NoError(t, it.Init(bytes.Compare, contents))
+		for ok := it.First(); ok; ok = it.Next() {
+			h, _, err := block.DecodeHandle(it.Value())
+			require.NoError(t, err)
+			fn(it.Key(), h)
+		}
+		require.NoError(t, it.Error())
+	}
+	eachHandle(addBlock("index", footer.Index), func(_ []byte, h block.Handle) { addBlock("data", h) })
+	eachHandle(addBlock("metaindex", footer.MetaIndex), func(name []byte, h block.Handle) { addBlock(string(name), h) })
+	regions = append(regions, tableRegion{"footer", len(data) - sstable.FooterLen, len(data)})
+	slices.SortFunc(regions, func(a, b tableRegion) int { return a.start - b.start })
+	next := 0
+	for _, r := range regions {
+		require.Equal(t, next, r.start, "region %s", r.kind)
+		require.Less(t, r.start, r.end, "region %s", r.kind)
+		next = r.end
+	}
+	require.Equal(t, len(data), next)
+	return regions
+}
+
+// flipOffset is a byte to flip and the region it is in.
+type flipOffset struct {
+	at     int
+	region string
+}
+
+// flipOffsets returns the sorted offsets TestFlippedBitNeverReturnedAsData
+// flips in table data: every byte when all, else a sample that includes
+// every kind of region (see the test).
+func flipOffsets(t *testing.T, data []byte, all, short bool) []flipOffset {
+	regions := tableLayout(t, data)
+	kinds := map[string]bool{}
+	picked := map[int]bool{}
+	var out []flipOffset
+	pick := func(at int, r tableRegion) {
+		if !picked[at] {
+			picked[at] = true
+			kinds[r.kind] = true
+			out = append(out, flipOffset{at, r.kind})
+		}
+	}
+	randomN := 200
+	if short {
+		randomN = 40
+	}
+	rng := rand.New(rand.NewPCG(flipSeed, 0))
+	randoms := map[int]bool{}
+	for range randomN {
+		randoms[rng.IntN(len(data))] = true
+	}
+	for _, r := range regions {
+		for at := r.start; at < r.end; at++ {
+			trailer := strings.HasSuffix(r.kind, " trailer")
+			switch {
+			case all, randoms[at], r.kind == "footer":
+			case at == r.start, at == r.end-1, at == (r.start+r.end)/2 && !trailer:
+			case trailer && !short:
+			default:
+				continue
+			}
+			pick(at, r)
+		}
+	}
+	for _, r := range regions {
+		require.True(t, kinds[r.kind], "no flip in a %s", r.kind)
+	}
+	for _, want := range []string{"data block", "data trailer", "index block", "index trailer", "metaindex block",
+		"metaindex trailer", sstable.MetaFilterName + " block", sstable.MetaPropertiesName + " block", "footer"} {
+		require.True(t, kinds[want], "the table has no %s", want)
+	}
+	return out
 }
 
 func mustSingleTable(t *testing.T, fs vfs.FS) string {
