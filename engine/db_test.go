@@ -304,7 +304,8 @@ func TestTransactions(t *testing.T) {
 
 // TestRandomizedModel compares the engine with a map over tens of thousands
 // of operations, with flushes, compactions, snapshots and reopens
-// interleaved, and forward and backward iteration with random bounds.
+// interleaved, and forward and backward iteration with random bounds. The
+// seeds run in parallel: each has its own filesystem and database.
 func TestRandomizedModel(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	ops := 20000
@@ -312,7 +313,10 @@ func TestRandomizedModel(t *testing.T) {
 		seeds, ops = seeds[:1], 8000
 	}
 	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runModel(t, seed, ops) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			runModel(t, seed, ops)
+		})
 	}
 }
 
@@ -524,6 +528,10 @@ func TestObsoleteFilesDeleted(t *testing.T) {
 	// No background compaction may be writing a table when the directory
 	// is listed.
 	opts.DisableAutoCompactions = true
+	// Nor may L0, which then only grows, delay each write by a millisecond
+	// (most of this test's 7 s): this test is not about write stalls.
+	opts.Level0SlowdownWritesTrigger = 1000
+	opts.Level0StopWritesTrigger = 1000
 	db, fs := openTestDB(t, opts)
 	rng := rand.New(rand.NewPCG(5, 5))
 	for range 20000 {
