@@ -61,19 +61,11 @@ var examples = []struct {
 
 // goTool returns the go command of the toolchain running the test.
 func goTool(t *testing.T) string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
 	p, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build the examples with")
 	}
 	return p
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func TestExamples(t *testing.T) {

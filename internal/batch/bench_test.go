@@ -110,10 +110,12 @@ func BenchmarkIndexIterNext(b *testing.B) {
 	it := NewIndex(batch).NewIter(nil, nil)
 	defer it.Close()
 	b.ReportAllocs()
-	kv := it.First()
+	if it.First() == nil {
+		b.Fatal("empty batch")
+	}
 	for b.Loop() {
-		if kv = it.Next(); kv == nil {
-			kv = it.First()
+		if it.Next() == nil {
+			it.First()
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -943,9 +942,6 @@ func TestDecompressionBomb(t *testing.T) {
 		})
 	}
 }
-
-// aLongTimeAgo is a deadline in the past.
-var aLongTimeAgo = time.Unix(1, 0)
 
 // rawBlock replaces a crafted data block's stored bytes.
 type rawBlock struct {
