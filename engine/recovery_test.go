@@ -33,14 +33,20 @@ func recDir(t testing.TB, fs vfs.FS, dir string) map[string]string {
 	require.NoError(t, err)
 	m := make(map[string]string, len(names))
 	for _, n := range names {
-		f, err := fs.Open(filepath.Join(dir, n))
-		require.NoError(t, err)
-		data, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<40))
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		m[n] = string(data)
+		m[n] = string(recRead(t, fs, filepath.Join(dir, n)))
 	}
 	return m
+}
+
+// recRead returns the contents of a file, which may be empty.
+func recRead(t testing.TB, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<40))
+	require.NoError(t, err)
+	return data
 }
 
 // requireSameDir fails if two recDir results differ, naming the files that
@@ -214,7 +220,7 @@ func TestOpenRefusesDirectoryWithoutCurrent(t *testing.T) {
 	require.NoError(t, err, "an interrupted creation is completed")
 	recKeys(t, db, 0, 5)
 	require.NoError(t, db.Close())
-	require.Equal(t, "not shale's", string(readAll(t, fs3, "/db/notes.txt")))
+	require.Equal(t, "not shale's", string(recRead(t, fs3, "/db/notes.txt")))
 }
 
 // TestTornManifestTailKeepsFlushedData loses the last MANIFEST record (a
@@ -231,11 +237,11 @@ func TestTornManifestTailKeepsFlushedData(t *testing.T) {
 	require.NoError(t, db.Close())
 	tables := recFiles(t, fs, "/db", manifest.FileKindTable)
 	require.Len(t, tables, 1)
-	flushed := readAll(t, fs, tables[0])
+	flushed := recRead(t, fs, tables[0])
 
 	manifests := recFiles(t, fs, "/db", manifest.FileKindManifest)
 	require.Len(t, manifests, 1)
-	data := readAll(t, fs, manifests[0])
+	data := recRead(t, fs, manifests[0])
 	starts := recordStarts(t, data)
 	require.GreaterOrEqual(t, len(starts), 2)
 	last := starts[len(starts)-1]
@@ -251,7 +257,7 @@ func TestTornManifestTailKeepsFlushedData(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	kept := tables[0] + orphanSuffix
-	require.True(t, bytes.Equal(flushed, readAll(t, fs, kept)), "the table the lost edit named is kept aside")
+	require.True(t, bytes.Equal(flushed, recRead(t, fs, kept)), "the table the lost edit named is kept aside")
 	require.Contains(t, log.String(), "torn MANIFEST tail")
 	require.Contains(t, log.String(), kept)
 
@@ -259,7 +265,7 @@ func TestTornManifestTailKeepsFlushedData(t *testing.T) {
 	db, err = Open("/db", smallOptions(fs))
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
-	require.True(t, bytes.Equal(flushed, readAll(t, fs, kept)))
+	require.True(t, bytes.Equal(flushed, recRead(t, fs, kept)))
 }
 
 // walDamage is a way to damage the newest WAL, given its bytes and the
@@ -293,7 +299,7 @@ func TestWALRecoveryModes(t *testing.T) {
 	recKeys(t, db, 0, n)
 	require.NoError(t, db.Close())
 	logName := newestLog(t, origFS)
-	orig := readAll(t, origFS, logName)
+	orig := recRead(t, origFS, logName)
 	starts := recordStarts(t, orig)
 	require.Len(t, starts, n)
 	require.Greater(t, len(orig), 3*wal.BlockSize)
@@ -367,7 +373,7 @@ func TestWALRecoveryModes(t *testing.T) {
 				}
 				require.Positive(t, droppedRecs)
 				require.Positive(t, droppedBytes)
-				require.True(t, bytes.Equal(damaged, readAll(t, fs, kept)), "the damaged WAL is kept")
+				require.True(t, bytes.Equal(damaged, recRead(t, fs, kept)), "the damaged WAL is kept")
 				require.Contains(t, log.String(), kept)
 				require.Contains(t, log.String(), "records=")
 				survivors := 0
@@ -406,7 +412,7 @@ func TestPointInTimeSkipsLaterWALs(t *testing.T) {
 	recKeys(t, db, 0, 200)
 	require.NoError(t, db.Close())
 	older := newestLog(t, origFS)
-	starts := recordStarts(t, readAll(t, origFS, older))
+	starts := recordStarts(t, recRead(t, origFS, older))
 	require.Len(t, starts, 200)
 
 	// A second WAL, as a rotation makes, with keys 200..399 at the next
@@ -426,7 +432,7 @@ func TestPointInTimeSkipsLaterWALs(t *testing.T) {
 	require.NoError(t, w.Close())
 	writeAll(t, origFS, newer, buf.Bytes())
 	require.NoError(t, syncDir(origFS, "/db"))
-	data := readAll(t, origFS, older)
+	data := recRead(t, origFS, older)
 	data[starts[100]+10] ^= 0x01 // record 100 of the older WAL
 	writeAll(t, origFS, older, data)
 
@@ -501,16 +507,16 @@ func TestOpenChecksTableSizes(t *testing.T) {
 	require.NoError(t, db.Close())
 	tables := recFiles(t, origFS, "/db", manifest.FileKindTable)
 	require.Len(t, tables, 2)
-	size := len(readAll(t, origFS, tables[1]))
+	size := len(recRead(t, origFS, tables[1]))
 
 	for _, tc := range []struct {
 		name   string
 		damage func(fs *vfs.MemFS)
 		want   []string
 	}{
-		{"longer", func(fs *vfs.MemFS) { writeAll(t, fs, tables[1], append(readAll(t, fs, tables[1]), 0)) },
+		{"longer", func(fs *vfs.MemFS) { writeAll(t, fs, tables[1], append(recRead(t, fs, tables[1]), 0)) },
 			[]string{tables[1], fmt.Sprintf("has %d bytes, expected %d", size+1, size)}},
-		{"shorter", func(fs *vfs.MemFS) { writeAll(t, fs, tables[1], readAll(t, fs, tables[1])[:size-10]) },
+		{"shorter", func(fs *vfs.MemFS) { writeAll(t, fs, tables[1], recRead(t, fs, tables[1])[:size-10]) },
 			[]string{tables[1], fmt.Sprintf("has %d bytes, expected %d", size-10, size)}},
 		{"missing", func(fs *vfs.MemFS) { require.NoError(t, fs.Remove(tables[0])) },
 			[]string{tables[0] + " is missing"}},
@@ -555,7 +561,7 @@ func TestFailedOpenChangesNothing(t *testing.T) {
 	logName := newestLog(t, origFS)
 	manifestName := recFiles(t, origFS, "/db", manifest.FileKindManifest)[0]
 	modify := func(name string, f func([]byte) []byte) func(*vfs.MemFS) {
-		return func(fs *vfs.MemFS) { writeAll(t, fs, name, f(readAll(t, fs, name))) }
+		return func(fs *vfs.MemFS) { writeAll(t, fs, name, f(recRead(t, fs, name))) }
 	}
 	flip := func(off func(int) int) func([]byte) []byte {
 		return func(b []byte) []byte { b[off(len(b))] ^= 0x10; return b }
