@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/driver"
 )
 
 type config struct {
@@ -123,22 +124,14 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// parseSize reads a positive size in bytes or units ("128MiB"), as shale's
+// DSN does.
 func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
+	n, err := driver.ParseSize(s)
 	if err != nil || n <= 0 {
 		return 0, errors.Newf("bad size %q (want e.g. 128MiB)", s)
 	}
-	return n * mult, nil
+	return n, nil
 }
 
 func defaultDir() string {
