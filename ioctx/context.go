@@ -19,10 +19,3 @@ func ReadOptionsFrom(ctx context.Context) ReadOptions {
 	ro, _ := ctx.Value(ctxKey{}).(ReadOptions)
 	return ro
 }
-
-// ReadOptionsFromOK is ReadOptionsFrom that also reports whether ctx carries
-// options at all.
-func ReadOptionsFromOK(ctx context.Context) (ReadOptions, bool) {
-	ro, ok := ctx.Value(ctxKey{}).(ReadOptions)
-	return ro, ok
-}

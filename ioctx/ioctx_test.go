@@ -121,8 +121,6 @@ func TestIOOptionsDeadlineAndTimeout(t *testing.T) {
 func TestContextRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, ReadOptions{}, ReadOptionsFrom(ctx))
-	_, ok := ReadOptionsFromOK(ctx)
-	require.False(t, ok)
 
 	ro := ReadOptions{RateLimiterPriority: PriorityLow, DontFillCache: true, ReadaheadSize: 1 << 20}
 	ctx = WithReadOptions(ctx, ro)
@@ -131,9 +129,7 @@ func TestContextRoundTrip(t *testing.T) {
 	// A later WithReadOptions replaces, and other values do not disturb the lookup.
 	type otherKey struct{}
 	ctx = context.WithValue(WithReadOptions(ctx, ReadOptions{AsyncIO: true}), otherKey{}, 1)
-	got, ok := ReadOptionsFromOK(ctx)
-	require.True(t, ok)
-	require.Equal(t, ReadOptions{AsyncIO: true}, got)
+	require.Equal(t, ReadOptions{AsyncIO: true}, ReadOptionsFrom(ctx))
 }
 
 func TestContextLookupDoesNotAllocate(t *testing.T) {

@@ -85,10 +85,10 @@ const (
 //
 // An error (a failed table open or block read, corruption, a done context)
 // stops the Iterator for good: every later move returns false, and Error and
-// Close return the error. The context given to NewIterator, or the last one
-// given to SetContext, is checked before every table is acquired and every
-// block is read; a done context stops the Iterator with an error for which
-// errors.Is(err, ctx.Err()) holds.
+// Close return the error. The context given to NewIterator is checked
+// before every table is acquired and every block is read; a done context
+// stops the Iterator with an error for which errors.Is(err, ctx.Err())
+// holds.
 //
 // # Statistics
 //
@@ -219,14 +219,6 @@ func cloneBounds(lower, upper []byte) ([]byte, []byte) {
 		u = buf[start:len(buf):len(buf)]
 	}
 	return l, u
-}
-
-// SetContext makes later calls use ctx for their table opens and block
-// reads. The engine may call it with each user call's context.
-func (it *Iterator) SetContext(ctx context.Context) {
-	for i := range it.levels {
-		it.levels[i].setContext(ctx)
-	}
 }
 
 // First moves to the first entry at or above the lower bound.

@@ -357,14 +357,13 @@ func TestIteratorContext(t *testing.T) {
 	require.ErrorIs(t, it.Close(), context.Canceled)
 	require.NoError(t, it.Close())
 
-	// SetContext swaps the context of later calls: a live one, then a done
-	// one, which stops the iterator at its next table or block (here L1's
-	// second table, once the first is done).
-	it = NewIterator(ctx, v, readEnv(), 100, IterOptions{})
-	it.SetContext(context.Background())
+	// A context cancelled while the iterator runs stops it at its next
+	// table or block (here L1's second table, once the first is done).
+	live, cancelLive := context.WithCancel(context.Background())
+	it = NewIterator(live, v, readEnv(), 100, IterOptions{})
 	require.True(t, it.First())
 	require.Equal(t, "a", string(it.Key()))
-	it.SetContext(ctx)
+	cancelLive()
 	for it.Next() {
 	}
 	require.ErrorIs(t, it.Error(), context.Canceled)

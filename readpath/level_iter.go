@@ -60,14 +60,6 @@ func (l *levelIter) init(
 		lower: lower, upper: upper, cur: -1}
 }
 
-// setContext replaces the context of later moves, the open table's included.
-func (l *levelIter) setContext(ctx context.Context) {
-	l.ctx = ctx
-	if l.iter != nil {
-		l.iter.SetContext(ctx)
-	}
-}
-
 // open makes files[i] the open table. It reports false, with l failed, on an
 // error.
 func (l *levelIter) open(i int) bool {

@@ -122,14 +122,10 @@ func (b *Builder) Finish(dst []byte) []byte {
 // multiply and a shift instead of a division.
 func lineOf(h, lines uint32) uint32 { return uint32((uint64(h) * uint64(lines)) >> 32) }
 
-// MayContain reports whether key may have been added to the filter. false
-// means it certainly was not. A malformed filter returns true. filter is not
-// retained. It is safe to call concurrently on the same filter.
-func MayContain(filter, key []byte) bool {
-	return MayContainHash(filter, Hash(key))
-}
-
-// MayContainHash is MayContain for a key whose Hash is h.
+// MayContainHash reports whether a key whose Hash is h may have been added
+// to the filter. false means it certainly was not. A malformed filter
+// returns true. filter is not retained. It is safe to call concurrently on
+// the same filter. Callers hash a key once for all the filters they probe.
 func MayContainHash(filter []byte, h uint32) bool {
 	n := len(filter) - trailerLen
 	if n < LineSize || n%LineSize != 0 || filter[n+1] != EncodingBlocked || uint64(n/LineSize) > math.MaxUint32 {

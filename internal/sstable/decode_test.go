@@ -261,7 +261,7 @@ func decodeTable(file []byte, name string) (*decodedTable, error) {
 			return nil, errors.Newf("filter %s not between data (end %d) and properties %s", filterHandle, dataEnd, ph)
 		}
 		for _, e := range t.entries {
-			if !bloom.MayContain(t.filter, e.key.UserKey) {
+			if !bloom.MayContainHash(t.filter, bloom.Hash(e.key.UserKey)) {
 				return nil, errors.Newf("filter rejects %q", e.key.UserKey)
 			}
 		}

@@ -24,10 +24,9 @@ import (
 // range are not read: moving forward stops at the first index separator at
 // or above upper, moving backward at the first below lower.
 //
-// The Iter checks its context before every block it moves to, cached or not,
-// and passes it to every file read. The context is the per-call context of
-// the DB iterator that owns the Iter, which passes each call's context down
-// with SetContext.
+// The Iter checks the context given to NewIter before every block it moves
+// to, cached or not, and passes it to every file read: the DB iterator's
+// context, which a cancelled call or a passed deadline makes done.
 //
 // An error (IO, corruption, a done context) stops the Iter: every later move
 // returns nil, and Error and Close return the error. A move that returns nil
@@ -73,16 +72,12 @@ var iterPool = sync.Pool{New: func() any { return new(Iter) }}
 // NewIter returns an iterator over the entries whose user keys are in
 // [lower, upper); a nil bound is unbounded. lower and upper are retained and
 // must not change until Close. ctx is used for the block reads of every move
-// until SetContext replaces it (see Iter). The caller must Close the
-// iterator, before closing the Reader.
+// (see Iter). The caller must Close the iterator, before closing the Reader.
 func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) (*Iter, error) {
 	i := iterPool.Get().(*Iter)
 	i.r, i.ctx, i.env, i.lower, i.upper = r, ctx, env, lower, upper
 	return i, nil
 }
-
-// SetContext replaces the context used by later moves.
-func (i *Iter) SetContext(ctx context.Context) { i.ctx = ctx }
 
 // SeekGE moves to the first entry whose user key is >= key (and >= lower).
 // key is not retained.

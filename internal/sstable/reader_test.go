@@ -699,12 +699,13 @@ func TestContextDone(t *testing.T) {
 	require.True(t, errors.Is(it.Error(), context.Canceled), "Iter: %v", it.Error())
 	require.True(t, errors.Is(it.Close(), context.Canceled))
 
-	// The context is checked at every block, cached or not; SetContext
-	// replaces it.
-	it, err = r.NewIter(context.Background(), verifyEnv, nil, nil)
+	// The context is checked at every block, cached or not: one cancelled
+	// while the iterator runs stops it.
+	live, cancelLive := context.WithCancel(context.Background())
+	it, err = r.NewIter(live, verifyEnv, nil, nil)
 	require.NoError(t, err)
 	require.NotNil(t, it.First())
-	it.SetContext(ctx)
+	cancelLive()
 	var kv *base.InternalKV
 	for kv = it.Next(); kv != nil; kv = it.Next() {
 	}
