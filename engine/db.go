@@ -14,8 +14,9 @@ import (
 )
 
 // Error classes returned by the engine; test with errors.Is. They are the
-// classes of internal/base, shared by every layer below the façade (the
-// driver adapter maps them to the driver's sentinels).
+// very values of ioctx (and so of internal/base and of the driver package):
+// one errors.Is check works at every layer, and the driver adapter passes
+// the engine's errors through unchanged.
 var (
 	ErrNotFound        = base.ErrNotFound
 	ErrCorruption      = base.ErrCorruption
