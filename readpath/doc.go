@@ -62,39 +62,15 @@
 //
 // Each file read below is one fileio call, which charges the rate limiter
 // when the priority is not ioctx.PriorityTotal: one request per read no
-// larger than the limiter's burst (a Read of n bytes is charged in
-// ceil(n/burst) requests, a MultiRead for its total in burst-sized pieces).
-// These counts are what RocksDB's DBRateLimiterOnReadTest observes; the
-// figures in brackets are for its setup (three tables of one key each in
-// L1, opened beforehand without charge, default table options: a bloom
-// filter, one data block), and RocksDB's own where they differ.
-//
-//	API                 reads
-//	Get                 per table consulted whose filter does not rule the key out: 1 Read
-//	                    of the data block unless cached [first Get 1; again: 0 with a
-//	                    block cache, 1 without]
-//	MultiGet            per table holding keys still unresolved: 1 MultiRead of all its
-//	                    uncached blocks (adjacent ones coalesced), none if all are cached
-//	                    or filtered out [3 keys in 3 tables: 3]
-//	Iterator            per data block entered that is neither cached nor in the
-//	                    readahead buffer: 1 Read (readahead starts at the second
-//	                    sequential block read, 8 KiB doubling to 256 KiB, or is
-//	                    ReadaheadSize), plus 1 ReadAsync of the next chunk with AsyncIO
-//	                    [forward scan: 1 per step; a reverse scan after it: 0 with a
-//	                    block cache, 2 without, as the block the forward scan ended in
-//	                    is still held (RocksDB: 3)]
-//	LatestSeqNum        as Get
-//	VerifyChecksum      per table, opened anew: the open reads the footer, metaindex,
-//	                    properties, filter (if any) and index (4 Reads, 5 with a
-//	                    filter); then VerifyChecksums reads the metaindex, each meta
-//	                    block and the index (3 Reads, 4 with a filter), and the data
-//	                    blocks through readahead of ReadaheadSize (256 KiB when 0), one
-//	                    Read per refill, about ceil(data size/readahead) [10 per table,
-//	                    8 without a filter; 30 in all (RocksDB: 7 per table, 21)]
-//	VerifyFileChecksums per table with a recorded checksum: ceil(size/chunk) Reads, chunk
-//	                    = ReadaheadSize or 256 KiB [1 per table, 3 in all]
-//
-// When the TableSource opens a table on behalf of a Get, MultiGet, LatestSeqNum or
-// Iterator (a table cache with max_open_files), the open's 4 Reads (5 with a
-// filter) are made with that call's ReadEnv and charged too.
+// larger than the limiter's burst. A read here makes, for each table it
+// consults, the fileio calls that sstable.Reader documents for the operation
+// (Get and LatestSeqNum: Reader.Get or a bounded iterator; MultiGet: one
+// Reader.MultiGet per table holding keys still unresolved; the Iterator:
+// Reader iterators; VerifyChecksum: a fresh Open and VerifyChecksums;
+// VerifyFileChecksums: ceil(size/chunk) Reads, chunk = ReadaheadSize or
+// 256 KiB). When the TableSource opens a table on behalf of a read (a table
+// cache with max_open_files), the open's reads carry that read's ReadEnv and
+// are charged too. TestRateLimiterRequestCounts pins the totals in the setup
+// of RocksDB's DBRateLimiterOnReadTest, and notes where they differ from
+// RocksDB's.
 package readpath
