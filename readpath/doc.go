@@ -8,15 +8,16 @@
 //
 // # Contract
 //
-// Every function takes the caller's context and an sstable.ReadEnv that the
-// engine resolved once, at its API boundary, from the context's
-// ReadOptions: the IO options (activity, rate-limiter priority, timeout),
-// checksum verification, cache filling, readahead and async IO. The options
-// arrive already checked and tagged (RocksDB's check-then-tag happens in the
-// engine's public methods, §3 of the IO-activity spec); nothing here checks
-// or changes the activity, and nothing calls ctx.Value. The ReadEnv goes
-// unchanged to every table access, table opens included, so every file read
-// a call causes carries the caller's activity and priority.
+// Every function takes the caller's context and the call's resolved read
+// request (an ioctx.ReadRequest, which sstable calls ReadEnv), made once by
+// ioctx.ResolveRead at the API boundary — the façade's, or the engine's own
+// public methods: the IO options (activity, rate-limiter priority, timeout),
+// checksum verification, cache filling, readahead and async IO. The activity
+// arrives checked and tagged (RocksDB's check-then-tag, §3 of the
+// IO-activity spec); nothing here checks or changes it, and nothing calls
+// ctx.Value. The request goes unchanged to every table access, table opens
+// included, so every file read a call causes carries the caller's activity
+// and priority.
 //
 // Visibility: a read at sequence number seq sees the entries with sequence
 // numbers <= seq (a seq above base.MaxSeqNum sees everything). The sources
