@@ -21,6 +21,13 @@
 // [InjectError] injects an error of the test's choosing instead (such as
 // syscall.ENOSPC), still marked ErrInjected; [Any] tries several injectors.
 //
+// [DiskFull] is not a predicate but a model of a filesystem with limited
+// space: a byte budget shared by every file written through the FS. A write
+// past it writes what fits and fails with ENOSPC in an *os.PathError, as the
+// operating system's does; removing files frees space, and so does raising
+// the budget (SetBudget), after which writes succeed again. Tests of how the
+// engine stops and resumes on a full disk use it.
+//
 // Operations are classified by their effect: a read only observes the
 // filesystem, a write changes it or makes changes durable. FileClose is
 // neither, since closing a handle neither reads nor writes; select it by
@@ -29,7 +36,8 @@
 // # What a failure does
 //
 // An injected error replaces the operation: the wrapped FS is not called.
-// So a failed Write writes nothing and returns 0; a failed Sync leaves the
+// So a failed Write writes nothing and returns 0 (unless DiskFull failed it:
+// then it writes the bytes that fit, as a full disk does); a failed Sync leaves the
 // file's data as undurable as it was (vfs.MemFS.CrashClone drops it); a
 // failed Create, Rename, Remove or MkdirAll changes nothing. The one
 // exception is Close: the wrapped file is closed anyway, as close(2) frees
@@ -37,7 +45,8 @@
 // Closing a lock and Unmap are not operations and never fail.
 //
 // Every injected error satisfies errors.Is(err, ErrInjected) and names the
-// operation and the predicate that failed it.
+// operation and the predicate that failed it (DiskFull's read as the
+// operating system's do: "write /db/000004.log: no space left on device").
 //
 // # Counting: fail each operation in turn
 //

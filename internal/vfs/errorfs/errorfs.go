@@ -187,10 +187,24 @@ func (e *errorFile) ReadAtWithOptions(opts ioctx.IOOptions, p []byte, off int64)
 }
 
 // Write implements io.Writer. A failed Write writes nothing: it returns 0
-// and the injected error without calling the wrapped file.
+// and the injected error without calling the wrapped file; except that a
+// write DiskFull fails for lack of space first writes what fits, as
+// write(2) does, and returns that count with the error.
 func (e *errorFile) Write(p []byte) (int, error) {
 	if err := e.fs.maybeError(Op{Kind: OpFileWrite, Path: e.path, Offset: e.woff, Len: len(p)}); err != nil {
-		return 0, err
+		sw, ok := err.(*shortWrite)
+		if !ok {
+			return 0, err
+		}
+		if sw.n == 0 {
+			return 0, sw.err
+		}
+		n, werr := e.f.Write(p[:sw.n])
+		e.woff += int64(n)
+		if werr != nil {
+			return n, werr
+		}
+		return n, sw.err
 	}
 	n, err := e.f.Write(p)
 	e.woff += int64(n)

@@ -337,6 +337,71 @@ func TestFailedWriteWritesNothing(t *testing.T) {
 	require.Equal(t, "abef", readAll(t, mem, "a"))
 }
 
+// TestDiskFull: writes past the budget write what fits and fail as the OS
+// does on a full disk; removing, truncating and renaming files and raising
+// the budget free space.
+func TestDiskFull(t *testing.T) {
+	mem := vfs.NewMem()
+	full := errorfs.NewDiskFull(10)
+	fs := errorfs.Wrap(mem, full)
+	write := func(f vfs.File, data string) (int, error) { return f.Write([]byte(data)) }
+	isNoSpace := func(t *testing.T, err error, name string) {
+		t.Helper()
+		require.ErrorIs(t, err, syscall.ENOSPC)
+		require.ErrorIs(t, err, errorfs.ErrInjected)
+		var pe *iofs.PathError
+		require.True(t, errors.As(err, &pe), "%T", err)
+		require.Equal(t, "write", pe.Op)
+		require.Equal(t, name, pe.Path)
+		require.Equal(t, "write "+name+": no space left on device", err.Error())
+	}
+
+	a, err := fs.Create("a")
+	require.NoError(t, err)
+	n, err := write(a, "abcd")
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	n, err = write(a, "efghijkl")
+	isNoSpace(t, err, "a")
+	require.Equal(t, 6, n, "the bytes that fit are written")
+	n, err = write(a, "x")
+	isNoSpace(t, err, "a")
+	require.Zero(t, n)
+	require.Equal(t, int64(10), full.Used())
+	require.Equal(t, "abcdefghij", readAll(t, mem, "a"))
+
+	// Raising the budget frees space.
+	full.SetBudget(12)
+	n, err = write(a, "xyz")
+	isNoSpace(t, err, "a")
+	require.Equal(t, 2, n)
+	require.NoError(t, a.Close())
+
+	// Removing a file frees its bytes; renaming moves them; creating over a
+	// file truncates it.
+	b, err := fs.Create("b")
+	require.NoError(t, err)
+	_, err = write(b, "1")
+	isNoSpace(t, err, "b")
+	require.NoError(t, fs.Remove("a"))
+	require.Zero(t, full.Used())
+	n, err = write(b, "12345")
+	require.NoError(t, err)
+	require.Equal(t, 5, n)
+	require.NoError(t, b.Close())
+	require.NoError(t, fs.Rename("b", "c"))
+	require.Equal(t, int64(5), full.Used())
+	c, err := fs.Create("c")
+	require.NoError(t, err)
+	require.Zero(t, full.Used(), "Create truncates")
+	n, err = write(c, "123456789012")
+	require.NoError(t, err)
+	require.Equal(t, 12, n)
+	require.NoError(t, c.Close())
+	require.NoError(t, fs.Remove("c"))
+	require.Zero(t, full.Used())
+}
+
 func TestFailedSyncLeavesDataUnsynced(t *testing.T) {
 	mem := vfs.NewMem()
 	fs := errorfs.Wrap(mem, errorfs.And(errorfs.OnKind(errorfs.OpFileSync), errorfs.PathMatch("a"), errorfs.OnIndex(1)))
