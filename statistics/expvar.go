@@ -1,0 +1,106 @@
+package statistics
+
+import (
+	"errors"
+	"expvar"
+	"fmt"
+	"sync"
+)
+
+// Expvar returns an [expvar.Var] whose value is s's [Statistics.Export] at
+// the moment it is read (each /debug/vars request reads s afresh), as JSON:
+//
+//	{
+//	  "level": "except_detailed_timers",
+//	  "tickers": {"shale.block.cache.hit": 12, ...},
+//	  "histograms": {
+//	    "shale.sst.read.micros": {"count": 40, "sum": 700, "min": 3, "max": 51,
+//	      "average": 17.5, "p50": 12.5, "p95": 48, "p99": 51},
+//	    ...
+//	  }
+//	}
+//
+// The level is spelled as the stats_level DSN parameter spells it. Tickers
+// and histograms are keyed by name ([Ticker.String], [Histogram.String]),
+// and only those enabled at the level are present. Histogram values are in
+// the histogram's own unit (microseconds, nanoseconds, bytes, ...; the name
+// says which); min and max are 0 for an empty histogram, as
+// [HistogramStat.String] prints them. A nil s reads as
+// {"level": "disable_all", "tickers": {}, "histograms": {}}.
+//
+// Use it to publish under a name of one's own scheme, for example as an
+// entry of an [expvar.Map] (whose Set replaces an entry, where
+// expvar.Publish panics on a name already taken).
+func Expvar(s *Statistics) expvar.Var {
+	return expvar.Func(func() any { return newExpvarValue(s.Export()) })
+}
+
+// publishMu makes Publish's check for a taken name and its publication one
+// step with respect to other Publish calls.
+var publishMu sync.Mutex
+
+// Publish publishes s in the process's expvar registry (served as JSON at
+// /debug/vars by expvar's HTTP handler) under name, with the value described
+// at [Expvar].
+//
+// expvar names are global to the process and cannot be unpublished: a name
+// stays taken, and keeps s reachable, until the process exits. Publish returns
+// an error, and publishes nothing, if name is empty or already published (by
+// Publish or by anyone else), where expvar.Publish would panic. So a program
+// that opens several databases, or reopens one, gives each its own name, or
+// publishes one [expvar.Map] and sets an entry per database with [Expvar].
+// (expvar.Publish called elsewhere with the same name at the same moment may
+// still panic: only Publish calls are serialised with each other.)
+func Publish(name string, s *Statistics) error {
+	if name == "" {
+		return errors.New("statistics: expvar name is empty")
+	}
+	publishMu.Lock()
+	defer publishMu.Unlock()
+	if expvar.Get(name) != nil {
+		return fmt.Errorf("statistics: expvar name %q is already published", name)
+	}
+	expvar.Publish(name, Expvar(s))
+	return nil
+}
+
+// expvarValue is the JSON layout of Expvar.
+type expvarValue struct {
+	Level      string                     `json:"level"`
+	Tickers    map[string]uint64          `json:"tickers"`
+	Histograms map[string]expvarHistogram `json:"histograms"`
+}
+
+type expvarHistogram struct {
+	Count   uint64  `json:"count"`
+	Sum     uint64  `json:"sum"`
+	Min     uint64  `json:"min"`
+	Max     uint64  `json:"max"`
+	Average float64 `json:"average"`
+	P50     float64 `json:"p50"`
+	P95     float64 `json:"p95"`
+	P99     float64 `json:"p99"`
+}
+
+func newExpvarValue(e Export) expvarValue {
+	v := expvarValue{
+		Level:      e.Level.String(),
+		Tickers:    make(map[string]uint64, len(e.Tickers)),
+		Histograms: make(map[string]expvarHistogram, len(e.Histograms)),
+	}
+	for _, tv := range e.Tickers {
+		v.Tickers[tv.Ticker.String()] = tv.Count
+	}
+	for _, hv := range e.Histograms {
+		d := hv.Data()
+		h := expvarHistogram{
+			Count: d.Count, Sum: d.Sum,
+			Average: d.Average, P50: d.Median, P95: d.P95, P99: d.P99,
+		}
+		if d.Count != 0 {
+			h.Min, h.Max = d.Min, d.Max
+		}
+		v.Histograms[hv.Histogram.String()] = h
+	}
+	return v
+}
