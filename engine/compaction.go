@@ -125,6 +125,11 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 	d.unmarkLocked(c)
 	if err == nil {
 		d.updateReadStateLocked()
+		if e := d.bgErrorLocked(); e != nil {
+			// A compaction that succeeds ends a pause of compactions for
+			// lack of space.
+			d.clearBackgroundErrorLocked(e.rec, severitySoft)
+		}
 	} else {
 		for _, o := range outputs {
 			d.tables.evict(o.FileNum)
@@ -312,10 +317,9 @@ func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 				return errors.Wrap(err, "engine: Compact")
 			}
 			d.mu.Lock()
-			if d.mu.bgErr != nil {
-				err := d.mu.bgErr
+			if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
 				d.mu.Unlock()
-				return err
+				return e
 			}
 			m := &manualCompaction{level: level, start: start, end: end}
 			c, busy := d.pickAndMarkLocked(m)
@@ -338,7 +342,7 @@ func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 			if err := d.runCompaction(ctx, c); err != nil {
 				if ctx.Err() == nil {
 					d.mu.Lock()
-					d.setBackgroundErrorLocked(errors.Wrap(err, "engine: compaction failed"))
+					err = d.setBackgroundErrorLocked(reasonCompaction, err)
 					d.mu.Unlock()
 				}
 				return err
@@ -353,22 +357,45 @@ func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 }
 
 // compactOne runs one automatic compaction if one is needed, reporting
-// whether it did.
+// whether it did. While a background error stands it compacts nothing,
+// except as the retry of a soft one (a compaction that ran out of space),
+// when that is due.
 func (d *DB) compactOne(ctx context.Context) (bool, error) {
 	d.mu.Lock()
-	if d.opts.DisableAutoCompactions || d.mu.bgErr != nil || d.mu.closing {
+	if d.mu.closing {
 		d.mu.Unlock()
 		return false, nil
 	}
-	c, _ := d.pickAndMarkLocked(nil)
-	d.mu.Unlock()
+	var rec *bgRecovery
+	if d.mu.bgErr != nil {
+		var retry bool
+		if rec, retry = d.startRetryLocked(severitySoft); !retry {
+			d.mu.Unlock()
+			return false, nil
+		}
+	}
+	var c *compact.Compaction
+	if !d.opts.DisableAutoCompactions {
+		c, _ = d.pickAndMarkLocked(nil)
+	}
 	if c == nil {
+		if rec != nil {
+			// Nothing to retry: no compaction is needed (or only a manual
+			// Compact failed, and it reported its error).
+			d.retryEndedLocked(rec, false)
+			d.clearBackgroundErrorLocked(rec, severitySoft)
+		}
+		d.mu.Unlock()
 		return false, nil
 	}
+	d.mu.Unlock()
 	err := d.runCompaction(ctx, c)
 	d.mu.Lock()
 	if err != nil && !errors.Is(err, context.Canceled) {
-		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: compaction failed"))
+		err = d.setBackgroundErrorLocked(reasonCompaction, err)
+	}
+	if rec != nil {
+		d.retryEndedLocked(rec, err != nil)
 	}
 	d.notifyLocked()
 	d.mu.Unlock()

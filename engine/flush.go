@@ -35,11 +35,29 @@ func (d *DB) writeMemTable(ctx context.Context, mem *memtable.MemTable, activity
 	return meta, nil
 }
 
-// flushOne flushes the oldest immutable memtable. It reports whether there
-// was one.
+// flushOne flushes the oldest immutable memtable, for the flush loop. It
+// reports whether there was one. While writes are stopped by a background
+// error it flushes nothing, except as the retry of a hard error
+// (recoverHard), when that is due.
 func (d *DB) flushOne(ctx context.Context) (bool, error) {
 	d.mu.Lock()
-	if len(d.mu.imm) == 0 || d.mu.bgErr != nil {
+	if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
+		rec, retry := d.startRetryLocked(severityHard)
+		d.mu.Unlock()
+		if retry {
+			return d.recoverHard(ctx, rec), nil
+		}
+		return false, nil
+	}
+	d.mu.Unlock()
+	return d.flushOldest(ctx)
+}
+
+// flushOldest flushes the oldest immutable memtable, reporting whether there
+// was one. Its failure becomes the background error.
+func (d *DB) flushOldest(ctx context.Context) (bool, error) {
+	d.mu.Lock()
+	if len(d.mu.imm) == 0 {
 		d.mu.Unlock()
 		return false, nil
 	}
@@ -56,7 +74,7 @@ func (d *DB) flushOne(ctx context.Context) (bool, error) {
 
 	d.mu.Lock()
 	if err != nil {
-		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: flush failed"))
+		err = d.setBackgroundErrorLocked(reasonFlush, err)
 	}
 	d.notifyLocked()
 	d.mu.Unlock()
@@ -135,16 +153,16 @@ func (d *DB) Flush(ctx context.Context) error {
 		w.cond.Wait()
 	}
 	var err error
-	if d.mu.bgErr != nil {
-		err = d.mu.bgErr
+	if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
+		err = e
 	} else if !d.mu.mem.Empty() {
 		err = d.rotateMemtableLocked(nil)
 	}
 	target := d.mu.flushesDone + uint64(len(d.mu.imm))
 	d.finishGroupLocked(d.mu.writers[:1], err)
 	for err == nil && d.mu.flushesDone < target {
-		if d.mu.bgErr != nil {
-			err = d.mu.bgErr
+		if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
+			err = e
 			break
 		}
 		d.maybeScheduleLocked()

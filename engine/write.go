@@ -184,21 +184,26 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	d.mu.lastSeq += base.SeqNum(count)
 	mem := d.mu.mem
 	d.mu.Unlock()
-	err := d.commitGroup(group, first, mem, syncWAL)
+	inWAL, err := d.commitGroup(group, first, mem, syncWAL)
 	d.mu.Lock()
 	if err != nil {
-		// The WAL may now hold a record the memtable lacks, or the reverse:
-		// no further write is safe until a reopen replays the WAL.
-		d.setBackgroundErrorLocked(errors.Wrap(err, "engine: write failed; reopen the database to recover"))
-		return group, err
+		if inWAL {
+			// Nothing of the group was applied; the WAL may end in a torn
+			// record.
+			return group, d.walFailedLocked(err)
+		}
+		// The WAL holds a record the memtable lacks part of: no further
+		// write is safe until a reopen replays the WAL.
+		return group, d.setBackgroundErrorLocked(reasonMemtable, err)
 	}
 	d.visibleSeq.Store(uint64(d.mu.lastSeq))
 	return group, nil
 }
 
 // commitGroup writes the group's batches to the WAL as one record and applies
-// them to mem. It runs without d.mu; only the leader calls it.
-func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) error {
+// them to mem. It runs without d.mu; only the leader calls it. inWAL reports
+// that the error is the WAL's, in which case no batch was applied.
+func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) (inWAL bool, err error) {
 	var rec *batch.Batch
 	if len(group) == 1 {
 		rec = group[0].batch
@@ -211,17 +216,17 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 	}
 	rec.SetSeqNum(first)
 	if _, err := d.commit.log.WriteRecord(rec.Repr()); err != nil {
-		return errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
+		return true, errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
 	}
 	if syncWAL {
 		start := time.Now()
 		if err := d.commit.log.Sync(); err != nil {
-			return errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
+			return true, errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
 		}
 		d.stats.RecordTick(statistics.WALFileSynced, 1)
 		d.stats.ReportTimeToHistogram(statistics.WALFileSyncMicros, uint64(time.Since(start).Microseconds()))
 	} else if err := d.commit.log.Flush(); err != nil {
-		return errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
+		return true, errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
 	}
 	n := int64(len(rec.Repr()))
 	d.commit.logBytes += n
@@ -232,11 +237,11 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 	seq := first
 	for _, g := range group {
 		if err := mem.Apply(g.batch, seq); err != nil {
-			return errors.Wrap(err, "engine: applying a batch to the memtable")
+			return false, errors.Wrap(err, "engine: applying a batch to the memtable")
 		}
 		seq += base.SeqNum(g.batch.Count())
 	}
-	return nil
+	return false, nil
 }
 
 // finishGroupLocked wakes the group's writers with err and hands leadership
@@ -263,8 +268,8 @@ func (d *DB) finishGroupLocked(group []*writer, err error) {
 func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch) error {
 	delayed := false
 	for {
-		if d.mu.bgErr != nil {
-			return d.mu.bgErr
+		if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
+			return e
 		}
 		if d.mu.closing {
 			return base.Mark(errors.New("engine: database is closing"), ErrClosed)
@@ -286,6 +291,11 @@ func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch) error {
 				return err
 			}
 		case l0 >= d.opts.Level0StopWritesTrigger:
+			if e := d.bgErrorLocked(); e != nil {
+				// Compactions are paused for lack of space: waiting for one
+				// would last until space is freed.
+				return e
+			}
 			if err := d.stallLocked(ctx, "L0 has too many tables"); err != nil {
 				return err
 			}
@@ -321,6 +331,19 @@ func (d *DB) stallLocked(ctx context.Context, why string) error {
 // writer to become one). b is the batch that did not fit, or nil, so an
 // oversized batch gets a memtable big enough for it.
 func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
+	if d.commit.log != nil {
+		// The old WAL's records are complete; sync it so that a crash after
+		// later, synced writes cannot lose these earlier ones (a synced
+		// write is only meaningful if everything before it is durable too).
+		// Before the new WAL exists: if the sync fails, the old one may end
+		// in a torn record, which recovery tolerates only in the newest WAL.
+		d.mu.Unlock()
+		err := d.commit.log.Sync()
+		d.mu.Lock()
+		if err != nil {
+			return d.walFailedLocked(errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum))
+		}
+	}
 	logNum := d.vs.NewFileNum()
 	d.mu.Unlock()
 	f, err := d.createLog(logNum)
@@ -329,24 +352,11 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
 		return err
 	}
 	old := d.commit.logFile
-	oldLog := d.commit.log
 	wf := newWALFile(f)
 	d.commit.log = wal.NewWriter(wf)
 	d.commit.logFile = wf
 	d.commit.logNum = logNum
 	d.commit.logBytes = 0
-	if old != nil {
-		// The old WAL's records are complete; sync it so that a crash after
-		// later, synced writes cannot lose these earlier ones (a synced write
-		// is only meaningful if everything before it is durable too).
-		d.mu.Unlock()
-		err := oldLog.Sync()
-		err = errors.CombineErrors(err, old.Close())
-		d.mu.Lock()
-		if err != nil {
-			return errors.Wrap(err, "engine: closing the previous WAL")
-		}
-	}
 	if d.mu.mem != nil && !d.mu.mem.Empty() {
 		d.mu.imm = append(d.mu.imm, d.mu.mem)
 	} else if d.mu.mem != nil {
@@ -355,6 +365,16 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
 	d.mu.mem = d.newMemTable(b, logNum)
 	d.updateReadStateLocked()
 	d.maybeScheduleLocked()
+	if old != nil {
+		d.mu.Unlock()
+		err := old.Close()
+		d.mu.Lock()
+		if err != nil {
+			// The WAL was synced: its records are durable; report the
+			// failure all the same.
+			return errors.Wrap(err, "engine: closing the previous WAL")
+		}
+	}
 	return nil
 }
 
@@ -397,13 +417,6 @@ func (d *DB) l0CountLocked() int {
 		return 0
 	}
 	return v.current.NumFiles(0)
-}
-
-func (d *DB) setBackgroundErrorLocked(err error) {
-	if d.mu.bgErr == nil {
-		d.mu.bgErr = err
-		d.notifyLocked()
-	}
 }
 
 // checkWritable rejects writes to a read-only or closed database and writes
