@@ -11,7 +11,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/batch"
+	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ioctx"
@@ -69,6 +71,10 @@ type recovery struct {
 	droppedRecords, droppedBytes uint64
 	// notes describe what was dropped or kept aside, for the logger.
 	notes []note
+	// walSeqs are the sequence numbers each replayed WAL held, first to
+	// last: a table whose entries lie within one of them holds nothing the
+	// replay did not recover.
+	walSeqs [][2]base.SeqNum
 }
 
 // note is one thing a recovery dropped or kept, logged as a warning.
@@ -97,7 +103,7 @@ func (r *recovery) run(ctx context.Context) error {
 	if r.d.opts.ReadOnly {
 		return nil
 	}
-	return r.commit()
+	return r.commit(ctx)
 }
 
 // replayWALs replays the WAL files the MANIFEST does not cover, oldest
@@ -192,6 +198,7 @@ func (r *recovery) replayWAL(ctx context.Context, num manifest.FileNum, newest b
 	var badBatch error
 	var badBatchStart int64
 	var skippedRecs, skippedBytes uint64
+	var seqs [][2]base.SeqNum // at most one range: this WAL's
 records:
 	for {
 		start := rd.Offset()
@@ -222,7 +229,15 @@ records:
 		if err := r.apply(ctx, &b); err != nil {
 			return errors.Wrapf(err, "engine: replaying WAL %s", name)
 		}
+		if n := b.Count(); n > 0 {
+			first, last := b.SeqNum(), b.SeqNum()+base.SeqNum(n)-1
+			if len(seqs) == 0 {
+				seqs = append(seqs, [2]base.SeqNum{first, last})
+			}
+			seqs[0][0], seqs[0][1] = min(seqs[0][0], first), max(seqs[0][1], last)
+		}
 	}
+	r.walSeqs = append(r.walSeqs, seqs...)
 
 	off, reason := rd.Stopped()
 	switch r.mode {
@@ -369,28 +384,41 @@ func (r *recovery) copyFile(from, to string) (err error) {
 	return errors.Wrapf(err, "engine: copying %s to %s", from, to)
 }
 
-// keepOrphans renames aside, after a recovery that was not clean, the tables
-// and MANIFESTs the recovered state cannot account for: after a torn
-// MANIFEST tail they may be what the lost edit added, and after dropped WAL
-// data the only copy of it. A clean recovery leaves them to
-// deleteObsoleteFiles, as the leftovers of work a crash interrupted.
-func (r *recovery) keepOrphans() error {
+// keepOrphans renames aside the tables the recovered state does not hold
+// unless they are provably garbage, so that no Open deletes data that may
+// exist nowhere else; it logs each one. A table is garbage if a replayed
+// edit deleted it, or, after a clean recovery, if redundant says so. After
+// a recovery that was not clean (a torn MANIFEST tail, dropped WAL data)
+// every other table is kept, being perhaps what the lost edit added or the
+// only copy of dropped writes, and so are MANIFESTs newer than the loaded
+// one, which may hold the lost edit. deleteObsoleteFiles deletes the rest.
+func (r *recovery) keepOrphans(ctx context.Context) error {
 	d := r.d
 	torn := d.vs.TornTail()
-	if torn == nil && !r.damaged {
-		return nil
+	clean := torn == nil && !r.damaged
+	v := d.vs.Current()
+	live := make(map[manifest.FileNum]bool)
+	var maxLiveSeq base.SeqNum
+	for _, files := range v.Levels {
+		for _, f := range files {
+			live[f.FileNum] = true
+			maxLiveSeq = max(maxLiveSeq, f.LargestSeqNum)
+		}
 	}
-	live := d.vs.LiveFileNums()
+	v.Unref()
 	for _, nf := range r.edit.NewFiles {
-		live[nf.Meta.FileNum] = struct{}{}
+		live[nf.Meta.FileNum] = true
 	}
 	names, err := d.fs.List(d.dirname)
 	if err != nil {
 		return errors.Wrapf(err, "engine: listing %s", d.dirname)
 	}
-	why := "WAL data was dropped"
-	if torn != nil {
-		why = torn.Error()
+	why := "the MANIFEST does not name it, and its data may exist nowhere else"
+	switch {
+	case torn != nil:
+		why = "recovery dropped a torn MANIFEST tail: " + torn.Error()
+	case r.damaged:
+		why = "recovery dropped damaged WAL records"
 	}
 	for _, name := range names {
 		kind, num, ok := manifest.ParseFileName(name)
@@ -398,13 +426,22 @@ func (r *recovery) keepOrphans() error {
 		case !ok:
 			continue
 		case kind == manifest.FileKindTable:
-			if _, ok := live[num]; ok {
+			if live[num] || d.vs.DeletedByEdit(num) {
 				continue
+			}
+			if clean {
+				redundant, err := r.redundant(ctx, num, maxLiveSeq)
+				if err != nil {
+					return err
+				}
+				if redundant {
+					continue
+				}
 			}
 		case kind == manifest.FileKindManifest:
 			// Older MANIFESTs are superseded; a newer one may hold the
 			// lost edit.
-			if num <= d.vs.ManifestFileNum() {
+			if clean || num <= d.vs.ManifestFileNum() {
 				continue
 			}
 		default:
@@ -417,17 +454,60 @@ func (r *recovery) keepOrphans() error {
 		}
 		r.renamed = append(r.renamed, [2]string{from, to})
 		r.notef([]any{"file", from, "kept_as", to, "because", why},
-			"recovery was not clean and the recovered state does not name %s: kept as %s", from, to)
+			"the recovered state does not name %s: kept as %s", from, to)
 	}
 	return nil
+}
+
+// redundant reports whether table num, which the recovered state does not
+// hold, holds nothing that recovery did not keep, after a clean recovery:
+//
+//   - its entries are no newer than the newest live table's (maxLiveSeq):
+//     the output of a compaction a crash interrupted, whose inputs are all
+//     still live. (A flush output is newer than every table the MANIFEST
+//     recorded before it, and so is what a compaction of such outputs
+//     makes.)
+//   - its entries lie within the sequence numbers of one replayed WAL: the
+//     output of a flush a crash interrupted.
+//   - it does not open, and its number is at or above the MANIFEST's
+//     recorded next file number: a table whose writing a crash interrupted.
+//
+// Anything else (a table added by MANIFEST records that were lost whole,
+// which a clean recovery cannot notice) is kept.
+func (r *recovery) redundant(ctx context.Context, num manifest.FileNum, maxLiveSeq base.SeqNum) (bool, error) {
+	d := r.d
+	name := manifest.TableFileName(d.dirname, num)
+	f, err := fileio.Open(d.fs, name, fileio.Options{Stats: d.stats})
+	if err != nil {
+		return false, errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", name)
+	}
+	t, err := sstable.Open(ctx, f, openReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats})
+	if err != nil {
+		if base.IsCorruption(err) {
+			return num >= d.vs.RecordedNextFileNum(), nil
+		}
+		return false, errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", name)
+	}
+	p := t.Properties()
+	lo, hi := p.SmallestSeqNum, p.LargestSeqNum
+	_ = t.Close()
+	if p.NumEntries == 0 || lo <= maxLiveSeq {
+		return true, nil
+	}
+	for _, s := range r.walSeqs {
+		if s[0] <= lo && hi <= s[1] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // commit records the recovered state (the loaded version, the tables written
 // from the WALs, a new WAL) as a new MANIFEST and points CURRENT at it, and
 // hands the new WAL to the DB.
-func (r *recovery) commit() error {
+func (r *recovery) commit(ctx context.Context) error {
 	d := r.d
-	if err := r.keepOrphans(); err != nil {
+	if err := r.keepOrphans(ctx); err != nil {
 		return err
 	}
 	logNum := d.vs.NewFileNum()

@@ -711,3 +711,76 @@ func TestWALRecoveryModeOption(t *testing.T) {
 	_, err = ParseWALRecoveryMode("kPointInTimeRecovery")
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
+
+// TestOpenDeletesOnlyRedundantTables checks what a clean Open does with
+// tables the MANIFEST does not name: it deletes what holds nothing it did
+// not recover otherwise (an interrupted flush's output, whose WAL it
+// replayed; an interrupted compaction's, whose inputs are live; an
+// unreadable table made after the MANIFEST's last edit) and keeps the rest
+// as *.orphan, such as a table whose MANIFEST records were lost whole.
+func TestOpenDeletesOnlyRedundantTables(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	o := smallOptions(mem)
+	o.DisableAutoCompactions = true
+	db, err := Open("/db", o)
+	require.NoError(t, err)
+	recKeys(t, db, 0, 100)
+	require.NoError(t, db.Flush(ctx))
+	recKeys(t, db, 100, 200)
+	require.NoError(t, db.Flush(ctx))
+	recKeys(t, db, 200, 250)
+	require.NoError(t, db.Close())
+	require.NoError(t, syncDir(mem, "/db"), "clones start from the live state")
+	tables := recFiles(t, mem, "/db", manifest.FileKindTable)
+	require.Len(t, tables, 2)
+	manifestName := recFiles(t, mem, "/db", manifest.FileKindManifest)[0]
+	data := recRead(t, mem, manifestName)
+	starts := recordStarts(t, data)
+	require.Len(t, starts, 3, "the snapshot and two flushes")
+
+	// The MANIFEST loses both flush records whole: nothing tells it from
+	// a clean one. The second table's keys are in the WAL the last flush
+	// left; the first table's are nowhere else.
+	fs := mem.CrashClone()
+	writeAll(t, fs, manifestName, data[:starts[1]])
+	var log recLog
+	o = smallOptions(fs)
+	o.Logger = log.logger()
+	db, err = Open("/db", o)
+	require.NoError(t, err)
+	got := recPresent(t, db, 250)
+	require.NoError(t, db.Close())
+	require.Equal(t, slices.Repeat([]bool{false}, 100), got[:100], "the first table is not part of the database")
+	require.Equal(t, slices.Repeat([]bool{true}, 150), got[100:])
+	require.True(t, bytes.Equal(recRead(t, mem, tables[0]), recRead(t, fs, tables[0]+orphanSuffix)), "but it is kept")
+	require.Contains(t, log.String(), tables[0]+orphanSuffix)
+	require.False(t, recHas(t, fs, tables[1]), "the second table, whose keys the WAL held, is deleted")
+	require.False(t, recHas(t, fs, tables[1]+orphanSuffix))
+
+	// Copies of the live tables under new numbers (a compaction's outputs
+	// whose edit never came), and garbage tables: one numbered after the
+	// MANIFEST's last edit (a write a crash cut short), one before it.
+	fs = mem.CrashClone()
+	next := func() manifest.FileNum {
+		vs, err := manifest.Load(fs, "/db")
+		require.NoError(t, err)
+		defer vs.Close()
+		return vs.RecordedNextFileNum()
+	}()
+	copyName := manifest.TableFileName("/db", next+5)
+	writeAll(t, fs, copyName, recRead(t, fs, tables[1]))
+	partial := manifest.TableFileName("/db", next+6)
+	writeAll(t, fs, partial, []byte("half a table"))
+	old := manifest.TableFileName("/db", 1)
+	require.Less(t, manifest.FileNum(1), next)
+	writeAll(t, fs, old, []byte("a table nobody accounts for"))
+	require.NoError(t, syncDir(fs, "/db"))
+	db, err = Open("/db", smallOptions(fs))
+	require.NoError(t, err)
+	require.Equal(t, slices.Repeat([]bool{true}, 250), recPresent(t, db, 250))
+	require.NoError(t, db.Close())
+	require.False(t, recHas(t, fs, copyName), "an interrupted compaction's output is deleted")
+	require.False(t, recHas(t, fs, partial), "a table cut short after the last edit is deleted")
+	require.True(t, recHas(t, fs, old+orphanSuffix), "an unreadable table from before the last edit is kept")
+}

@@ -220,3 +220,34 @@ func TestIsEmptyManifest(t *testing.T) {
 	writeFile(t, mem, name, []byte("\x00\x01garbage that is no log"))
 	require.False(t, IsEmptyManifest(mem, dbDir, 1), "undecodable")
 }
+
+// TestLoadAccounting checks what Load remembers of the MANIFEST's history:
+// the tables its edits deleted (moves are not deletions) and the last next
+// file number recorded.
+func TestLoadAccounting(t *testing.T) {
+	mem := newMemDB(t)
+	vs, err := Create(mem, dbDir)
+	require.NoError(t, err)
+	var e VersionEdit
+	e.AddFile(0, file(5, "a", "b", 1, 2))
+	e.AddFile(0, file(6, "c", "d", 3, 4))
+	e.AddFile(0, file(7, "e", "f", 5, 6))
+	require.NoError(t, vs.LogAndApply(&e))
+	e = VersionEdit{}
+	e.DeleteFile(0, 5)                    // compacted away
+	e.DeleteFile(0, 6)                    // moved
+	e.AddFile(1, file(6, "c", "d", 3, 4)) // ... here
+	e.AddFile(1, file(8, "a", "b", 1, 2))
+	require.NoError(t, vs.LogAndApply(&e))
+	next := vs.NextFileNum()
+	require.NoError(t, vs.Close())
+
+	vs, err = Load(mem, dbDir)
+	require.NoError(t, err)
+	require.True(t, vs.DeletedByEdit(5))
+	for _, n := range []FileNum{6, 7, 8, 9} {
+		require.False(t, vs.DeletedByEdit(n), "%s", n)
+	}
+	require.Equal(t, next, vs.RecordedNextFileNum())
+	require.NoError(t, vs.Close())
+}

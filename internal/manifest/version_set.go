@@ -44,6 +44,11 @@ type VersionSet struct {
 	// tornTail is what Load dropped at the MANIFEST's end, or nil. Set
 	// before the VersionSet is shared; read-only after.
 	tornTail error
+	// deletedByEdit holds the tables an edit Load replayed deleted (and
+	// none re-added); recordedNext the next file number the MANIFEST
+	// last recorded. Set by Load; read-only after.
+	deletedByEdit map[FileNum]struct{}
+	recordedNext  FileNum
 
 	// logMu serializes LogAndApply and Close, and guards m. It is held
 	// across MANIFEST writes and syncs.
@@ -236,6 +241,19 @@ func (vs *VersionSet) Start(e *VersionEdit) (published bool, err error) {
 // the database was making: files that edit added are unknown to it.
 func (vs *VersionSet) TornTail() error { return vs.tornTail }
 
+// DeletedByEdit reports whether an edit that Load replayed deleted table
+// num (and none re-added it): a compaction input, say, whose removal a crash
+// interrupted. Such a table is garbage whatever else recovery found.
+func (vs *VersionSet) DeletedByEdit(num FileNum) bool {
+	_, ok := vs.deletedByEdit[num]
+	return ok
+}
+
+// RecordedNextFileNum returns the next file number the MANIFEST that Load
+// replayed last recorded: files numbered at or above it were made after the
+// last edit that reached the MANIFEST (or by edits it lost).
+func (vs *VersionSet) RecordedNextFileNum() FileNum { return vs.recordedNext }
+
 // IsEmptyManifest reports whether MANIFEST num in dir describes a database
 // that never held data: every complete record decodes to an edit that adds
 // no table and records last sequence number 0 (a MANIFEST with no complete
@@ -311,6 +329,7 @@ func (vs *VersionSet) replay(num FileNum) (_ *Version, err error) {
 	b := newVersionBuilder(&Version{})
 	var e VersionEdit
 	var haveLog, haveNext, haveLast bool
+	deleted := make(map[FileNum]struct{})
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -326,12 +345,16 @@ func (vs *VersionSet) replay(num FileNum) (_ *Version, err error) {
 		if err := b.apply(&e); err != nil {
 			return nil, base.MarkCorruption(errors.Wrapf(err, "manifest: %s: record ending at offset %d", name, r.Offset()))
 		}
+		for d := range e.DeletedFiles {
+			deleted[d.FileNum] = struct{}{}
+		}
 		if e.HasLogNumber {
 			vs.logNumber.Store(uint64(e.LogNumber))
 			haveLog = true
 		}
 		if e.HasNextFileNumber {
 			vs.nextFileNum.Store(uint64(e.NextFileNumber))
+			vs.recordedNext = e.NextFileNumber
 			haveNext = true
 		}
 		if e.HasLastSeqNum {
@@ -356,6 +379,12 @@ func (vs *VersionSet) replay(num FileNum) (_ *Version, err error) {
 	if err := v.CheckConsistency(); err != nil {
 		return nil, base.MarkCorruption(errors.Wrapf(err, "manifest: %s", name))
 	}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			delete(deleted, f.FileNum) // moved, not deleted
+		}
+	}
+	vs.deletedByEdit = deleted
 	// Numbers in use must never be handed out again, whatever the recorded
 	// next file number says.
 	vs.MarkFileNumUsed(FileNum(vs.logNumber.Load()))
