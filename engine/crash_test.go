@@ -81,6 +81,9 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	// Mostly waiting on the child's fsyncs: it overlaps well with the
+	// CPU-bound parallel tests (the model seeds).
+	t.Parallel()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "db")
