@@ -198,7 +198,9 @@ func (r *recovery) replayWAL(ctx context.Context, num manifest.FileNum, newest b
 	var badBatch error
 	var badBatchStart int64
 	var skippedRecs, skippedBytes uint64
-	var seqs [][2]base.SeqNum // at most one range: this WAL's
+	// seqs are the sequence numbers replayed from this WAL, if any.
+	var seqs [2]base.SeqNum
+	replayed := false
 records:
 	for {
 		start := rd.Offset()
@@ -231,13 +233,15 @@ records:
 		}
 		if n := b.Count(); n > 0 {
 			first, last := b.SeqNum(), b.SeqNum()+base.SeqNum(n)-1
-			if len(seqs) == 0 {
-				seqs = append(seqs, [2]base.SeqNum{first, last})
+			if !replayed {
+				seqs, replayed = [2]base.SeqNum{first, last}, true
 			}
-			seqs[0][0], seqs[0][1] = min(seqs[0][0], first), max(seqs[0][1], last)
+			seqs = [2]base.SeqNum{min(seqs[0], first), max(seqs[1], last)}
 		}
 	}
-	r.walSeqs = append(r.walSeqs, seqs...)
+	if replayed {
+		r.walSeqs = append(r.walSeqs, seqs)
+	}
 
 	off, reason := rd.Stopped()
 	switch r.mode {
@@ -462,20 +466,22 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 // redundant reports whether table num, which the recovered state does not
 // hold, holds nothing that recovery did not keep, after a clean recovery:
 //
-//   - its entries are no newer than the newest live table's (maxLiveSeq):
-//     the output of a compaction a crash interrupted, whose inputs are all
-//     still live. (A flush output is newer than every table the MANIFEST
-//     recorded before it, and so is what a compaction of such outputs
-//     makes.)
 //   - its entries lie within the sequence numbers of one replayed WAL: the
-//     output of a flush a crash interrupted.
-//   - it does not open, and its number is at or above the MANIFEST's
-//     recorded next file number: a table whose writing a crash interrupted.
+//     output of a flush a crash interrupted, whose writes were replayed.
+//   - it was made after the MANIFEST's last edit (its number is at or above
+//     the recorded next file number) and either does not open (a table
+//     whose writing a crash cut short) or holds no entry newer than the
+//     newest live table's: the output of a compaction a crash interrupted,
+//     whose inputs are still live. (A flush output is newer than every table
+//     the MANIFEST recorded before it. An older table that is no newer might
+//     be a compaction input whose deletion an older MANIFEST recorded, or a
+//     table a damaged MANIFEST forgot: it is kept.)
 //
-// Anything else (a table added by MANIFEST records that were lost whole,
-// which a clean recovery cannot notice) is kept.
+// Anything else, such as a table added by MANIFEST records that were lost
+// whole (which a clean recovery cannot notice), is kept.
 func (r *recovery) redundant(ctx context.Context, num manifest.FileNum, maxLiveSeq base.SeqNum) (bool, error) {
 	d := r.d
+	afterLastEdit := num >= d.vs.RecordedNextFileNum()
 	name := manifest.TableFileName(d.dirname, num)
 	f, err := fileio.Open(d.fs, name, fileio.Options{Stats: d.stats})
 	if err != nil {
@@ -484,22 +490,19 @@ func (r *recovery) redundant(ctx context.Context, num manifest.FileNum, maxLiveS
 	t, err := sstable.Open(ctx, f, openReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats})
 	if err != nil {
 		if base.IsCorruption(err) {
-			return num >= d.vs.RecordedNextFileNum(), nil
+			return afterLastEdit, nil
 		}
 		return false, errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", name)
 	}
 	p := t.Properties()
-	lo, hi := p.SmallestSeqNum, p.LargestSeqNum
+	lo, hi, n := p.SmallestSeqNum, p.LargestSeqNum, p.NumEntries
 	_ = t.Close()
-	if p.NumEntries == 0 || lo <= maxLiveSeq {
-		return true, nil
-	}
 	for _, s := range r.walSeqs {
-		if s[0] <= lo && hi <= s[1] {
+		if n > 0 && s[0] <= lo && hi <= s[1] {
 			return true, nil
 		}
 	}
-	return false, nil
+	return afterLastEdit && (n == 0 || lo <= maxLiveSeq), nil
 }
 
 // commit records the recovered state (the loaded version, the tables written

@@ -128,8 +128,9 @@ func intactPrefix(orig, got []byte) int64 {
 }
 
 // cleanLog reports whether data reads as a log without damage other than an
-// incomplete final record: what the engine takes for a clean end.
-func cleanLog(data []byte) bool {
+// incomplete final record: what the engine takes for a clean end. intact
+// reports whether it has no damage at all.
+func cleanLog(data []byte) (clean, intact bool) {
 	r := wal.NewReader(bytes.NewReader(data), wal.PointInTime)
 	for {
 		if _, err := r.Next(); err != nil {
@@ -137,7 +138,7 @@ func cleanLog(data []byte) bool {
 		}
 	}
 	_, reason := r.Stopped()
-	return reason == nil || r.TailIncomplete()
+	return reason == nil || r.TailIncomplete(), reason == nil
 }
 
 // FuzzRecovery fuzzes the bytes of CURRENT, the MANIFEST and the newest WAL
@@ -194,6 +195,18 @@ func checkRecovery(t *testing.T, fx *recoveryFixture, mode WALRecoveryMode, curr
 		return
 	}
 
+	// Only the lenient modes open past damage that a crash cannot leave,
+	// and absolute_consistency opens only an undamaged WAL.
+	manifestClean, _ := cleanLog(manifestData)
+	walClean, walIntact := cleanLog(walData)
+	require.True(t, manifestClean, "opened with a damaged MANIFEST")
+	switch mode {
+	case WALRecoveryTolerateCorruptedTailRecords:
+		require.True(t, walClean, "tolerate_corrupted_tail_records opened a WAL damaged by more than a torn write")
+	case WALRecoveryAbsoluteConsistency:
+		require.True(t, walIntact, "absolute_consistency opened a damaged WAL")
+	}
+
 	// What must have survived: the flushed keys if the MANIFEST's first
 	// flush record is intact (the second flush's keys are then in its table
 	// or in the WAL it left), the WAL's keys up to its first damaged byte.
@@ -242,7 +255,7 @@ func checkRecovery(t *testing.T, fx *recoveryFixture, mode WALRecoveryMode, curr
 		}
 	}
 	// A lenient mode keeps the WAL it dropped damaged records from.
-	if (mode == WALRecoveryPointInTime || mode == WALRecoverySkipAnyCorruptedRecords) && !cleanLog(walData) {
+	if (mode == WALRecoveryPointInTime || mode == WALRecoverySkipAnyCorruptedRecords) && !walClean {
 		kept := fx.walName + corruptSuffix
 		require.True(t, recHas(t, fs, kept), "%s is kept", kept)
 		require.True(t, bytes.Equal(walData, recRead(t, fs, kept)))
