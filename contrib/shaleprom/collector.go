@@ -1,0 +1,174 @@
+// Package shaleprom exports a shale database's statistics to Prometheus.
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(shaleprom.NewCollector(db, prometheus.Labels{"db": "orders"}))
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// Each scrape reads the database's [statistics.Statistics] once
+// ([statistics.Statistics.Export]) and turns it into constant metrics:
+//
+//   - shale_statistics_level, a gauge: the stats level's number (0
+//     disable_all … 3 except_detailed_timers, the default, … 5 all).
+//   - a counter per ticker: "shale." plus RocksDB's suffix with dots as
+//     underscores, then _total (shale_block_cache_hit_total). Tickers of time
+//     are in seconds (shale_stall_seconds_total for shale.stall.micros).
+//   - a histogram per statistics histogram, with RocksDB's bucket limits as
+//     "le" bounds: time histograms in seconds (shale_sst_read_seconds for
+//     shale.sst.read.micros, shale_compression_times_seconds for
+//     shale.compression.times.nanos), the others in their own unit
+//     (shale_bytes_per_read). The eight per-activity file-read histograms
+//     are one family, shale_file_read_seconds, with the label activity:
+//     flush, compaction, db_open, get, multiget, db_iterator,
+//     verify_db_checksum or verify_file_checksums.
+//
+// Only the statistics enabled at the current level are exported: at the
+// default level, shale_file_read_seconds has the activities flush,
+// compaction and db_open, and the user-read ones appear from
+// stats_level=except_time_for_mutex up. A database whose driver reports no
+// statistics (DB.Statistics() is nil: statistics=false, or a driver without
+// them) exports nothing.
+//
+// The statistics carry no rate-limiter priority, so the rate-limiter counters
+// (shale_rate_limiter_requests_read_total and the like) have no priority
+// label: they count every priority together.
+//
+// The collector is a checked one: Describe sends every family it can export,
+// whatever the level, so registering two collectors that would export the
+// same series (two databases with the same constant labels) fails at
+// Register, not at scrape time.
+package shaleprom
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/statistics"
+)
+
+// collector is the prometheus.Collector of one database.
+type collector struct {
+	db *driver.DB
+
+	level      *prometheus.Desc
+	tickers    [statistics.NumTickers]*prometheus.Desc
+	histograms [statistics.NumHistograms]*prometheus.Desc
+	// bounds are the "le" bounds of each histogram.
+	bounds [statistics.NumHistograms][]float64
+}
+
+// NewCollector returns a Collector of db's statistics, each metric with the
+// constant labels constLabels (nil for none), such as {"db": "orders"} to
+// tell databases apart in one registry. A constant label named "activity"
+// clashes with shale_file_read_seconds's own label: registering the
+// collector then fails. db must not be nil.
+//
+// Each scrape calls db.Statistics(), which connects the database if nothing
+// has yet (as database/sql connects on first use); after db.Close the
+// statistics stay readable and are still exported.
+func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Collector {
+	if db == nil {
+		panic("shaleprom: NewCollector given a nil *driver.DB")
+	}
+	c := &collector{
+		db:    db,
+		level: prometheus.NewDesc(levelFamily, levelHelp, nil, constLabels),
+	}
+	for t := range statistics.NumTickers {
+		f := tickerFamily(t)
+		c.tickers[t] = prometheus.NewDesc(f.name, f.help, nil, constLabels)
+	}
+	bounds := make(map[time.Duration][]float64)
+	var fileRead *prometheus.Desc
+	for h := range statistics.NumHistograms {
+		f := histogramFamily(h)
+		switch {
+		case f.activity == "":
+			c.histograms[h] = prometheus.NewDesc(f.name, f.help, nil, constLabels)
+		case fileRead == nil:
+			fileRead = prometheus.NewDesc(f.name, f.help, []string{activityLabel}, constLabels)
+			fallthrough
+		default:
+			c.histograms[h] = fileRead
+		}
+		u := h.TimeUnit()
+		if bounds[u] == nil {
+			bounds[u] = upperBounds(u)
+		}
+		c.bounds[h] = bounds[u]
+	}
+	return c
+}
+
+// Describe sends the descriptor of every family the collector may export,
+// the shared shale_file_read_seconds once.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.level
+	for _, d := range c.tickers {
+		ch <- d
+	}
+	sent := make(map[*prometheus.Desc]bool)
+	for _, d := range c.histograms {
+		if !sent[d] {
+			sent[d] = true
+			ch <- d
+		}
+	}
+}
+
+// Collect reads the statistics once and sends the level, and every ticker
+// and histogram enabled at it. A metric that cannot be built (a constant
+// label clashing with "activity") is sent as an invalid metric, which fails
+// the scrape with its error rather than the process with a panic.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.db.Statistics()
+	if s == nil {
+		return
+	}
+	e := s.Export()
+	ch <- constMetric(c.level, prometheus.GaugeValue, float64(e.Level))
+	for _, tv := range e.Tickers {
+		v := float64(tv.Count)
+		if u := tv.Ticker.TimeUnit(); u != 0 {
+			v = seconds(tv.Count, u)
+		}
+		ch <- constMetric(c.tickers[tv.Ticker], prometheus.CounterValue, v)
+	}
+	for i := range e.Histograms {
+		ch <- c.histogram(&e.Histograms[i])
+	}
+}
+
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+// histogram builds the const histogram of one snapshot: cumulative bucket
+// counts under the converted limits, the last bucket left to +Inf (Count).
+func (c *collector) histogram(hv *statistics.HistogramValue) prometheus.Metric {
+	h := hv.Histogram
+	bounds := c.bounds[h]
+	buckets := make(map[float64]uint64, len(bounds))
+	var cum uint64
+	for i, le := range bounds {
+		cum += hv.Buckets[i]
+		buckets[le] = cum
+	}
+	sum := float64(hv.Sum)
+	if u := h.TimeUnit(); u != 0 {
+		sum = seconds(hv.Sum, u)
+	}
+	var labels []string
+	if a, ok := fileReadActivity[h]; ok {
+		labels = []string{a}
+	}
+	m, err := prometheus.NewConstHistogram(c.histograms[h], hv.Count, sum, buckets, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(c.histograms[h], err)
+	}
+	return m
+}
