@@ -1,0 +1,155 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/ioctx"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The error classes of this driver, beside package driver's. Test them with
+// errors.Is: the errors the driver returns carry their own messages and match
+// one or more classes.
+var (
+	// ErrSnapshotCompacted matches a read at a revision that someone else
+	// compacted away: an iterator's next page, a transaction's read, or a
+	// MultiGet's later chunk. DB.Compact never compacts past a revision
+	// that an open iterator or transaction of the same DB reads at; another
+	// client, another DB on the same cluster, or the cluster's
+	// auto-compaction can.
+	ErrSnapshotCompacted = errors.New("etcd: the revision read at has been compacted")
+
+	// ErrUnavailable matches a call the cluster could not serve: no leader
+	// (quorum lost, or an election in progress) with require_leader=true,
+	// or a member that stopped or timed out serving it. Retrying later may
+	// succeed.
+	ErrUnavailable = errors.New("etcd: the cluster is unavailable")
+
+	// ErrOutcomeUnknown matches a write or a transaction's Commit that
+	// failed in a way that does not tell whether the cluster applied it:
+	// a timeout, a cancelled context or a lost connection after the
+	// request was sent. The write may or may not be visible; read the keys
+	// to find out.
+	ErrOutcomeUnknown = errors.New("etcd: the outcome of the write is unknown")
+)
+
+// classError is an error with its own message that matches a cause (through
+// Unwrap) and any number of classes (through Is).
+type classError struct {
+	msg     string
+	cause   error
+	classes []error
+}
+
+func (e *classError) Error() string { return e.msg }
+func (e *classError) Unwrap() error { return e.cause }
+func (e *classError) Is(target error) bool {
+	return target != nil && slices.Contains(e.classes, target)
+}
+
+// newError returns an error with message msg (followed by cause's, if any)
+// that matches cause and classes.
+func newError(msg string, cause error, classes ...error) error {
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	return &classError{msg: msg, cause: cause, classes: classes}
+}
+
+func invalidArgument(msg string) error { return newError(msg, nil, driver.ErrInvalidArgument) }
+
+// rpcError translates the error of an RPC made with rctx, a context derived
+// from the caller's ctx by rpcContext, into one of the driver's classes. op
+// names the call for the message ("Get", "Commit"). write says the RPC may
+// have changed the database: then any failure that does not prove the
+// request was refused also matches ErrOutcomeUnknown.
+func rpcError(ctx, rctx context.Context, op string, err error, write bool) error {
+	err = clientv3.ContextError(rctx, err)
+	msg := "etcd: " + op
+	var classes []error
+	unknown := write
+	switch {
+	case ctx.Err() != nil:
+		// The caller's context: keep its error as the cause, so
+		// errors.Is(err, ctx.Err()) holds.
+		err = ctx.Err()
+	case rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		// The request's own deadline (request_timeout, the IO timeout or
+		// the ReadOptions deadline): a timeout, matching
+		// context.DeadlineExceeded as the engine's timeouts do.
+		err = ioctx.TimeoutError("no response before the request's deadline " +
+			"(request_timeout, or the ReadOptions' deadline or IO timeout)")
+	case errors.Is(err, rpctypes.ErrCompacted):
+		classes = append(classes, ErrSnapshotCompacted)
+		unknown = false
+	case errors.Is(err, rpctypes.ErrNoLeader):
+		// The member refused before doing anything: nothing was applied.
+		classes = append(classes, ErrUnavailable)
+		unknown = false
+	case errors.Is(err, rpctypes.ErrTooManyOps):
+		msg += " (the server's --max-txn-ops is below the DSN's max_txn_ops)"
+		classes = append(classes, driver.ErrInvalidArgument)
+		unknown = false
+	case errors.Is(err, rpctypes.ErrRequestTooLarge):
+		msg += " (the server's --max-request-bytes is below the DSN's max_request_bytes)"
+		classes = append(classes, driver.ErrInvalidArgument)
+		unknown = false
+	case errors.Is(err, rpctypes.ErrCorrupt):
+		classes = append(classes, driver.ErrCorruption)
+	default:
+		switch code := grpcCode(err); code {
+		case codes.Unavailable:
+			classes = append(classes, ErrUnavailable)
+		case codes.InvalidArgument:
+			classes = append(classes, driver.ErrInvalidArgument)
+			unknown = false
+		case codes.PermissionDenied, codes.Unauthenticated, codes.FailedPrecondition,
+			codes.ResourceExhausted, codes.OutOfRange:
+			// Refused before it was applied.
+			unknown = false
+		}
+	}
+	if unknown {
+		msg += " (outcome unknown: the cluster may or may not have applied it)"
+		classes = append(classes, ErrOutcomeUnknown)
+	}
+	return newError(msg, err, classes...)
+}
+
+// grpcCode returns the gRPC code of err, an etcd server error or a gRPC
+// status; codes.Unknown for anything else.
+func grpcCode(err error) codes.Code {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code()
+	}
+	if s, ok := status.FromError(err); ok {
+		return s.Code()
+	}
+	return codes.Unknown
+}
+
+// deadlineOf returns the earliest of now+timeout (when timeout > 0), d1 and
+// d2 (when not zero); zero when none is set.
+func deadlineOf(now time.Time, timeout time.Duration, d1, d2 time.Time) time.Time {
+	var d time.Time
+	if timeout > 0 {
+		d = now.Add(timeout)
+	}
+	return earlier(earlier(d, d1), d2)
+}
+
+// earlier returns the earlier of a and b, a zero time meaning none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
