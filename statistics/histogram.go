@@ -197,16 +197,24 @@ func raise(a *atomic.Uint64, v uint64) {
 
 // Merge adds every sample of o to h. o may be recorded into concurrently; the
 // samples it gets meanwhile may or may not be merged.
+//
+// It keeps Add's order on both sides, so a reader of h never counts a merged
+// sample without its sum: o's buckets are loaded before its summary words,
+// and h's summary words are updated before its buckets.
 func (h *HistogramStat) Merge(o *HistogramStat) {
+	var buckets [numBuckets]uint64
 	for i := range o.buckets {
-		if n := o.buckets[i].Load(); n != 0 {
-			h.buckets[i].Add(n)
-		}
+		buckets[i] = o.buckets[i].Load()
 	}
 	raise(&h.minInv, o.minInv.Load())
 	raise(&h.max, o.max.Load())
 	h.sum.Add(o.sum.Load())
 	h.sumSquares.Add(o.sumSquares.Load())
+	for i, n := range buckets {
+		if n != 0 {
+			h.buckets[i].Add(n)
+		}
+	}
 }
 
 // Clear empties the histogram. It is not atomic with respect to concurrent
