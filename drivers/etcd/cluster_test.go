@@ -7,12 +7,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/driver"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -231,15 +234,21 @@ func newNamespace(t testing.TB) string {
 	return fmt.Sprintf("%s-%d", name, namespaces.Add(1))
 }
 
-// dsn returns the DSN of a fresh namespace of c, with params appended
-// ("key=value&...", or "").
+// dsn returns the DSN of a fresh namespace of c with params
+// ("key=value&...", or ""), and the cluster's limits unless params set them.
 func (c *testCluster) dsn(t testing.TB, params string) string {
-	d := fmt.Sprintf("%s/%s?max_txn_ops=%d&max_request_bytes=%d", c.endpoints(), newNamespace(t), c.maxTxnOps,
-		c.maxRequestBytes)
-	if params != "" {
-		d += "&" + params
+	t.Helper()
+	d, err := driver.ParseDSN(fmt.Sprintf("%s/%s?%s", c.endpoints(), newNamespace(t), params))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return d
+	for _, p := range []driver.Param{{Key: "max_txn_ops", Value: strconv.Itoa(c.maxTxnOps)},
+		{Key: "max_request_bytes", Value: strconv.FormatInt(c.maxRequestBytes, 10)}} {
+		if !slices.ContainsFunc(d.Params, func(q driver.Param) bool { return q.Key == p.Key }) {
+			d.Params = append(d.Params, p)
+		}
+	}
+	return d.String()
 }
 
 // waitLeader waits until member i of c sees a leader, or fails t.

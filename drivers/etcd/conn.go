@@ -302,8 +302,8 @@ func (c *conn) chunkEnd(keys [][]byte, start int) int {
 func (c *conn) write(ctx context.Context, op string, keys, bytes int, rpc func(ctx context.Context) error) error {
 	sw := c.stats.StartStopWatch(statistics.DBWrite, statistics.HistogramNone)
 	rctx, cancel := c.rpcContext(ctx, 0, time.Time{})
+	defer cancel()
 	err := rpc(rctx)
-	cancel()
 	sw.Stop()
 	if err != nil {
 		return rpcError(ctx, rctx, op, err, true)
