@@ -91,7 +91,7 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 	}
 	sw := d.stats.StartStopWatch(statistics.CompactionTime, statistics.HistogramNone)
 	var edit *manifest.VersionEdit
-	var outputs []*manifest.FileMetadata
+	var outputs tableOutputs
 	var err error
 	if c.TrivialMove {
 		edit = c.Edit(c.Inputs[0])
@@ -103,10 +103,13 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 			err = d.syncDir()
 		}
 		if err == nil {
-			edit = c.Edit(outputs)
+			edit = c.Edit(outputs.metas())
 		}
 	}
-	if err == nil {
+	if err != nil {
+		// No edit names the outputs.
+		outputs.abandon()
+	} else {
 		d.manifestMu.Lock()
 		d.mu.Lock()
 		edit.SetLastSeqNum(d.mu.lastSeq)
@@ -117,11 +120,9 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 			err = errors.Wrap(err, "engine: recording a compaction in the MANIFEST")
 			d.noteManifestFailure()
 		}
+		outputs.release()
 	}
 	d.mu.Lock()
-	for _, o := range outputs {
-		delete(d.mu.pendingOutputs, o.FileNum)
-	}
 	d.unmarkLocked(c)
 	if err == nil {
 		d.updateReadStateLocked()
@@ -130,21 +131,11 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 			// lack of space.
 			d.clearBackgroundErrorLocked(e.rec, severitySoft)
 		}
-	} else {
-		for _, o := range outputs {
-			d.tables.evict(o.FileNum)
-		}
 	}
 	d.notifyLocked()
 	d.maybeScheduleLocked()
-	manifestFailed := d.mu.manifestFailed
 	d.mu.Unlock()
 	if err != nil {
-		if !manifestFailed {
-			// The outputs were never named by a MANIFEST edit. After a
-			// failed edit they may have been: keep them for the reopen.
-			d.removeFiles(outputs)
-		}
 		return err
 	}
 	sw.Stop()
@@ -156,8 +147,9 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 // compactFiles merges the compaction's inputs and writes the outputs, cut at
 // the target file size and where grandparent overlap grows too large, never
 // splitting one user key's versions across two tables (which would make the
-// output level's tables overlap).
-func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs []*manifest.FileMetadata, err error) {
+// output level's tables overlap). The outputs are finished and hold their
+// reservations; on failure, none is left.
+func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs tableOutputs, err error) {
 	var iters []base.InternalIterator
 	var refs []readpath.TableRef
 	defer func() {
@@ -193,19 +185,20 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs [
 	snapshots := d.mu.snapshots.seqNums()
 	d.mu.Unlock()
 	ci := compact.NewIter(merging.NewIter(iters...), snapshots, c.KeyNotExistsBeyondOutputLevel)
+	// tw is the output being written, if any.
+	var tw *tableWriter
 	defer func() {
 		err = errors.CombineErrors(err, ci.Close())
 		if err != nil {
-			d.removeFiles(outputs)
-			for _, o := range outputs {
-				d.removePendingOutput(o.FileNum)
+			if tw != nil {
+				tw.abandon()
 			}
+			outputs.abandon()
 			outputs = nil
 		}
 	}()
 
 	target := c.TargetFileSize()
-	var tw *tableWriter
 	var lastUserKey []byte
 	var readBytes uint64
 	for _, files := range c.Inputs {
@@ -214,29 +207,20 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs [
 		}
 	}
 	finish := func() error {
-		meta, err := tw.finish()
-		if err != nil {
-			tw.abandon()
-			d.removePendingOutput(tw.fileNum)
-			tw = nil
-			return err
-		}
+		out := tw
 		tw = nil
-		if err := d.openAndCheckTable(ctx, meta, c.OutputLevel, ioctx.ActivityCompaction, ioctx.PriorityLow); err != nil {
-			d.tables.evict(meta.FileNum)
-			outputs = append(outputs, meta) // removed by the deferred cleanup
+		if err := out.finish(); err != nil {
 			return err
 		}
-		outputs = append(outputs, meta)
-		d.stats.RecordTick(statistics.CompactWriteBytes, meta.Size)
+		outputs = append(outputs, out)
+		if err := d.openAndCheckTable(ctx, out.meta, c.OutputLevel, ioctx.ActivityCompaction, ioctx.PriorityLow); err != nil {
+			return err
+		}
+		d.stats.RecordTick(statistics.CompactWriteBytes, out.meta.Size)
 		return nil
 	}
 	for kv := ci.First(); kv != nil; kv = ci.Next() {
 		if err := ctx.Err(); err != nil {
-			if tw != nil {
-				tw.abandon()
-				d.removePendingOutput(tw.fileNum)
-			}
 			return outputs, errors.Wrap(err, "engine: compaction cancelled")
 		}
 		// Cut outputs only where the user key changes, so no user key
@@ -253,25 +237,16 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs [
 			}
 		}
 		if tw == nil {
-			fileNum := d.vs.NewFileNum()
-			d.addPendingOutput(fileNum)
-			if tw, err = d.newTableWriter(ctx, fileNum, ioctx.PriorityLow); err != nil {
-				d.removePendingOutput(fileNum)
+			if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow); err != nil {
 				return outputs, err
 			}
 		}
 		if err := tw.w.Add(kv.K, kv.V); err != nil {
-			tw.abandon()
-			d.removePendingOutput(tw.fileNum)
 			return outputs, err
 		}
 		lastUserKey = append(lastUserKey[:0], kv.K.UserKey...)
 	}
 	if err := ci.Error(); err != nil {
-		if tw != nil {
-			tw.abandon()
-			d.removePendingOutput(tw.fileNum)
-		}
 		return outputs, errors.Wrap(err, "engine: reading compaction inputs")
 	}
 	if tw != nil {

@@ -12,27 +12,27 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// writeMemTable writes mem to a new L0 table, dropping versions no snapshot
+// flushMemTable writes mem to a new L0 table, dropping versions no snapshot
 // can see, and opens and checks it with activity (Flush in the background,
-// DBOpen during recovery). A nil result means mem held nothing to write.
-func (d *DB) writeMemTable(ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum) (*manifest.FileMetadata, error) {
+// DBOpen during recovery). It returns the table's writer, whose reservation
+// the caller ends once the version edit naming the table is applied (or
+// failed); nil means mem held nothing to write.
+func (d *DB) flushMemTable(ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum) (*tableWriter, error) {
 	it := compact.NewIter(mem.NewIter(nil, nil), snapshots, nil)
-	meta, err := d.writeTableFrom(ctx, it, ioctx.PriorityHigh)
-	err = errors.CombineErrors(err, it.Close())
-	if err != nil || meta == nil {
-		if meta != nil {
-			d.removePendingOutput(meta.FileNum)
+	tw, err := d.writeTableFrom(ctx, it, ioctx.PriorityHigh)
+	if err = errors.CombineErrors(err, it.Close()); err == nil && tw != nil {
+		err = d.openAndCheckTable(ctx, tw.meta, 0, activity, ioctx.PriorityTotal)
+	}
+	if err != nil {
+		if tw != nil {
+			tw.abandon()
 		}
 		return nil, err
 	}
-	if err := d.openAndCheckTable(ctx, meta, 0, activity, ioctx.PriorityTotal); err != nil {
-		d.tables.evict(meta.FileNum)
-		_ = d.fs.Remove(manifest.TableFileName(d.dirname, meta.FileNum))
-		d.removePendingOutput(meta.FileNum)
-		return nil, err
+	if tw != nil {
+		d.stats.RecordTick(statistics.FlushWriteBytes, tw.meta.Size)
 	}
-	d.stats.RecordTick(statistics.FlushWriteBytes, meta.Size)
-	return meta, nil
+	return tw, nil
 }
 
 // flushOne flushes the oldest immutable memtable, for the flush loop. It
@@ -66,9 +66,9 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 	d.mu.Unlock()
 
 	sw := d.stats.StartStopWatch(statistics.FlushTime, statistics.HistogramNone)
-	meta, err := d.writeMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots)
+	tw, err := d.flushMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots)
 	if err == nil {
-		err = d.applyFlush(mem, meta)
+		err = d.applyFlush(mem, tw)
 	}
 	sw.Stop()
 
@@ -84,10 +84,11 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 	return err == nil, err
 }
 
-// applyFlush records the flushed table in the MANIFEST, together with the
-// WAL number from which recovery must now replay, and swaps the memtable
-// for the table in the read state.
-func (d *DB) applyFlush(mem *memTable, meta *manifest.FileMetadata) error {
+// applyFlush records the flushed table (nil when mem held nothing to write)
+// in the MANIFEST, together with the WAL number from which recovery must now
+// replay, and swaps the memtable for the table in the read state. It ends
+// the table's reservation.
+func (d *DB) applyFlush(mem *memTable, tw *tableWriter) error {
 	d.manifestMu.Lock()
 	defer d.manifestMu.Unlock()
 
@@ -100,26 +101,27 @@ func (d *DB) applyFlush(mem *memTable, meta *manifest.FileMetadata) error {
 	d.mu.Unlock()
 
 	var edit manifest.VersionEdit
-	if meta != nil {
+	if tw != nil {
 		// The table's directory entry must be durable before the MANIFEST
 		// names it.
 		if err := d.syncDir(); err != nil {
-			d.mu.Lock()
-			delete(d.mu.pendingOutputs, meta.FileNum)
-			d.mu.Unlock()
+			tw.abandon()
 			return err
 		}
-		edit.AddFile(0, meta)
+		edit.AddFile(0, tw.meta)
 	}
 	edit.SetLogNumber(next)
 	edit.SetLastSeqNum(lastSeq)
 	err := d.vs.LogAndApply(&edit)
+	if tw != nil {
+		// Released after d.mu.manifestFailed is set, if the edit failed:
+		// until then only the reservation keeps deleteObsoleteFiles from a
+		// table the MANIFEST may name.
+		defer tw.release()
+	}
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if meta != nil {
-		delete(d.mu.pendingOutputs, meta.FileNum)
-	}
 	if err != nil {
 		d.mu.manifestFailed = true
 		return errors.Wrap(err, "engine: recording a flush in the MANIFEST")

@@ -14,29 +14,51 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// tableWriter writes one new table file for a flush or a compaction.
+// tableWriter writes one new table file, for a flush, a compaction or a
+// recovery, and owns the reservation of its file number in
+// d.mu.pendingOutputs, which keeps deleteObsoleteFiles away from a table no
+// version names yet. The reservation is taken with the file number and
+// ends exactly once, in one of two ways:
+//
+//   - abandon: the table will not be installed (writing or checking it
+//     failed, or no version edit naming it was attempted). Its file is
+//     deleted.
+//   - release: the version edit naming the table was applied, and the
+//     version now keeps the file; or the edit failed, when the MANIFEST may
+//     name the table, so the file stays (manifestFailed then stops every
+//     deletion until a reopen).
+//
+// Both do nothing once the reservation has ended, so cleanup code may
+// abandon whatever it still holds. A tableWriter is used by one goroutine.
 type tableWriter struct {
 	d       *DB
 	fileNum manifest.FileNum
 	name    string
-	file    vfs.File
+	file    vfs.File // nil once finished or abandoned
 	w       *sstable.Writer
 	limited *limitedWriter
+	// meta describes the table once finish has succeeded.
+	meta     *manifest.FileMetadata
+	released bool
 }
 
-// newTableWriter creates table fileNum. Its writes are charged to the rate
-// limiter at pri (RocksDB: flushes at High, compactions at Low) when the
-// limiter limits writes.
-func (d *DB) newTableWriter(ctx context.Context, fileNum manifest.FileNum, pri ioctx.Priority) (*tableWriter, error) {
-	name := manifest.TableFileName(d.dirname, fileNum)
-	f, err := d.fs.Create(name)
+// newTableWriter reserves a new file number and creates its table. Its
+// writes are charged to the rate limiter at pri (RocksDB: flushes at High,
+// compactions at Low) when the limiter limits writes.
+func (d *DB) newTableWriter(ctx context.Context, pri ioctx.Priority) (*tableWriter, error) {
+	fileNum := d.vs.NewFileNum()
+	tw := &tableWriter{d: d, fileNum: fileNum, name: manifest.TableFileName(d.dirname, fileNum)}
+	d.mu.Lock()
+	d.mu.pendingOutputs[fileNum] = struct{}{}
+	d.mu.Unlock()
+	f, err := d.fs.Create(tw.name)
 	if err != nil {
-		return nil, errors.Wrapf(err, "engine: creating table %s", name)
+		tw.release() // there is no file to delete
+		return nil, errors.Wrapf(err, "engine: creating table %s", tw.name)
 	}
-	tw := &tableWriter{d: d, fileNum: fileNum, name: name, file: f}
-	lw := &limitedWriter{ctx: ctx, w: f, limiter: d.opts.RateLimiter, pri: pri, stats: d.stats}
-	tw.limited = lw
-	tw.w = sstable.NewWriter(lw, d.writerOptions())
+	tw.file = f
+	tw.limited = &limitedWriter{ctx: ctx, w: f, limiter: d.opts.RateLimiter, pri: pri, stats: d.stats}
+	tw.w = sstable.NewWriter(tw.limited, d.writerOptions())
 	return tw, nil
 }
 
@@ -54,8 +76,9 @@ func (d *DB) writerOptions() sstable.WriterOptions {
 	}
 }
 
-// finish completes the table, makes it durable and returns its metadata.
-func (tw *tableWriter) finish() (*manifest.FileMetadata, error) {
+// finish completes the table, makes it durable and sets tw.meta. On failure
+// the table is abandoned.
+func (tw *tableWriter) finish() error {
 	meta, err := tw.w.Close()
 	if err == nil {
 		err = tw.limited.err
@@ -66,9 +89,10 @@ func (tw *tableWriter) finish() (*manifest.FileMetadata, error) {
 	err = errors.CombineErrors(err, tw.file.Close())
 	tw.file = nil
 	if err != nil {
-		return nil, errors.Wrapf(err, "engine: writing table %s", tw.name)
+		tw.abandon()
+		return errors.Wrapf(err, "engine: writing table %s", tw.name)
 	}
-	fm := &manifest.FileMetadata{
+	tw.meta = &manifest.FileMetadata{
 		FileNum:        tw.fileNum,
 		Size:           meta.Size,
 		Smallest:       meta.Smallest,
@@ -77,19 +101,62 @@ func (tw *tableWriter) finish() (*manifest.FileMetadata, error) {
 		LargestSeqNum:  meta.LargestSeqNum,
 	}
 	if !tw.d.opts.DisableFileChecksums {
-		fm.FileChecksum = binary.BigEndian.AppendUint32(nil, meta.FileChecksum)
-		fm.FileChecksumFunc = manifest.ChecksumFuncCRC32C
+		tw.meta.FileChecksum = binary.BigEndian.AppendUint32(nil, meta.FileChecksum)
+		tw.meta.FileChecksumFunc = manifest.ChecksumFuncCRC32C
 	}
-	return fm, nil
+	return nil
 }
 
-// abandon removes a table that will not be installed.
+// abandon deletes a table that will not be installed, with any reader of it
+// in the table cache, and ends the reservation.
 func (tw *tableWriter) abandon() {
+	if tw.released {
+		return
+	}
 	if tw.file != nil {
 		_ = tw.file.Close()
 		tw.file = nil
 	}
+	tw.d.tables.evict(tw.fileNum)
 	_ = tw.d.fs.Remove(tw.name)
+	tw.release()
+}
+
+// release ends the reservation and leaves the file alone: for after the
+// version edit that names the table was applied, or failed and
+// d.mu.manifestFailed is set (before that, deleteObsoleteFiles could delete
+// a table the MANIFEST may name).
+func (tw *tableWriter) release() {
+	if tw.released {
+		return
+	}
+	tw.released = true
+	tw.d.mu.Lock()
+	delete(tw.d.mu.pendingOutputs, tw.fileNum)
+	tw.d.mu.Unlock()
+}
+
+// tableOutputs are the finished tables of one version edit, in order.
+type tableOutputs []*tableWriter
+
+func (ts tableOutputs) metas() []*manifest.FileMetadata {
+	metas := make([]*manifest.FileMetadata, len(ts))
+	for i, tw := range ts {
+		metas[i] = tw.meta
+	}
+	return metas
+}
+
+func (ts tableOutputs) abandon() {
+	for _, tw := range ts {
+		tw.abandon()
+	}
+}
+
+func (ts tableOutputs) release() {
+	for _, tw := range ts {
+		tw.release()
+	}
 }
 
 // limitedWriter charges table writes to the rate limiter and counts the
@@ -148,52 +215,35 @@ func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata,
 }
 
 // writeTableFrom writes the entries of it (already filtered by the caller)
-// to one new table and returns its metadata; nil metadata means it was empty.
+// to one new table and returns its finished writer, holding the
+// reservation; nil means it was empty.
 func (d *DB) writeTableFrom(ctx context.Context, it interface {
 	First() *base.InternalKV
 	Next() *base.InternalKV
 	Error() error
-}, pri ioctx.Priority) (*manifest.FileMetadata, error) {
+}, pri ioctx.Priority) (*tableWriter, error) {
 	kv := it.First()
 	if kv == nil {
 		return nil, it.Error()
 	}
-	fileNum := d.vs.NewFileNum()
-	d.addPendingOutput(fileNum)
-	tw, err := d.newTableWriter(ctx, fileNum, pri)
+	tw, err := d.newTableWriter(ctx, pri)
 	if err != nil {
-		d.removePendingOutput(fileNum)
 		return nil, err
 	}
 	for ; kv != nil; kv = it.Next() {
-		if err := tw.w.Add(kv.K, kv.V); err != nil {
-			tw.abandon()
-			d.removePendingOutput(fileNum)
-			return nil, err
+		if err = tw.w.Add(kv.K, kv.V); err != nil {
+			break
 		}
 	}
-	if err := it.Error(); err != nil {
-		tw.abandon()
-		d.removePendingOutput(fileNum)
-		return nil, err
+	if err == nil {
+		err = it.Error()
 	}
-	meta, err := tw.finish()
 	if err != nil {
 		tw.abandon()
-		d.removePendingOutput(fileNum)
 		return nil, err
 	}
-	return meta, nil
-}
-
-func (d *DB) addPendingOutput(n manifest.FileNum) {
-	d.mu.Lock()
-	d.mu.pendingOutputs[n] = struct{}{}
-	d.mu.Unlock()
-}
-
-func (d *DB) removePendingOutput(n manifest.FileNum) {
-	d.mu.Lock()
-	delete(d.mu.pendingOutputs, n)
-	d.mu.Unlock()
+	if err := tw.finish(); err != nil {
+		return nil, err
+	}
+	return tw, nil
 }
