@@ -53,7 +53,7 @@ func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction,
 		// them, or a file of the output level overlapping the inputs'
 		// whole key range (which may reach beyond [start, end]), is being
 		// compacted.
-		if c = compact.PickManualThrough(v, d.compactOptions(), manual.level, manual.start, manual.end); c == nil {
+		if c = compact.PickManual(v, d.compactOptions(), manual.level, manual.start, manual.end); c == nil {
 			return nil, true
 		}
 	} else if c = compact.Pick(v, d.compactOptions()); c == nil {

@@ -23,9 +23,12 @@
 //
 // # Using a Compaction
 //
-// Under its mutex, the engine calls Pick (or PickManual), marks every file
-// of c.Inputs CompactionInProgress, and keeps the version referenced. Then,
-// without the mutex:
+// Under its mutex, the engine calls Pick, or PickManual for its Compact
+// (one level at a time from L0 down), and marks every file of c.Inputs
+// CompactionInProgress. The marks are what keeps the compaction's view
+// valid: no other compaction picks a marked file, so the inputs stay in
+// every version until this compaction's own edit replaces them, and of the
+// other files the Compaction reads only metadata. Then, without the mutex:
 //
 //	if c.TrivialMove {
 //		vs.LogAndApply(c.Edit(c.Inputs[0]))
@@ -38,7 +41,7 @@
 //			}
 //			add kv to the output (opening one if needed)
 //		}
-//		check it.Close(); close the last output; vs.LogAndApply(c.Edit(outputs))
+//		check it.Error(); close the last output and it; vs.LogAndApply(c.Edit(outputs))
 //	}
 //
 // and finally, under the mutex, clears the marks. Outputs must be cut only

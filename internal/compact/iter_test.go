@@ -311,10 +311,11 @@ func TestIterElisionOnlyAtBottom(t *testing.T) {
 	require.Equal(t, "", formatKVs(drain(t, it)))
 	require.NoError(t, it.Close())
 
-	// "a" exists in L4, below the output level: its tombstone must stay;
-	// "c" does not, so its tombstone goes.
+	// "a" exists in L4, below the output level (L2): its tombstone must
+	// stay; "c" does not, so its tombstone goes.
 	upper := parseVersion(t, `
 L1 1:a-c
+L2 3:b-b
 L4 2:a-a`)
 	cu := PickManual(upper, testOpts, 1, nil, nil)
 	require.False(t, cu.Bottommost)

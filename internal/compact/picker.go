@@ -19,13 +19,16 @@ const grandparentOverlapFactor = 10
 // Compaction is one compaction: input files from Level and OutputLevel,
 // merged and written as new files into OutputLevel.
 //
-// A Compaction refers to the files of the version it was picked from, and
-// the engine keeps that version referenced until the compaction ends. The
-// exported fields are read-only after Pick. ShouldStopBefore and FinishOutput
-// keep state: a Compaction is not safe for concurrent use.
+// A Compaction refers to the files of the version it was picked from: its
+// inputs, which the engine marks CompactionInProgress so that they stay in
+// every version until the compaction's edit, and, for their metadata only,
+// the files below. The exported fields are read-only after Pick.
+// ShouldStopBefore and FinishOutput keep state: a Compaction is not safe for
+// concurrent use.
 type Compaction struct {
-	// Level is the input level; OutputLevel is Level+1, or Level for a
-	// manual compaction of the last level.
+	// Level is the input level; OutputLevel is Level+1, except for a
+	// manual compaction (PickManual), which skips levels empty in its range
+	// and compacts the last level into itself.
 	Level, OutputLevel int
 	// Inputs are the files of Level (Inputs[0]) and of OutputLevel
 	// (Inputs[1]) that the compaction reads and replaces.
@@ -172,46 +175,26 @@ func seeds(v *manifest.Version, level int) []*manifest.FileMetadata {
 
 // PickManual returns a compaction of the files of level that overlap the
 // user-key range [start, end] (nil bounds are unbounded: nil, nil is the
-// whole level) into level+1, or into level itself for the last level, to
-// drop deleted and overwritten data there. It returns nil when level has no
-// such file, and also when a file the compaction would read is being
-// compacted: the engine then waits for running compactions and calls again
-// (it can tell the cases apart with Version.Overlaps). level must be in [0,
-// NumLevels).
-//
-// The compaction includes every file of level in the range (for L0,
-// transitively) and every overlapping file of the output level, with
-// Pick's expansion; its size is not bounded. To compact a range through
-// the whole tree, the engine compacts each level in turn from L0 down.
-// start and end are not retained.
-func PickManual(v *manifest.Version, opts Options, level int, start, end []byte) *Compaction {
-	if level < 0 || level >= manifest.NumLevels {
-		return nil
-	}
-	opts = opts.WithDefaults()
-	inputs := v.Overlaps(level, start, end)
-	if len(inputs) == 0 {
-		return nil
-	}
-	out := level + 1
-	if level == manifest.NumLevels-1 {
-		out = level
-	}
-	return pickManual(v, opts, level, out, inputs)
-}
-
-// PickManualThrough is PickManual for compacting a range through the whole
-// tree: its output level is the first level below level that holds data in
-// the inputs' key range, or the last level when none does. The levels in
+// whole level), for compacting the range through the whole tree, as the
+// engine's Compact does one level at a time from L0 down. Its output level
+// is the first level below level that holds data in the inputs' key range,
+// or the last level when none does (and the last level compacts into
+// itself, to drop deleted and overwritten data there). The levels in
 // between are empty in that range, so skipping them keeps the tree ordered
 // and saves rewriting the data once per empty level: a full compaction of a
 // freshly loaded L0 goes straight to the bottom.
 //
-// Like PickManual it returns nil when level has no file in [start, end],
-// and otherwise only when a file it needs is being compacted: one of the
-// inputs, or a file of the output level anywhere in the inputs' key range,
-// which can reach well beyond [start, end].
-func PickManualThrough(v *manifest.Version, opts Options, level int, start, end []byte) *Compaction {
+// The compaction includes every file of level in the range (for L0,
+// transitively) and every overlapping file of the output level, with Pick's
+// expansion; its size is not bounded, and it is never a trivial move. It
+// returns nil when level has no file in [start, end], and otherwise only
+// when a file it needs is being compacted: one of the inputs, or a file of
+// the output level anywhere in the inputs' key range, which can reach well
+// beyond [start, end]. The engine tells the cases apart with
+// Version.Overlaps, and in the second waits for running compactions and
+// asks again. level must be in [0, NumLevels); start and end are not
+// retained.
+func PickManual(v *manifest.Version, opts Options, level int, start, end []byte) *Compaction {
 	if level < 0 || level >= manifest.NumLevels {
 		return nil
 	}
@@ -226,10 +209,6 @@ func PickManualThrough(v *manifest.Version, opts Options, level int, start, end 
 		for out = level + 1; out < manifest.NumLevels-1 && len(v.Overlaps(out, smallest, largest)) == 0; out++ {
 		}
 	}
-	return pickManual(v, opts, level, out, inputs)
-}
-
-func pickManual(v *manifest.Version, opts Options, level, out int, inputs []*manifest.FileMetadata) *Compaction {
 	c := newCompaction(v, opts, level, out, inputs, true)
 	if c != nil {
 		c.Score = Scores(v, opts)[level]

@@ -185,14 +185,26 @@ func TestPickManual(t *testing.T) {
 		start, end []byte
 		want       string
 	}{
-		{"whole L0", `L0 2:a-b 1:x-y`, 0, nil, nil, "L0->L1 [000002 000001] + [] score=1.00 manual bottommost"},
+		{"empty tree below goes to the bottom", `L0 2:a-m 1:x-y`, 0, nil, nil,
+			"L0->L6 [000002 000001] + [] score=1.00 manual bottommost"},
+		{"stops at the first level with data in range", `
+L0 5:a-m
+L3 2:c-d`, 0, nil, nil, "L0->L3 [000005] + [000002] score=0.50 manual bottommost"},
+		{"data outside the range does not stop it", `
+L0 5:a-m
+L2 2:x-z`, 0, nil, nil, "L0->L6 [000005] + [] score=0.50 manual bottommost"},
+		{"the next level when it has data", `
+L1 5:a-m
+L2 2:b-c`, 1, nil, nil, "L1->L2 [000005] + [000002] score=0.01 manual bottommost"},
 		{"L1 range with expansion", `
 L1 1:a-b 2:c-d 3:e-f
 L2 4:d-e`, 1, k("c"), k("d"), "L1->L2 [000002 000003] + [000004] score=0.03 manual bottommost"},
-		{"L1 range boundaries inclusive", `L1 1:a-b 2:c-d 3:e-f`, 1, k("b"), k("c"), "L1->L2 [000001 000002] + [] score=0.03 manual bottommost"},
-		{"a single file is rewritten, not moved", `L1 1:a-b`, 1, nil, nil, "L1->L2 [000001] + [] score=0.01 manual bottommost"},
+		{"L1 range boundaries inclusive", `L1 1:a-b 2:c-d 3:e-f`, 1, k("b"), k("c"),
+			"L1->L6 [000001 000002] + [] score=0.03 manual bottommost"},
+		{"a single file is rewritten, not moved", `L1 1:a-b`, 1, nil, nil, "L1->L6 [000001] + [] score=0.01 manual bottommost"},
 		{"nothing in range", `L1 1:a-b 3:e-f`, 1, k("c"), k("d"), "nil"},
 		{"empty level", `L1 1:a-b`, 2, nil, nil, "nil"},
+		{"nothing to do", `L1 1:a-b`, 0, nil, nil, "nil"},
 		{"last level into itself", `L6 1:a-b 2:c-d 3:e-f`, 6, k("b"), k("c"), "L6->L6 [000001 000002] + [] score=0.00 manual bottommost"},
 		{"in progress input", `L1 1:a-b* 2:c-d`, 1, nil, nil, "nil"},
 		{"in progress output-level file", `
@@ -200,7 +212,8 @@ L1 1:a-b 2:c-d
 L2 3:b-c*`, 1, k("a"), k("a"), "nil"},
 		{"not bottommost", `
 L2 1:a-b
-L4 3:b-c`, 2, nil, nil, "L2->L3 [000001] + [] score=0.00 manual"},
+L3 2:b-c
+L5 3:a-a`, 2, nil, nil, "L2->L3 [000001] + [000002] score=0.00 manual"},
 		{"level out of range", `L1 1:a-b`, manifest.NumLevels, nil, nil, "nil"},
 		{"negative level", `L1 1:a-b`, -1, nil, nil, "nil"},
 	} {
@@ -212,9 +225,11 @@ L4 3:b-c`, 2, nil, nil, "L2->L3 [000001] + [] score=0.00 manual"},
 }
 
 func TestShouldStopBefore(t *testing.T) {
-	// Grandparents (L3) of 60 bytes each; outputs may overlap 100.
+	// Grandparents (L3) of 60 bytes each; outputs may overlap 100. The L2
+	// file makes L2 the output level.
 	v := parseVersion(t, `
 L1 1:a-m
+L2 2:a-a
 L3 11:b-c/60 12:e-f/60 13:h-i/60 14:k-l/60`)
 	for _, tc := range []struct {
 		name   string
@@ -329,33 +344,6 @@ func BenchmarkPick(b *testing.B) {
 			for b.Loop() {
 				Pick(v, opts)
 			}
-		})
-	}
-}
-
-func TestPickManualThrough(t *testing.T) {
-	for _, tc := range []struct {
-		name, version string
-		level         int
-		want          string
-	}{
-		{"empty tree below goes to the bottom", `L0 2:a-m 1:b-c`, 0,
-			"L0->L6 [000002 000001] + [] score=1.00 manual bottommost"},
-		{"stops at the first level with data in range", `
-L0 5:a-m
-L3 2:c-d`, 0, "L0->L3 [000005] + [000002] score=0.50 manual bottommost"},
-		{"data outside the range does not stop it", `
-L0 5:a-m
-L2 2:x-z`, 0, "L0->L6 [000005] + [] score=0.50 manual bottommost"},
-		{"the next level when it has data", `
-L1 5:a-m
-L2 2:b-c`, 1, "L1->L2 [000005] + [000002] score=0.01 manual bottommost"},
-		{"last level into itself", `L6 1:a-b`, 6, "L6->L6 [000001] + [] score=0.00 manual bottommost"},
-		{"nothing to do", `L1 1:a-b`, 0, "nil"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := parseVersion(t, tc.version)
-			require.Equal(t, tc.want, describe(PickManualThrough(v, testOpts, tc.level, nil, nil)))
 		})
 	}
 }
