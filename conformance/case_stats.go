@@ -14,24 +14,6 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// activityHistogram returns the FileRead* histogram of a user-read
-// activity.
-func activityHistogram(a ioctx.Activity) statistics.Histogram {
-	switch a {
-	case ioctx.ActivityGet:
-		return statistics.FileReadGetMicros
-	case ioctx.ActivityMultiGet:
-		return statistics.FileReadMultiGetMicros
-	case ioctx.ActivityDBIterator:
-		return statistics.FileReadDBIteratorMicros
-	case ioctx.ActivityVerifyDBChecksum:
-		return statistics.FileReadVerifyDBChecksumMicros
-	case ioctx.ActivityVerifyFileChecksums:
-		return statistics.FileReadVerifyFileChecksumsMicros
-	}
-	return statistics.HistogramNone
-}
-
 // tableParams are the parameters of the cases that need reads to reach
 // table files: no block cache, and no background compaction to read files
 // concurrently with the reads measured.
@@ -117,7 +99,7 @@ func testStatisticsPerActivity(t testing.TB, s *suite) {
 	}
 	fillTables(t, db, 200, 100)
 	for _, api := range measuredReads(t, db) {
-		own := activityHistogram(api.own)
+		own := statistics.FileReadHistogram(api.own.RocksDBValue())
 		before := st.Snapshot()
 		err := api.call(bg)
 		after := st.Snapshot()

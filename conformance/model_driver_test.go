@@ -246,17 +246,7 @@ func (c *modelConn) fileReads(req ioctx.ReadRequest, n int, bytes int64, start t
 		time.Sleep(time.Duration(float64(bytes) / float64(c.rate) * float64(time.Second)))
 	}
 	micros := uint64(time.Since(start).Microseconds())
-	var h statistics.Histogram
-	switch a := req.IO.Activity; a {
-	case ioctx.ActivityFlush:
-		h = statistics.FileReadFlushMicros
-	case ioctx.ActivityCompaction:
-		h = statistics.FileReadCompactionMicros
-	case ioctx.ActivityDBOpen:
-		h = statistics.FileReadDBOpenMicros
-	default:
-		h = activityHistogram(a)
-	}
+	h := statistics.FileReadHistogram(req.IO.Activity.RocksDBValue())
 	for range n {
 		c.stats.ReportTimeToHistogram(statistics.SSTReadMicros, micros)
 		c.stats.ReportTimeToHistogram(h, micros)

@@ -16,8 +16,9 @@
 //  3. reads the bytes (from the file, or by slicing its memory mapping);
 //  4. records one latency sample, in microseconds, into
 //     statistics.SSTReadMicros and into the file-read histogram of
-//     IOOptions.Activity (see [FileReadHistogram]); the statistics level gates
-//     both, and when nothing would be recorded no clock is read;
+//     IOOptions.Activity (see [statistics.FileReadHistogram]); the
+//     statistics level gates both, and when nothing would be recorded no
+//     clock is read;
 //  5. fails the read with a timed-out error if it took longer than
 //     IOOptions.Timeout (the operating system's read is not interrupted, but
 //     its result is not used late);

@@ -51,7 +51,7 @@ func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 		}
 	}
 	start := timeIfTimeout(opts)
-	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, FileReadHistogram(opts.Activity))
+	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
 	err := r.charge(ctx, opts, nil, reqs[0].Offset, totalLen(reqs), nil)
 	if err == nil {
 		r.readAll(opts, reqs)
@@ -168,7 +168,7 @@ func (r *Reader) ReadAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadR
 		return r.ctxError(err, req.Offset, req.Len)
 	}
 	req.Result, req.Err = nil, nil
-	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, FileReadHistogram(opts.Activity))
+	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
 	go r.completeAsync(ctx, opts, req, done)
 	r.opts.Stats.RecordTick(statistics.ReadAsyncMicros, sw.Stop())
 	return nil

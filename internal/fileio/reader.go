@@ -15,34 +15,6 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// FileReadHistogram returns the per-activity file-read histogram of RocksDB's
-// GetFileReadHistograms: Flush, Compaction and DBOpen map to their own
-// histograms, the five user reads to theirs, and every other activity
-// (Unknown, the entity activities, ...) to none, so those reads count only in
-// the aggregate. The statistics level gates the user-read histograms: at or
-// below LevelExceptDetailedTimers a sample for them is not recorded.
-func FileReadHistogram(a ioctx.Activity) statistics.Histogram {
-	switch a {
-	case ioctx.ActivityFlush:
-		return statistics.FileReadFlushMicros
-	case ioctx.ActivityCompaction:
-		return statistics.FileReadCompactionMicros
-	case ioctx.ActivityDBOpen:
-		return statistics.FileReadDBOpenMicros
-	case ioctx.ActivityGet:
-		return statistics.FileReadGetMicros
-	case ioctx.ActivityMultiGet:
-		return statistics.FileReadMultiGetMicros
-	case ioctx.ActivityDBIterator:
-		return statistics.FileReadDBIteratorMicros
-	case ioctx.ActivityVerifyDBChecksum:
-		return statistics.FileReadVerifyDBChecksumMicros
-	case ioctx.ActivityVerifyFileChecksums:
-		return statistics.FileReadVerifyFileChecksumsMicros
-	}
-	return statistics.HistogramNone
-}
-
 // Options configure a Reader.
 type Options struct {
 	// Stats receives the latency samples and byte counts; nil records
@@ -160,7 +132,7 @@ func (r *Reader) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n in
 		return nil, r.ctxError(err, off, n)
 	}
 	start := timeIfTimeout(opts)
-	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, FileReadHistogram(opts.Activity))
+	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
 	result, err := r.read(ctx, &sw, opts, off, n, scratch)
 	sw.Stop()
 	if err == nil && opts.Timeout > 0 {

@@ -48,30 +48,6 @@ func openTest(t testing.TB, fs vfs.FS, name string, opts Options) *Reader {
 	return r
 }
 
-func TestFileReadHistogram(t *testing.T) {
-	for _, tc := range []struct {
-		a    ioctx.Activity
-		want statistics.Histogram
-	}{
-		{ioctx.ActivityFlush, statistics.FileReadFlushMicros},
-		{ioctx.ActivityCompaction, statistics.FileReadCompactionMicros},
-		{ioctx.ActivityDBOpen, statistics.FileReadDBOpenMicros},
-		{ioctx.ActivityGet, statistics.FileReadGetMicros},
-		{ioctx.ActivityMultiGet, statistics.FileReadMultiGetMicros},
-		{ioctx.ActivityDBIterator, statistics.FileReadDBIteratorMicros},
-		{ioctx.ActivityVerifyDBChecksum, statistics.FileReadVerifyDBChecksumMicros},
-		{ioctx.ActivityVerifyFileChecksums, statistics.FileReadVerifyFileChecksumsMicros},
-		// RocksDB has no per-activity histogram for these: aggregate only.
-		{ioctx.ActivityUnknown, statistics.HistogramNone},
-		{ioctx.ActivityGetEntity, statistics.HistogramNone},
-		{ioctx.ActivityMultiGetEntity, statistics.HistogramNone},
-		{ioctx.ActivityGetFileChecksumsFromCurrentManifest, statistics.HistogramNone},
-		{ioctx.ActivityLazyResolve, statistics.HistogramNone},
-	} {
-		require.Equal(t, tc.want, FileReadHistogram(tc.a), tc.a.String())
-	}
-}
-
 func TestReadContents(t *testing.T) {
 	fs, data := testFile(t, "f", 10000)
 	for _, mmap := range []bool{false, true} {
