@@ -88,10 +88,11 @@ const (
 // readAll reads every request. It reads the first one alone and times it:
 // when that took at least Options.ParallelAfter, the file is on a device
 // whose latency overlapping hides, and up to maxParallelReads goroutines read
-// the rest (RocksDB's MultiRead overlaps them with io_uring). On the page
-// cache, goroutine hand-offs would cost more than the reads (a MultiGet of
-// 16 keys from tmpfs was 45% slower per key in parallel), so the rest are
-// read in turn. A mapped file needs no reading.
+// the rest (RocksDB's MultiRead overlaps them with io_uring). Otherwise the
+// rest are read in turn: on the page cache a read can cost less than
+// handing it to another goroutine and waking that goroutine, so reading in
+// parallel can be slower (BenchmarkMultiRead compares the two). A mapped
+// file needs no reading.
 func (r *Reader) readAll(opts ioctx.IOOptions, reqs []ReadRequest) {
 	workers := min(len(reqs)-1, maxParallelReads, runtime.GOMAXPROCS(0))
 	if r.mapped != nil || len(reqs) < parallelMinRequests || workers < 2 || r.opts.ParallelAfter < 0 {

@@ -35,10 +35,11 @@ type Options struct {
 	ParallelAfter time.Duration
 }
 
-// DefaultParallelAfter is the default Options.ParallelAfter. A 4 KiB read
-// from the page cache takes a few microseconds, less than handing a request
-// to another goroutine and waking it; a read from a device takes tens to
-// hundreds, which overlapping several reads hides.
+// DefaultParallelAfter is the default Options.ParallelAfter: above what a
+// 4 KiB read from the page cache takes, which is about what handing a
+// request to another goroutine and waking it costs, and below what a read
+// from a device takes, whose latency overlapping several reads hides.
+// BenchmarkMultiRead measures both ways of reading on the machine at hand.
 const DefaultParallelAfter = 25 * time.Microsecond
 
 // Reader reads one file. It is safe for concurrent use.

@@ -3,7 +3,10 @@ package fileio
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -519,6 +522,57 @@ func BenchmarkRead(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkMultiRead measures a MultiRead of 16 blocks of 4 KiB from a file
+// of the operating system's, read in turn or by several goroutines: the
+// comparison behind readAll's choice and DefaultParallelAfter, on the
+// machine and filesystem at hand. ns/read is the time per block. The file
+// is in SHALE_BENCH_DIR (as for the engine's benchmarks; /dev/shm for
+// tmpfs), else in the temporary directory; either way it was just written,
+// so the page cache holds it.
+func BenchmarkMultiRead(b *testing.B) {
+	const size, blocks, block = 1 << 20, 16, 4096
+	dir := os.Getenv("SHALE_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	name := filepath.Join(dir, fmt.Sprintf("fileio-bench-%d", os.Getpid()))
+	b.Cleanup(func() { _ = os.Remove(name) })
+	f, err := vfs.Default.Create(name)
+	require.NoError(b, err)
+	_, err = f.Write(make([]byte, size))
+	require.NoError(b, err)
+	require.NoError(b, f.Close())
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+	}{
+		{"reads=serial", -1},
+		{"reads=parallel", time.Nanosecond}, // every first read counts as slow
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := openTest(b, vfs.Default, name, Options{ParallelAfter: tc.after})
+			rng := rand.New(rand.NewPCG(1, 2))
+			reqs := make([]ReadRequest, blocks)
+			scratch := make([]byte, blocks*block)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.SetBytes(blocks * block)
+			for b.Loop() {
+				// Blocks in distinct, ascending slots of the file.
+				slot := 0
+				for i := range reqs {
+					slot += 1 + rng.IntN(size/block/blocks-1)
+					reqs[i] = ReadRequest{Offset: int64(slot * block), Len: block, Scratch: scratch[i*block : (i+1)*block]}
+				}
+				if err := r.MultiRead(ctx, ioctx.IOOptions{}, reqs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*blocks), "ns/read")
+		})
 	}
 }
 
