@@ -96,6 +96,13 @@
 // chunk type) and the file when the io.Reader has a Name method (*os.File
 // does); otherwise callers should wrap them with the file name.
 //
+// The reader's "torn tail" is any damage with nothing intact after it. The
+// engine's default mode asks more, as RocksDB's does: after the reader
+// stopped, [Reader.TailIncomplete] says whether the damage is what a crash
+// during an append can leave (a chunk cut short by EOF, a record missing its
+// later chunks, zeros to EOF); a complete last record whose checksum fails
+// is damage, and Open refuses it.
+//
 // SkipAnyCorrupted resynchronizes conservatively, like LevelDB: after a
 // checksum mismatch it trusts the damaged chunk's length only if an intact
 // chunk (or a block boundary, padding or EOF) is found exactly where that
