@@ -180,10 +180,7 @@ func (d *DB) newBGErrorLocked(reason bgReason, err error) *bgError {
 }
 
 // bgErrorLocked returns the background error, or nil. d.mu is held.
-func (d *DB) bgErrorLocked() *bgError {
-	e, _ := d.mu.bgErr.(*bgError)
-	return e
-}
+func (d *DB) bgErrorLocked() *bgError { return d.mu.bgErr }
 
 // setBackgroundErrorLocked makes err, the failure of the work reason, the
 // background error, unless the one in place is as bad or worse, and returns

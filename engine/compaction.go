@@ -270,9 +270,11 @@ type manualCompaction struct {
 // Compact compacts every level's tables overlapping the user-key range
 // [start, end] (nil bounds are open) down to the bottom of the tree, waiting
 // until done. It first flushes the memtables, so all data in the range is in
-// tables. Each level's tables go straight to the next level below that holds
-// data in the range, so empty levels are skipped rather than rewritten.
-// Honours ctx between tables and while waiting.
+// tables. Each level's tables go straight to the first level below that
+// holds data in their key range (or to the last level), so empty levels are
+// skipped rather than rewritten (compact.PickManual).
+// It honours ctx while waiting and while compacting: cancelled, it abandons
+// the outputs of the compaction it is running and returns.
 func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
 		return base.InvalidArgumentf("engine: Compact range start %q is after end %q", start, end)

@@ -54,9 +54,9 @@ type DB struct {
 	// applied to the memtable. Reads without a snapshot read at it.
 	visibleSeq atomic.Uint64
 
-	// manifestMu serializes version edits (flush, compaction and open all
-	// write the MANIFEST); it is never held with mu held... except that
-	// code holding it may take mu briefly.
+	// manifestMu serializes the version edits of flushes and compactions.
+	// It comes before mu: code holding it may take mu briefly, and it is
+	// never acquired with mu held.
 	manifestMu sync.Mutex
 
 	// commit is owned by the write leader (the writer at the head of the
@@ -81,12 +81,18 @@ type DB struct {
 		writers []*writer
 		// snapshots are the open snapshots, oldest first.
 		snapshots snapshotList
-		// bgErr is a background error (a failed flush, compaction or WAL
-		// write) that stops further writes until the database is reopened.
-		bgErr error
+		// bgErr is the background error, nil when there is none: a failed
+		// WAL write, memtable insert, flush or compaction, classified by
+		// severity (see bgerror.go). A soft one pauses compactions, a hard
+		// one stops writes until a retry succeeds, a fatal one stops them
+		// until the database is reopened.
+		bgErr *bgError
 		// changed is closed and replaced whenever background work finishes,
 		// so waiters (write stalls, Flush, Compact) can also watch a context.
-		changed         chan struct{}
+		changed chan struct{}
+		// pendingOutputs are the file numbers of the tables being written
+		// and not yet installed or abandoned, which deleteObsoleteFiles
+		// keeps; each tableWriter adds and removes its own.
 		pendingOutputs  map[manifest.FileNum]struct{}
 		closing, closed bool
 		// manifestFailed is set when a MANIFEST edit failed: the edit may

@@ -159,7 +159,7 @@ func (ts tableOutputs) release() {
 	}
 }
 
-// limitedWriter charges table writes to the rate limiter and counts the
+// limitedWriter charges table writes to the rate limiter and keeps the
 // first error, so a write error is not lost behind the table writer's own.
 type limitedWriter struct {
 	ctx     context.Context
