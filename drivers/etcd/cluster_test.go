@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,15 +61,15 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	clusterStartup = time.Since(start)
+	took := time.Since(start)
 	code := m.Run()
+	if testing.Verbose() {
+		fmt.Printf("the shared 3-member cluster started in %v\n", took)
+	}
 	shared.stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
-
-// clusterStartup is how long TestMain took to start the shared cluster.
-var clusterStartup time.Duration
 
 // freePorts returns n distinct free TCP ports of 127.0.0.1. Another process
 // may take one before the member binds it; startCluster retries then.
@@ -160,34 +159,26 @@ func (c *testCluster) memberConfig(m *testMember, initialCluster string) *embed.
 	return cfg
 }
 
-// startMembers starts ms concurrently (the members of a new cluster wait for
-// each other) and waits until each is ready.
+// startMembers starts ms and waits until each is ready. They start one
+// after another: a new member first asks its peers whether it already
+// belongs to the cluster, and a peer whose port is bound but not yet
+// served holds that question for a second (etcd's bootstrap timeout), while
+// one not yet bound, or already serving, answers at once.
 func (c *testCluster) startMembers(ms []*testMember) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(ms))
-	for i, m := range ms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e, err := embed.StartEtcd(m.cfg)
-			if err != nil {
-				errs[i] = fmt.Errorf("member %s: %w", m.name, err)
-				return
-			}
-			m.etcd = e
-			select {
-			case <-e.Server.ReadyNotify():
-			case err := <-e.Err():
-				errs[i] = fmt.Errorf("member %s: %w", m.name, err)
-			case <-time.After(20 * time.Second):
-				errs[i] = fmt.Errorf("member %s: not ready after 20s", m.name)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+	for _, m := range ms {
+		e, err := embed.StartEtcd(m.cfg)
 		if err != nil {
-			return err
+			return fmt.Errorf("member %s: %w", m.name, err)
+		}
+		m.etcd = e
+	}
+	for _, m := range ms {
+		select {
+		case <-m.etcd.Server.ReadyNotify():
+		case err := <-m.etcd.Err():
+			return fmt.Errorf("member %s: %w", m.name, err)
+		case <-time.After(20 * time.Second):
+			return fmt.Errorf("member %s: not ready after 20s", m.name)
 		}
 	}
 	return nil

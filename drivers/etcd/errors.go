@@ -87,6 +87,8 @@ func rpcError(ctx, rctx context.Context, op string, err error, write bool) error
 		err = ioctx.TimeoutError("no response before the request's deadline " +
 			"(request_timeout, or the ReadOptions' deadline or IO timeout)")
 	case errors.Is(err, rpctypes.ErrCompacted):
+		msg += " (the revision read at was compacted by another client, another DB or the cluster's " +
+			"auto-compaction)"
 		classes = append(classes, ErrSnapshotCompacted)
 		unknown = false
 	case errors.Is(err, rpctypes.ErrNoLeader):

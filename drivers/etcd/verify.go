@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 )
 
 // member is a cluster member as the verifications name it.
@@ -111,11 +112,11 @@ func (c *conn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error 
 // passes: a member that has not applied rev yet, or compacted revisions
 // that differ.
 func (c *conn) hashes(ctx context.Context, req ioctx.ReadRequest, ms []member, rev int64) (
-	resps []*clientv3.HashKVResponse, retry bool, err error) {
-	resps = make([]*clientv3.HashKVResponse, len(ms))
+	resps []*etcdserverpb.HashKVResponse, retry bool, err error) {
+	resps = make([]*etcdserverpb.HashKVResponse, len(ms))
 	for i, m := range ms {
 		err := c.maintenanceRPC(ctx, req, "VerifyChecksum: HashKV of "+m.String(), func(ctx context.Context) error {
-			resp, err := c.client.HashKV(ctx, m.url, rev)
+			resp, err := c.hashKV(ctx, m.url, rev)
 			resps[i] = resp
 			return err
 		})
@@ -134,9 +135,23 @@ func (c *conn) hashes(ctx context.Context, req ioctx.ReadRequest, ms []member, r
 	return resps, false, nil
 }
 
+// hashKV asks the member at url for its HashKV at rev. It fails at once
+// when the member is down (the client's own HashKV waits for it until the
+// deadline), and is not retried: a verification reports a missing member
+// rather than waiting for it.
+func (c *conn) hashKV(ctx context.Context, url string, rev int64) (*etcdserverpb.HashKVResponse, error) {
+	cc, err := c.client.Dial(url)
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	return etcdserverpb.NewMaintenanceClient(cc).HashKV(ctx, &etcdserverpb.HashKVRequest{Revision: rev},
+		grpc.WaitForReady(false))
+}
+
 // compareHashes reports the members whose hash differs from the majority's,
 // or every member when no hash has a majority.
-func compareHashes(ms []member, hashes []*clientv3.HashKVResponse, rev int64) error {
+func compareHashes(ms []member, hashes []*etcdserverpb.HashKVResponse, rev int64) error {
 	count := make(map[uint32]int)
 	for _, h := range hashes {
 		count[h.Hash]++
