@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -460,14 +461,6 @@ func syncDir(fs vfs.FS, dirname string) error {
 	return nil
 }
 
-// removeFiles deletes tables that were written but never installed.
-func (d *DB) removeFiles(metas []*manifest.FileMetadata) {
-	for _, m := range metas {
-		d.tables.evict(m.FileNum)
-		_ = d.fs.Remove(manifest.TableFileName(d.dirname, m.FileNum))
-	}
-}
-
 // deleteObsoleteFiles deletes tables no live version references and that no
 // flush or compaction is writing, WALs older than the oldest one recovery
 // would replay, MANIFESTs other than the current one, and, at open (before
@@ -477,15 +470,16 @@ func (d *DB) deleteObsoleteFiles(atOpen bool) {
 	if err != nil {
 		return
 	}
-	live := d.vs.LiveFileNums()
 	d.mu.Lock()
 	if d.mu.manifestFailed {
 		d.mu.Unlock()
 		return
 	}
-	for n := range d.mu.pendingOutputs {
-		live[n] = struct{}{}
-	}
+	// The reservations are read before the versions: a table whose
+	// reservation has ended is in a version by then (a tableWriter is
+	// released after its edit), whereas reading the versions first could
+	// miss a table installed, and released, between the two reads.
+	live := maps.Clone(d.mu.pendingOutputs)
 	// Not LogNumber: the WAL the last edit made obsolete stays until
 	// another edit follows, in case a torn tail takes that edit away.
 	minLog := d.vs.ReplayLogNumber()
@@ -496,6 +490,7 @@ func (d *DB) deleteObsoleteFiles(atOpen bool) {
 		minLog = min(minLog, d.mu.mem.logNum)
 	}
 	d.mu.Unlock()
+	maps.Copy(live, d.vs.LiveFileNums())
 	curManifest := d.vs.ManifestFileNum()
 	for _, name := range names {
 		kind, num, ok := manifest.ParseFileName(name)

@@ -52,8 +52,11 @@ type recovery struct {
 	// mem is the memtable being filled from the WALs.
 	mem *memTable
 
-	// created are the files made so far; renamed the renames, as {from,
-	// to}. abandon undoes both, newest first.
+	// tables are the tables written from the WALs; the commit releases
+	// their reservations, abandon deletes them.
+	tables tableOutputs
+	// created are the other files made so far; renamed the renames, as
+	// {from, to}. abandon undoes both, newest first.
 	created []string
 	renamed [][2]string
 	// logFile is the new WAL until the commit hands it to the DB.
@@ -162,13 +165,13 @@ func (r *recovery) flush(ctx context.Context) error {
 		r.mem = d.newMemTable(nil, 0)
 		return nil
 	}
-	meta, err := d.writeMemTable(ctx, r.mem.MemTable, ioctx.ActivityDBOpen, nil)
+	tw, err := d.flushMemTable(ctx, r.mem.MemTable, ioctx.ActivityDBOpen, nil)
 	if err != nil {
 		return err
 	}
-	if meta != nil {
-		r.created = append(r.created, manifest.TableFileName(d.dirname, meta.FileNum))
-		r.edit.AddFile(0, meta)
+	if tw != nil {
+		r.tables = append(r.tables, tw)
+		r.edit.AddFile(0, tw.meta)
 	}
 	r.mem.unref()
 	r.mem = d.newMemTable(nil, 0)
@@ -536,9 +539,7 @@ func (r *recovery) commit(ctx context.Context) error {
 	d.commit.logFile = wf
 	d.commit.logNum = logNum
 	d.mu.mem = d.newMemTable(nil, logNum)
-	for _, nf := range r.edit.NewFiles {
-		delete(d.mu.pendingOutputs, nf.Meta.FileNum)
-	}
+	r.tables.release()
 	return nil
 }
 
@@ -551,19 +552,15 @@ func (r *recovery) abandon() {
 		r.logFile = nil
 	}
 	if r.published {
+		r.tables.release()
 		return
 	}
+	r.tables.abandon()
 	for i := len(r.created) - 1; i >= 0; i-- {
-		if kind, num, ok := manifest.ParseFileName(filepath.Base(r.created[i])); ok && kind == manifest.FileKindTable {
-			d.tables.evict(num)
-		}
 		_ = d.fs.Remove(r.created[i])
 	}
 	for i := len(r.renamed) - 1; i >= 0; i-- {
 		_ = d.fs.Rename(r.renamed[i][1], r.renamed[i][0])
-	}
-	for _, nf := range r.edit.NewFiles {
-		d.removePendingOutput(nf.Meta.FileNum)
 	}
 }
 
