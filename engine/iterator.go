@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -37,6 +38,11 @@ type Iterator struct {
 	// memtable arena are.
 	copyAll        bool
 	keyBuf, valBuf []byte
+	// deadline is the request's deadline that the caller's context does not
+	// carry (see ioctx.ReadRequest), zero when none; expired is the error
+	// once a move found it passed.
+	deadline time.Time
+	expired  error
 }
 
 // NewIterator returns an iterator over the latest state of the database.
@@ -62,33 +68,49 @@ func (d *DB) newIteratorImpl(call readCall, opts *IterOptions, seq base.SeqNum) 
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
 	}
 	return &Iterator{
-		it:      readpath.NewIterator(call.ctx, &rs.view, call.env, seq, io),
-		rs:      rs,
-		cancel:  call.cancel,
-		copyAll: d.opts.MmapReads,
+		it:       readpath.NewIterator(call.ctx, &rs.view, call.env, seq, io),
+		rs:       rs,
+		cancel:   call.cancel,
+		copyAll:  d.opts.MmapReads,
+		deadline: call.env.Deadline,
 	}
 }
 
+// live reports whether the iterator may move: it is open and its request's
+// deadline, if any, has not passed. The context the reads check expires at
+// that deadline too, but only once its timer fires, which a loaded machine
+// delays; reading the clock here makes the deadline exact for every move.
+func (i *Iterator) live() bool {
+	switch {
+	case i.closed || i.expired != nil:
+		return false
+	case !i.deadline.IsZero() && !time.Now().Before(i.deadline):
+		i.expired = ioctx.TimeoutError("Deadline exceeded")
+		return false
+	}
+	return true
+}
+
 // First moves to the first key and reports whether there is one.
-func (i *Iterator) First() bool { return !i.closed && i.it.First() }
+func (i *Iterator) First() bool { return i.live() && i.it.First() }
 
 // Last moves to the last key.
-func (i *Iterator) Last() bool { return !i.closed && i.it.Last() }
+func (i *Iterator) Last() bool { return i.live() && i.it.Last() }
 
 // SeekGE moves to the first key >= key.
-func (i *Iterator) SeekGE(key []byte) bool { return !i.closed && i.it.SeekGE(key) }
+func (i *Iterator) SeekGE(key []byte) bool { return i.live() && i.it.SeekGE(key) }
 
 // SeekLT moves to the last key < key.
-func (i *Iterator) SeekLT(key []byte) bool { return !i.closed && i.it.SeekLT(key) }
+func (i *Iterator) SeekLT(key []byte) bool { return i.live() && i.it.SeekLT(key) }
 
 // Next moves to the next key.
-func (i *Iterator) Next() bool { return !i.closed && i.it.Next() }
+func (i *Iterator) Next() bool { return i.live() && i.it.Next() }
 
 // Prev moves to the previous key.
-func (i *Iterator) Prev() bool { return !i.closed && i.it.Prev() }
+func (i *Iterator) Prev() bool { return i.live() && i.it.Prev() }
 
 // Valid reports whether the iterator is at a key.
-func (i *Iterator) Valid() bool { return !i.closed && i.it.Valid() }
+func (i *Iterator) Valid() bool { return !i.closed && i.expired == nil && i.it.Valid() }
 
 // Key returns the current key.
 func (i *Iterator) Key() []byte { return i.heapBytes(i.it.Key(), &i.keyBuf) }
@@ -111,8 +133,11 @@ func (i *Iterator) heapBytes(b []byte, buf *[]byte) []byte {
 
 // Error returns the error that stopped the iterator, if any.
 func (i *Iterator) Error() error {
-	if i.closed {
+	switch {
+	case i.closed:
 		return base.Mark(errors.New("engine: iterator is closed"), ErrClosed)
+	case i.expired != nil:
+		return i.expired
 	}
 	return i.it.Error()
 }
@@ -125,6 +150,9 @@ func (i *Iterator) Close() error {
 	}
 	i.closed = true
 	err := i.it.Close()
+	if i.expired != nil {
+		err = i.expired
+	}
 	i.rs.unref()
 	if i.cancel != nil {
 		i.cancel()
