@@ -37,12 +37,18 @@ type testMember struct {
 	etcd               *embed.Etcd
 }
 
-// The cluster's timing: short ticks make a leader appear within a few
-// hundred milliseconds, and a lost one be noticed as fast.
-const (
-	testTickMs     = 10
-	testElectionMs = 100
-)
+// clusterTiming returns the test cluster's heartbeat tick and election
+// timeout. Short ticks make a leader appear within a few hundred
+// milliseconds, and a lost one be noticed as fast; but a member that misses
+// heartbeats for a whole election timeout (on a loaded machine, or under the
+// race detector, which slows the in-process members several times) starts
+// an election, and calls fail while it runs.
+func clusterTiming() (tickMs, electionMs uint) {
+	if raceEnabled {
+		return 100, 1500
+	}
+	return 50, 500
+}
 
 // shared is the cluster every test of the binary uses (TestMain starts it),
 // each DB in a namespace of its own.
@@ -146,8 +152,7 @@ func (c *testCluster) memberConfig(m *testMember, initialCluster string) *embed.
 	cfg.InitialCluster = initialCluster
 	cfg.InitialClusterToken = "shale-etcd-test"
 	cfg.ClusterState = embed.ClusterStateFlagNew
-	cfg.TickMs = testTickMs
-	cfg.ElectionMs = testElectionMs
+	cfg.TickMs, cfg.ElectionMs = clusterTiming()
 	cfg.MaxTxnOps = uint(c.maxTxnOps)
 	cfg.MaxRequestBytes = uint(c.maxRequestBytes)
 	// A test cluster's data need not survive a power cut: without fsync

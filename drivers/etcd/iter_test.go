@@ -108,7 +108,11 @@ func TestIteratorPaging(t *testing.T) {
 		if n != len(ref.keys) || it.Error() != nil {
 			t.Fatalf("bounds %q: backward scan saw %d keys, error %v; want %d", bounds, n, it.Error(), len(ref.keys))
 		}
-		for range 1500 {
+		moves := 1500
+		if testing.Short() {
+			moves = 300
+		}
+		for range moves {
 			k := targets[rng.IntN(len(targets))]
 			switch r := rng.IntN(10); {
 			case r == 0:
