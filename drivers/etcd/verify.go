@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // member is a cluster member as the verifications name it.
@@ -27,27 +28,28 @@ func (m member) String() string {
 	return fmt.Sprintf("member %s (ID %x, %s)", m.name, m.id, m.url)
 }
 
-// maintenanceRPC runs one RPC of a verification, timed as its read.
+// maintenanceRPC runs one RPC of a verification, timed as its read and its
+// response charged to the rate limiter.
 func (c *conn) maintenanceRPC(ctx context.Context, req ioctx.ReadRequest, op string,
-	rpc func(ctx context.Context) error) error {
+	rpc func(ctx context.Context) (proto.Message, error)) error {
 	rctx, cancel := c.rpcContext(ctx, req.IO.Timeout, req.Deadline)
 	defer cancel()
 	sw := c.startRead(req.IO)
-	err := rpc(rctx)
+	resp, err := rpc(rctx)
 	sw.Stop()
 	if err != nil {
 		return rpcError(ctx, rctx, op, err, false)
 	}
-	return nil
+	return c.chargeResponse(ctx, rctx, req.IO, op, resp)
 }
 
 // members lists the cluster's voting members that have a client URL.
 func (c *conn) members(ctx context.Context, req ioctx.ReadRequest, op string) ([]member, error) {
 	var resp *clientv3.MemberListResponse
-	err := c.maintenanceRPC(ctx, req, op+": MemberList", func(ctx context.Context) error {
+	err := c.maintenanceRPC(ctx, req, op+": MemberList", func(ctx context.Context) (proto.Message, error) {
 		var err error
 		resp, err = c.client.MemberList(ctx)
-		return err
+		return (*etcdserverpb.MemberListResponse)(resp), err
 	})
 	if err != nil {
 		return nil, err
@@ -82,12 +84,12 @@ func (c *conn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error 
 		return err
 	}
 	var rev int64
-	err = c.maintenanceRPC(ctx, req, "VerifyChecksum: revision", func(ctx context.Context) error {
+	err = c.maintenanceRPC(ctx, req, "VerifyChecksum: revision", func(ctx context.Context) (proto.Message, error) {
 		resp, err := c.kv.Range(ctx, &etcdserverpb.RangeRequest{Key: c.prefix, CountOnly: true}, c.callOpts...)
 		if err == nil {
 			rev = resp.GetHeader().GetRevision()
 		}
-		return err
+		return resp, err
 	})
 	if err != nil {
 		return err
@@ -115,11 +117,12 @@ func (c *conn) hashes(ctx context.Context, req ioctx.ReadRequest, ms []member, r
 	resps []*etcdserverpb.HashKVResponse, retry bool, err error) {
 	resps = make([]*etcdserverpb.HashKVResponse, len(ms))
 	for i, m := range ms {
-		err := c.maintenanceRPC(ctx, req, "VerifyChecksum: HashKV of "+m.String(), func(ctx context.Context) error {
-			resp, err := c.hashKV(ctx, m.url, rev)
-			resps[i] = resp
-			return err
-		})
+		err := c.maintenanceRPC(ctx, req, "VerifyChecksum: HashKV of "+m.String(),
+			func(ctx context.Context) (proto.Message, error) {
+				resp, err := c.hashKV(ctx, m.url, rev)
+				resps[i] = resp
+				return resp, err
+			})
 		if errors.Is(err, rpctypes.ErrFutureRev) {
 			return nil, true, nil
 		}
@@ -186,12 +189,13 @@ func compareHashes(ms []member, hashes []*etcdserverpb.HashKVResponse, rev int64
 // driver.ErrCorruption that names the member.
 func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error {
 	var alarms []*etcdserverpb.AlarmMember
-	err := c.maintenanceRPC(ctx, req, "VerifyFileChecksums: AlarmList", func(ctx context.Context) error {
+	err := c.maintenanceRPC(ctx, req, "VerifyFileChecksums: AlarmList", func(ctx context.Context) (proto.Message, error) {
 		resp, err := c.client.AlarmList(ctx)
-		if err == nil {
-			alarms = resp.Alarms
+		if err != nil {
+			return nil, err
 		}
-		return err
+		alarms = resp.Alarms
+		return (*etcdserverpb.AlarmResponse)(resp), nil
 	})
 	if err != nil {
 		return err
