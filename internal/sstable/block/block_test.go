@@ -47,7 +47,7 @@ func genKVs(rng *rand.Rand, n int) []kv {
 }
 
 func buildBlock(restartInterval int, kvs []kv) []byte {
-	b := NewBuilder(restartInterval)
+	b := newBuilder(restartInterval)
 	for _, e := range kvs {
 		b.Add(e.k, e.v)
 	}
@@ -55,7 +55,7 @@ func buildBlock(restartInterval int, kvs []kv) []byte {
 }
 
 func TestBuilderEncoding(t *testing.T) {
-	b := NewBuilder(2)
+	b := newBuilder(2)
 	require.True(t, b.Empty())
 	b.Add([]byte("apple"), []byte("1"))
 	b.Add([]byte("apricot"), []byte("2"))
@@ -84,7 +84,7 @@ func TestBuilderEncoding(t *testing.T) {
 func TestEstimatedSize(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, ri := range []int{0, 1, 3, 16} {
-		b := NewBuilder(ri)
+		b := newBuilder(ri)
 		for _, e := range genKVs(rng, 50) {
 			b.Add(e.k, e.v)
 		}
@@ -827,4 +827,11 @@ func BenchmarkBlockSeekLarge(b *testing.B) {
 			}
 		})
 	}
+}
+
+// newBuilder returns an initialised Builder.
+func newBuilder(restartInterval int) *Builder {
+	b := new(Builder)
+	b.Init(restartInterval)
+	return b
 }

@@ -22,16 +22,9 @@ type Builder struct {
 	finished bool
 }
 
-// NewBuilder returns a Builder that starts a restart interval every
-// restartInterval entries (values below 1 are treated as 1).
-func NewBuilder(restartInterval int) *Builder {
-	b := &Builder{}
-	b.Init(restartInterval)
-	return b
-}
-
-// Init prepares a zero Builder (or resets a used one) with restartInterval,
-// so a Builder can be embedded by value.
+// Init prepares a zero Builder (or resets a used one) to start a restart
+// interval every restartInterval entries (values below 1 are treated as 1).
+// Builders are embedded by value, so there is no constructor.
 func (b *Builder) Init(restartInterval int) {
 	b.restartInterval = max(restartInterval, 1)
 	b.Reset()
