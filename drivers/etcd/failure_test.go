@@ -278,7 +278,8 @@ func TestOneMemberDown(t *testing.T) {
 // member, flips a byte inside a value in its bbolt file (member/snap/db:
 // bbolt checks its meta pages, not its data pages, so the member starts),
 // and restarts it. VerifyChecksum must then report ErrCorruption naming
-// that member.
+// that member, and so must VerifyFileChecksums once etcd's own corruption
+// check has raised its alarm.
 func TestVerifyChecksumCorruptMember(t *testing.T) {
 	c := privateCluster(t)
 	db := openDSN(t, c.dsn(t, ""))
@@ -342,5 +343,25 @@ func TestVerifyChecksumCorruptMember(t *testing.T) {
 			}
 		}
 		t.Logf("VerifyChecksum: %v", err)
+	}
+
+	// etcd's own corruption check, which a leader runs every
+	// --corrupt-check-time, finds the same member and raises a CORRUPT
+	// alarm for it: VerifyFileChecksums reports the alarms.
+	leader := c.leaderIndex()
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	if err := c.members[leader].etcd.Server.CorruptionChecker().PeriodicCheck(); err != nil {
+		t.Fatalf("etcd's corruption check on the leader: %v", err)
+	}
+	err = db.VerifyFileChecksums(bg)
+	switch {
+	case !errors.Is(err, driver.ErrCorruption):
+		t.Errorf("VerifyFileChecksums after etcd's corruption check = %v; want ErrCorruption", err)
+	case !strings.Contains(err.Error(), "member "+name+" "):
+		t.Errorf("VerifyFileChecksums = %v; want it to name member %s", err, name)
+	default:
+		t.Logf("VerifyFileChecksums: %v", err)
 	}
 }
