@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,24 @@ func TestConfigValidate(t *testing.T) {
 		}
 		if _, err := NewConnector(c); !errors.Is(err, driver.ErrInvalidArgument) {
 			t.Errorf("NewConnector with %s = %v; want ErrInvalidArgument", name, err)
+		}
+	}
+}
+
+// TestReadmeDSNTable keeps README.md's DSN table in step with the parser.
+func TestReadmeDSNTable(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range DSNKeys() {
+		def := "`" + row[1] + "`"
+		if row[1] == "" {
+			def = "none"
+		}
+		line := "| `" + row[0] + "` | " + def + " | " + row[2] + " |"
+		if !strings.Contains(string(data), line) {
+			t.Errorf("README.md lacks the DSN row:\n%s", line)
 		}
 	}
 }
