@@ -158,6 +158,9 @@ func (c *testCluster) memberConfig(m *testMember, initialCluster string) *embed.
 	// A test cluster's data need not survive a power cut: without fsync
 	// each write costs a few hundred microseconds instead of milliseconds.
 	cfg.UnsafeNoFsync = true
+	// bcrypt's cheapest cost: TestAuthentication's logins take
+	// milliseconds, not a second each.
+	cfg.BcryptCost = 4
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.Logger = "zap"
 	cfg.Metrics = "basic"

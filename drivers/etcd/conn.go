@@ -192,16 +192,7 @@ func (c *conn) getAt(ctx context.Context, req ioctx.ReadRequest, op string, key 
 // Get reads key with one Range. The returned value is the response's own
 // slice, which nothing else holds.
 func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
-	sw := c.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
-	kv, _, err := c.getAt(ctx, req, "Get", key, 0)
-	sw.Stop()
-	c.stats.RecordTick(statistics.NumberKeysRead, 1)
-	var n int
-	if kv != nil {
-		n = len(kv.Value)
-		c.stats.RecordTick(statistics.BytesRead, uint64(n))
-	}
-	c.stats.RecordInHistogram(statistics.BytesPerRead, uint64(n))
+	kv, err := c.timedGet(ctx, req, "Get", key, 0)
 	switch {
 	case err != nil:
 		return nil, err
@@ -211,17 +202,49 @@ func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]by
 	return valueOf(kv), nil
 }
 
+// timedGet is getAt recording the engine's Get statistics: the DBGet
+// latency, NumberKeysRead, and the value's bytes in BytesRead and
+// BytesPerRead (0 when not found).
+func (c *conn) timedGet(ctx context.Context, req ioctx.ReadRequest, op string, key []byte, rev int64) (*mvccpb.KeyValue, error) {
+	sw := c.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
+	kv, _, err := c.getAt(ctx, req, op, key, rev)
+	sw.Stop()
+	c.stats.RecordTick(statistics.NumberKeysRead, 1)
+	var n int
+	if kv != nil {
+		n = len(kv.Value)
+		c.stats.RecordTick(statistics.BytesRead, uint64(n))
+	}
+	c.stats.RecordInHistogram(statistics.BytesPerRead, uint64(n))
+	return kv, err
+}
+
 // MultiGet reads keys with Txns of at most max_txn_ops Ranges, all at the
 // revision of the first, so the result is one snapshot.
 func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
-	sw := c.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
-	kvs, err := c.multiGetAt(ctx, req, keys, 0)
-	sw.Stop()
+	kvs, err := c.timedMultiGet(ctx, req, keys, 0)
+	if err != nil {
+		return nil, err
+	}
 	vals := make([][]byte, len(keys))
-	var found, n uint64
 	for i, kv := range kvs {
 		if kv != nil {
 			vals[i] = valueOf(kv)
+		}
+	}
+	return vals, nil
+}
+
+// timedMultiGet is multiGetAt recording the engine's MultiGet statistics:
+// the DBMultiGet latency, the calls, keys read and found, and the bytes
+// found in NumberMultiGetBytesRead and BytesPerMultiGet.
+func (c *conn) timedMultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte, rev int64) ([]*mvccpb.KeyValue, error) {
+	sw := c.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
+	kvs, err := c.multiGetAt(ctx, req, keys, rev)
+	sw.Stop()
+	var found, n uint64
+	for _, kv := range kvs {
+		if kv != nil {
 			found++
 			n += uint64(len(kv.Value))
 		}
@@ -231,10 +254,7 @@ func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byt
 	c.stats.RecordTick(statistics.NumberMultiGetKeysFound, found)
 	c.stats.RecordTick(statistics.NumberMultiGetBytesRead, n)
 	c.stats.RecordInHistogram(statistics.BytesPerMultiGet, n)
-	if err != nil {
-		return nil, err
-	}
-	return vals, nil
+	return kvs, err
 }
 
 // multiGetAt reads keys at rev (0: the latest) and returns one kv per key,

@@ -89,10 +89,7 @@ func (t *tx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte
 		}
 		return append([]byte{}, w.value...), nil
 	}
-	sw := t.c.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
-	kv, _, err := t.c.getAt(ctx, req, "Tx.Get", key, t.rev)
-	sw.Stop()
-	t.c.stats.RecordTick(statistics.NumberKeysRead, 1)
+	kv, err := t.c.timedGet(ctx, req, "Tx.Get", key, t.rev)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +97,6 @@ func (t *tx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte
 	if kv == nil {
 		return nil, errNotFound
 	}
-	t.c.stats.RecordTick(statistics.BytesRead, uint64(len(kv.Value)))
 	return valueOf(kv), nil
 }
 
@@ -122,25 +118,16 @@ func (t *tx) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte)
 	if len(fetch) == 0 {
 		return vals, nil
 	}
-	sw := t.c.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
-	kvs, err := t.c.multiGetAt(ctx, req, fetch, t.rev)
-	sw.Stop()
-	t.c.stats.RecordTick(statistics.NumberMultiGetCalls, 1)
-	t.c.stats.RecordTick(statistics.NumberMultiGetKeysRead, uint64(len(fetch)))
+	kvs, err := t.c.timedMultiGet(ctx, req, fetch, t.rev)
 	if err != nil {
 		return nil, err
 	}
-	var found, n uint64
 	for j, kv := range kvs {
 		t.recordRead(fetch[j], kv)
 		if kv != nil {
 			vals[at[j]] = valueOf(kv)
-			found++
-			n += uint64(len(kv.Value))
 		}
 	}
-	t.c.stats.RecordTick(statistics.NumberMultiGetKeysFound, found)
-	t.c.stats.RecordTick(statistics.NumberMultiGetBytesRead, n)
 	return vals, nil
 }
 

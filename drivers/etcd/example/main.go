@@ -118,7 +118,7 @@ func run(dsn string) error {
 	}
 	err = tx.Commit()
 	if !errors.Is(err, driver.ErrConflict) {
-		return fmt.Errorf("Commit after a concurrent write: %v, want ErrConflict", err)
+		return fmt.Errorf("commit after a concurrent write: %v, want ErrConflict", err)
 	}
 	fmt.Println("Commit after a concurrent write: conflict")
 
