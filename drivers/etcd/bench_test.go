@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/driver"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The benchmarks measure the driver against the shared in-process cluster:
@@ -109,4 +110,26 @@ func BenchmarkVerifyChecksum(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkHashKV is one member's HashKV (a new connection to the member and
+// the RPC), the unit VerifyChecksum repeats per member. keys/op is the
+// cluster's key count: the hash covers every revision of every key since the
+// last compaction.
+func BenchmarkHashKV(b *testing.B) {
+	benchDB(b, 1000, "")
+	cn := openConn(b, shared.dsn(b, ""))
+	cli := rawClient(b, shared)
+	resp, err := cli.Get(bg, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rev := resp.Header.Revision
+	url := shared.members[0].clientURL.String()
+	for b.Loop() {
+		if _, err := cn.hashKV(bg, url, rev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(resp.Count), "keys")
 }

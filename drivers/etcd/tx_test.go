@@ -2,6 +2,9 @@ package etcd
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,3 +165,97 @@ func TestCommitTimeoutIsUnknown(t *testing.T) {
 
 // ioctxGet is the request the façade hands a Get.
 var ioctxGet = ioctx.ReadRequest{IO: ioctx.IOOptions{Activity: ioctx.ActivityGet}}
+
+// TestTxIteratorModel walks a transaction's iterator, whose writes and
+// deletes overlay a snapshot read in pages of 2 keys, with random moves
+// and compares each with a model of the merged view.
+func TestTxIteratorModel(t *testing.T) {
+	db := openDB(t, "page_size=2")
+	rng := rand.New(rand.NewPCG(5, 6))
+	key := func(i int) string { return fmt.Sprintf("k%02d", i) }
+	view := map[string]string{}
+	for i := range 40 {
+		if rng.IntN(2) == 0 {
+			v := "db" + key(i)
+			if err := db.Put(bg, []byte(key(i)), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			view[key(i)] = v
+		}
+	}
+	tx, err := db.BeginTx(bg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for range 25 {
+		k := key(rng.IntN(40))
+		if rng.IntN(3) == 0 {
+			if err := tx.Delete(bg, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(view, k)
+		} else {
+			v := "tx" + k
+			if err := tx.Put(bg, []byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			view[k] = v
+		}
+	}
+	// Writes by others after BeginTx are invisible.
+	if err := db.Put(bg, []byte(key(41)), []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	for _, bounds := range [][2]string{{"", ""}, {"k10", "k30"}, {"k05", "k06"}} {
+		ref := &refIter{}
+		for k := range view {
+			if (bounds[0] == "" || k >= bounds[0]) && (bounds[1] == "" || k < bounds[1]) {
+				ref.keys = append(ref.keys, k)
+			}
+		}
+		slices.Sort(ref.keys)
+		var opts driver.IterOptions
+		if bounds[0] != "" {
+			opts = driver.IterOptions{LowerBound: []byte(bounds[0]), UpperBound: []byte(bounds[1])}
+		}
+		it, err := tx.NewIterator(bg, &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var trail []string
+		check := func(move string, got, want bool) {
+			t.Helper()
+			trail = append(trail, move)
+			if got != want || got && (string(it.Key()) != ref.keys[ref.pos] ||
+				string(it.Value()) != view[ref.keys[ref.pos]]) {
+				t.Fatalf("bounds %q, after %v: got %v at %q=%q; want %v at %v (error %v)", bounds,
+					trail[max(0, len(trail)-6):], got, it.Key(), it.Value(), want, ref, it.Error())
+			}
+		}
+		for range 600 {
+			k := key(rng.IntN(44))
+			switch r := rng.IntN(10); {
+			case r == 0:
+				check("First", it.First(), ref.seekGE(""))
+			case r == 1:
+				check("Last", it.Last(), ref.seekLT("\xff"))
+			case r < 4:
+				check("SeekGE("+k+")", it.SeekGE([]byte(k)), ref.seekGE(k))
+			case r < 5:
+				check("SeekLT("+k+")", it.SeekLT([]byte(k)), ref.seekLT(k))
+			case r < 8:
+				if it.Valid() {
+					check("Next", it.Next(), ref.next())
+				}
+			default:
+				if it.Valid() {
+					check("Prev", it.Prev(), ref.prev())
+				}
+			}
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
