@@ -96,18 +96,34 @@ func (c *conn) userKey(k []byte) []byte { return k[len(c.prefix):] }
 // deadline, request_timeout, timeout (a read's IO timeout; 0 for none) and
 // deadline (a read's deadline that ctx does not carry; zero for none).
 func (c *conn) rpcContext(ctx context.Context, timeout time.Duration, deadline time.Time) (context.Context, context.CancelFunc) {
-	d := deadlineOf(time.Now(), c.cfg.RequestTimeout, deadline, time.Time{})
-	if timeout > 0 {
-		d = earlier(d, time.Now().Add(timeout))
+	if t := c.cfg.RequestTimeout; t > 0 {
+		deadline = earlier(deadline, time.Now().Add(t))
 	}
-	cancel := context.CancelFunc(func() {})
-	if !d.IsZero() {
-		ctx, cancel = context.WithDeadline(ctx, d)
-	}
+	ctx, cancel := withDeadline(ctx, timeout, deadline)
 	if c.cfg.RequireLeader {
 		ctx = clientv3.WithRequireLeader(ctx)
 	}
 	return ctx, cancel
+}
+
+// withDeadline returns ctx expiring at the earlier of deadline (zero: none)
+// and timeout from now (0: none); ctx itself when neither is set.
+func withDeadline(ctx context.Context, timeout time.Duration, deadline time.Time) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		deadline = earlier(deadline, time.Now().Add(timeout))
+	}
+	if deadline.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, deadline)
+}
+
+// earlier returns the earlier of a and b, a zero time meaning none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // readRange runs one Range for a read with req, timed as the read's IO and
@@ -122,7 +138,7 @@ func (c *conn) readRange(ctx context.Context, req ioctx.ReadRequest, op string, 
 		return nil, rpcError(ctx, rctx, op, err, false)
 	}
 	c.pins.observe(resp.GetHeader().GetRevision())
-	if err := c.chargeResponse(ctx, rctx, req.IO, op, resp); err != nil {
+	if err := c.chargeResponse(ctx, req, op, resp); err != nil {
 		return nil, err
 	}
 	return resp, nil
@@ -139,19 +155,23 @@ func (c *conn) readTxn(ctx context.Context, req ioctx.ReadRequest, op string, r 
 		return nil, rpcError(ctx, rctx, op, err, false)
 	}
 	c.pins.observe(resp.GetHeader().GetRevision())
-	if err := c.chargeResponse(ctx, rctx, req.IO, op, resp); err != nil {
+	if err := c.chargeResponse(ctx, req, op, resp); err != nil {
 		return nil, err
 	}
 	return resp, nil
 }
 
 // chargeResponse charges a response's wire size, computed only when the
-// read is charged.
-func (c *conn) chargeResponse(ctx, rctx context.Context, io ioctx.IOOptions, op string, resp proto.Message) error {
-	if c.limiter == nil || !io.RateLimiterPriority.Charged() {
+// read is charged. The wait is bounded by ctx and the read's own deadline
+// and IO timeout, as the engine bounds its file reads' waits, not by
+// request_timeout, which bounds RPCs.
+func (c *conn) chargeResponse(ctx context.Context, req ioctx.ReadRequest, op string, resp proto.Message) error {
+	if c.limiter == nil || !req.IO.RateLimiterPriority.Charged() {
 		return nil
 	}
-	if err := c.charge(rctx, io, proto.Size(resp)); err != nil {
+	wctx, cancel := withDeadline(ctx, req.IO.Timeout, req.Deadline)
+	defer cancel()
+	if err := c.charge(wctx, req.IO, proto.Size(resp)); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}

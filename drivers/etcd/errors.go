@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/ioctx"
@@ -136,22 +135,4 @@ func grpcCode(err error) codes.Code {
 		return s.Code()
 	}
 	return codes.Unknown
-}
-
-// deadlineOf returns the earliest of now+timeout (when timeout > 0), d1 and
-// d2 (when not zero); zero when none is set.
-func deadlineOf(now time.Time, timeout time.Duration, d1, d2 time.Time) time.Time {
-	var d time.Time
-	if timeout > 0 {
-		d = now.Add(timeout)
-	}
-	return earlier(earlier(d, d1), d2)
-}
-
-// earlier returns the earlier of a and b, a zero time meaning none.
-func earlier(a, b time.Time) time.Time {
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -40,7 +40,7 @@ func (c *conn) maintenanceRPC(ctx context.Context, req ioctx.ReadRequest, op str
 	if err != nil {
 		return rpcError(ctx, rctx, op, err, false)
 	}
-	return c.chargeResponse(ctx, rctx, req.IO, op, resp)
+	return c.chargeResponse(ctx, req, op, resp)
 }
 
 // members lists the cluster's voting members that have a client URL.
