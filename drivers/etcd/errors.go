@@ -103,7 +103,9 @@ func rpcError(ctx, rctx context.Context, op string, err error, write bool) error
 		classes = append(classes, driver.ErrInvalidArgument)
 		unknown = false
 	case errors.Is(err, rpctypes.ErrCorrupt):
+		// A cluster with a CORRUPT alarm applies nothing.
 		classes = append(classes, driver.ErrCorruption)
+		unknown = false
 	default:
 		switch code := grpcCode(err); code {
 		case codes.Unavailable:
