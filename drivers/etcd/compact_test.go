@@ -16,7 +16,7 @@ func rawClient(t testing.TB, c *testCluster) *clientv3.Client {
 	t.Helper()
 	var eps []string
 	for _, m := range c.members {
-		eps = append(eps, m.clientURL.Host)
+		eps = append(eps, m.clientURL.String()) // with its scheme, as users write them
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
 	if err != nil {

@@ -69,20 +69,19 @@ func NewConnector(cfg Config) (driver.Connector, error) {
 }
 
 // NewClientConnector returns a Connector that uses client, which the caller
-// owns: the DB never closes it. cfg's endpoints, dial and authentication
-// settings are not used (the client has its own); its namespace, limits,
-// timeouts and statistics are.
+// owns: the DB never closes it. cfg (start from DefaultConfig(nil,
+// namespace)) gives the namespace, limits, timeouts and statistics; its
+// endpoints, dial, authentication and TLS settings are not used, the client
+// having its own.
 func NewClientConnector(client *clientv3.Client, cfg Config) (driver.Connector, error) {
 	if client == nil {
 		return nil, invalidArgument("etcd: NewClientConnector with a nil client")
 	}
-	if len(cfg.Endpoints) == 0 {
-		cfg.Endpoints = client.Endpoints()
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg.Endpoints = client.Endpoints()
+	if err := cfg.validate(false); err != nil {
 		return nil, err
 	}
-	return &connector{cfg: &cfg, client: client, shared: true}, nil
+	return &connector{cfg: &cfg, client: client}, nil
 }
 
 // connector connects one DB: it holds the client (made on the first
@@ -90,8 +89,6 @@ func NewClientConnector(client *clientv3.Client, cfg Config) (driver.Connector, 
 // connection it makes shares.
 type connector struct {
 	cfg *Config
-	// shared says client was given by the caller, who closes it.
-	shared bool
 
 	mu      sync.Mutex
 	client  *clientv3.Client

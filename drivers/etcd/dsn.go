@@ -307,13 +307,17 @@ func (c *Config) check() []error {
 
 // Validate checks a Config built in Go rather than parsed: the endpoints,
 // the namespace, the limits and the combinations ParseDSN checks.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(true) }
+
+// validate is Validate, checking the endpoints only when endpoints is set
+// (a caller's client has its own, which may carry URL schemes).
+func (c *Config) validate(endpoints bool) error {
 	var errs []error
-	if len(c.Endpoints) == 0 {
+	if endpoints && len(c.Endpoints) == 0 {
 		errs = append(errs, errors.New("no endpoints"))
 	}
 	for _, ep := range c.Endpoints {
-		if err := checkEndpoint(ep); err != nil {
+		if err := checkEndpoint(ep); endpoints && err != nil {
 			errs = append(errs, err)
 		}
 	}
