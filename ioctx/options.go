@@ -52,6 +52,18 @@ type ReadOptions struct {
 	// means automatic: iterators start small and double on sequential access,
 	// verification reads 256 KiB at a time.
 	ReadaheadSize int64
+
+	// Tag attributes the request's reads to a registered tag (a tenant, a
+	// job; see [RegisterTag]), in addition to its activity: they count in
+	// the tag's own statistics, are charged to the tag's budget if it has
+	// one, and take the tag's default priority when RateLimiterPriority is
+	// PriorityTotal. TagNone, the default, attributes them to no tag.
+	Tag Tag
+
+	// Perf, when not nil, receives what this request did (see
+	// [PerfContext]). Nil, the default, costs one nil check per recording
+	// site.
+	Perf *PerfContext
 }
 
 // WithContextDeadline returns ro with its Deadline set to the earlier of its
@@ -65,8 +77,8 @@ func (ro ReadOptions) WithContextDeadline(ctx context.Context) ReadOptions {
 
 // Merge returns defaults overridden by every field that over sets: a
 // non-Unknown activity, a priority other than Total, the earlier deadline,
-// the smaller non-zero timeout, a non-zero readahead, and each flag that is
-// set in either. A session (driver.Conn) merges the context's options over its
+// the smaller non-zero timeout, a non-zero readahead, a tag other than
+// TagNone, a non-nil Perf, and each flag that is set in either. A session (driver.Conn) merges the context's options over its
 // own defaults this way.
 func Merge(defaults, over ReadOptions) ReadOptions {
 	ro := defaults
@@ -85,6 +97,12 @@ func Merge(defaults, over ReadOptions) ReadOptions {
 	if over.ReadaheadSize != 0 {
 		ro.ReadaheadSize = over.ReadaheadSize
 	}
+	if over.Tag != TagNone {
+		ro.Tag = over.Tag
+	}
+	if over.Perf != nil {
+		ro.Perf = over.Perf
+	}
 	ro.DontVerifyChecksums = ro.DontVerifyChecksums || over.DontVerifyChecksums
 	ro.DontFillCache = ro.DontFillCache || over.DontFillCache
 	ro.AsyncIO = ro.AsyncIO || over.AsyncIO
@@ -101,6 +119,10 @@ type IOOptions struct {
 	RateLimiterPriority Priority
 	// Activity is the read's IO activity tag.
 	Activity Activity
+	// Tag is the tag the read is attributed to (TagNone for none).
+	Tag Tag
+	// Perf, when not nil, is the request's statistics sink.
+	Perf *PerfContext
 }
 
 // IOOptions converts ro into the options of a file read at the current time.
@@ -110,8 +132,10 @@ func (ro ReadOptions) IOOptions() (IOOptions, error) {
 	if ro.Deadline.IsZero() {
 		return IOOptions{
 			Timeout:             ro.IOTimeout,
-			RateLimiterPriority: ro.RateLimiterPriority,
+			RateLimiterPriority: ro.priority(),
 			Activity:            ro.Activity,
+			Tag:                 ro.Tag,
+			Perf:                ro.Perf,
 		}, nil
 	}
 	return ro.IOOptionsAt(time.Now())
@@ -122,9 +146,11 @@ func (ro ReadOptions) IOOptions() (IOOptions, error) {
 //     matches context.DeadlineExceeded);
 //   - otherwise the timeout is the time left before the deadline, at least
 //     one microsecond, lowered to IOTimeout when that is set and smaller;
-//   - priority and activity are copied.
+//   - activity, tag and sink are copied, and the priority is
+//     RateLimiterPriority, or the tag's default priority when that is
+//     PriorityTotal.
 func (ro ReadOptions) IOOptionsAt(now time.Time) (IOOptions, error) {
-	opts := IOOptions{RateLimiterPriority: ro.RateLimiterPriority, Activity: ro.Activity}
+	opts := IOOptions{RateLimiterPriority: ro.priority(), Activity: ro.Activity, Tag: ro.Tag, Perf: ro.Perf}
 	if !ro.Deadline.IsZero() {
 		left := ro.Deadline.Sub(now)
 		if left <= 0 {
@@ -141,4 +167,13 @@ func (ro ReadOptions) IOOptionsAt(now time.Time) (IOOptions, error) {
 		opts.Timeout = ro.IOTimeout
 	}
 	return opts, nil
+}
+
+// priority is the priority the request's reads are charged at: its own, or
+// its tag's default when it leaves it at PriorityTotal.
+func (ro ReadOptions) priority() Priority {
+	if ro.RateLimiterPriority == PriorityTotal && ro.Tag != TagNone {
+		return ro.Tag.Priority()
+	}
+	return ro.RateLimiterPriority
 }
