@@ -30,22 +30,33 @@ const (
 	// KindSet carries a value.
 	KindSet Kind = 1
 
-	// KindMax is the largest kind. A search key (userKey, seq, KindMax) sorts
-	// before every entry of userKey at seq, so seeking to it finds the
-	// newest entry visible at seq.
+	// KindMax is the largest point kind: the kinds that live in the
+	// point-key order (memtable skiplist, table data blocks). A search key
+	// (userKey, seq, KindMax) sorts before every entry of userKey at seq, so
+	// seeking to it finds the newest entry visible at seq.
 	KindMax = KindSet
+
+	// KindRangeDelete is a range tombstone: every key in [start, end) with a
+	// lower sequence number is deleted (RocksDB's kTypeRangeDeletion). It is
+	// not a point kind: range tombstones live beside the point keys (a batch
+	// record, the memtable's tombstone list, a table's range-deletion
+	// block), never in the point-key order, so KindMax stays KindSet and
+	// InternalKey.Valid stays false for it.
+	KindRangeDelete Kind = 0x0F
 
 	// kindInvalid is returned when a trailer's kind byte names no kind.
 	kindInvalid Kind = 0xFF
 )
 
-// String returns "DEL", "SET" or "INVALID".
+// String returns "DEL", "SET", "RANGEDEL" or "INVALID".
 func (k Kind) String() string {
 	switch k {
 	case KindDelete:
 		return "DEL"
 	case KindSet:
 		return "SET"
+	case KindRangeDelete:
+		return "RANGEDEL"
 	}
 	return "INVALID"
 }

@@ -20,7 +20,7 @@ const maxVarint32Len = 5
 // fit a varint32.
 const maxFieldLen = math.MaxUint32
 
-// Batch is a sequence of Set and Delete records in the encoding described in
+// Batch is a sequence of Set, Delete and DeleteRange records in the encoding described in
 // the package doc. The zero Batch is empty and ready to use.
 //
 // A Batch is not safe for concurrent use. The read-only methods (Count,
@@ -74,6 +74,29 @@ func (b *Batch) Delete(key []byte) {
 	b.data = append(b.data, key...)
 	b.addCount(1)
 }
+
+// DeleteRange appends a record that deletes every key in [start, end): a
+// range tombstone with key start and value end (end is exclusive). It covers
+// the keys written earlier in the batch, whose sequence numbers are lower,
+// and none written after it. The batch copies start and end; it does not
+// check their order (the engine drops empty and inverted ranges before they
+// reach a batch). It panics if start or end is 4 GiB or longer.
+func (b *Batch) DeleteRange(start, end []byte) {
+	checkFieldLen(len(start))
+	checkFieldLen(len(end))
+	b.ensureHeader()
+	b.data = slices.Grow(b.data, 1+2*maxVarint32Len+len(start)+len(end))
+	b.data = append(b.data, byte(base.KindRangeDelete))
+	b.data = binary.AppendUvarint(b.data, uint64(len(start)))
+	b.data = append(b.data, start...)
+	b.data = binary.AppendUvarint(b.data, uint64(len(end)))
+	b.data = append(b.data, end...)
+	b.addCount(1)
+}
+
+// HasValue reports whether records of kind carry a second field: the value
+// of a Set, the end key of a range deletion.
+func HasValue(kind base.Kind) bool { return kind == base.KindSet || kind == base.KindRangeDelete }
 
 func checkFieldLen(n int) {
 	if uint64(n) > maxFieldLen {
@@ -226,9 +249,10 @@ type Reader struct {
 // Next returns the next record. ok is false at the end of the records or on
 // an error. key and value point into the batch's buffer: they are valid as
 // long as the batch is (until it is Reset or given another encoding) and must
-// not be modified. value is nil for a Delete.
+// not be modified. value is nil for a Delete; for a range deletion
+// (base.KindRangeDelete) key is the start and value the exclusive end.
 //
-// A batch built with Set and Delete, or accepted by SetRepr, never makes Next
+// A batch built with Set, Delete and DeleteRange, or accepted by SetRepr, never makes Next
 // fail. A Reader over bytes that were not checked returns an error marked
 // base.ErrCorruption that names the record and offset, and keeps returning it.
 func (r *Reader) Next() (kind base.Kind, key, value []byte, ok bool, err error) {
@@ -257,7 +281,7 @@ func (r *Reader) Next() (kind base.Kind, key, value []byte, ok bool, err error) 
 	r.left--
 	r.num++
 	key = r.data[rec.keyOff : rec.keyOff+rec.keyLen : rec.keyOff+rec.keyLen]
-	if rec.kind == base.KindSet {
+	if HasValue(rec.kind) {
 		value = r.data[rec.valOff : rec.valOff+rec.valLen : rec.valOff+rec.valLen]
 	}
 	return rec.kind, key, value, true, nil
@@ -278,7 +302,7 @@ type record struct {
 // a record is at least two bytes long.
 func decodeRecord(data []byte, off int, num uint32) (record, error) {
 	rec := record{kind: base.Kind(data[off])}
-	if rec.kind != base.KindSet && rec.kind != base.KindDelete {
+	if rec.kind != base.KindSet && rec.kind != base.KindDelete && rec.kind != base.KindRangeDelete {
 		return record{}, base.CorruptionErrorf("batch: record %d at offset %d: unknown kind %d", num, off, data[off])
 	}
 	var err error
@@ -286,7 +310,7 @@ func decodeRecord(data []byte, off int, num uint32) (record, error) {
 		return record{}, err
 	}
 	rec.end = rec.keyOff + rec.keyLen
-	if rec.kind == base.KindSet {
+	if HasValue(rec.kind) {
 		if rec.valOff, rec.valLen, err = decodeField(data, rec.end, num, "value"); err != nil {
 			return record{}, err
 		}

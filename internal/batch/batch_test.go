@@ -24,9 +24,12 @@ type op struct {
 }
 
 func (o op) apply(b *Batch) {
-	if o.kind == base.KindSet {
+	switch o.kind {
+	case base.KindSet:
 		b.Set([]byte(o.key), []byte(o.value))
-	} else {
+	case base.KindRangeDelete:
+		b.DeleteRange([]byte(o.key), []byte(o.value))
+	default:
 		b.Delete([]byte(o.key))
 	}
 }
@@ -62,6 +65,9 @@ func readAll(t testing.TB, b *Batch) []op {
 
 func set(k, v string) op { return op{base.KindSet, k, v} }
 func del(k string) op    { return op{base.KindDelete, k, ""} }
+
+// rdel is a range deletion of [start, end).
+func rdel(start, end string) op { return op{base.KindRangeDelete, start, end} }
 
 func TestRoundTrip(t *testing.T) {
 	long := strings.Repeat("x", 300) // a two-byte varint length

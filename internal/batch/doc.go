@@ -1,5 +1,5 @@
-// Package batch is the write-batch encoding: a sequence of Set and Delete
-// records that is written to the WAL as one unit and applied to the memtable
+// Package batch is the write-batch encoding: a sequence of Set, Delete and
+// DeleteRange records that is written to the WAL as one unit and applied to the memtable
 // as one unit. It is the LevelDB/RocksDB WriteBatch "rep".
 //
 // # Format
@@ -15,15 +15,25 @@
 // (record i gets seqnum+i-1 when the batch is applied) and the number of
 // records, count. Each record is
 //
-//	Set:    kind=0x01 | varint32 key length | key | varint32 value length | value
-//	Delete: kind=0x00 | varint32 key length | key
+//	Set:         kind=0x01 | varint32 key length | key | varint32 value length | value
+//	Delete:      kind=0x00 | varint32 key length | key
+//	DeleteRange: kind=0x0F | varint32 start length | start | varint32 end length | end
 //
-// where kind is the base.Kind byte (base.KindSet, base.KindDelete) and
+// where kind is the base.Kind byte (base.KindSet, base.KindDelete,
+// base.KindRangeDelete) and
 // varint32 is an unsigned LEB128 varint of at most 5 bytes whose value fits
 // in 32 bits. An encoding is valid when it has exactly count records, no
 // bytes after the last one, and seqnum+count-1 <= base.MaxSeqNum; anything
 // else is reported as an error marked base.ErrCorruption that names the
 // record and its offset.
+//
+// A DeleteRange record (RocksDB's kTypeRangeDeletion, same byte) is a range
+// tombstone: when applied at sequence number s it deletes every key k with
+// start <= k < end written at a sequence number below s, so it covers the
+// batch's earlier records and none of its later ones. The decoder does not
+// check start < end; an empty or inverted range deletes nothing. The kind came
+// with range deletions; WALs written before it hold only Set and Delete
+// records and decode as before.
 //
 // # Use
 //

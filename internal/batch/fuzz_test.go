@@ -21,6 +21,8 @@ func FuzzBatchDecode(f *testing.F) {
 	f.Add(build(99, set("k", ""), del("k"), set("k", "v2"), set("", strings.Repeat("v", 200))).Repr())
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10})
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 1, 'a', 1, 'b'})
+	f.Add(build(5, set("a", "1"), rdel("a", "c"), set("b", "2"), rdel("", "")).Repr())
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x0F, 1, 'a', 5, 'b'})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var b Batch
@@ -62,10 +64,24 @@ func FuzzBatchDecode(f *testing.F) {
 			t.Fatalf("re-encoded batch has %d records, want %d", len(got), len(ops))
 		}
 
-		// The index agrees with the last write to each key.
+		// The index agrees with the last write to each key, a range
+		// deletion turning every key it covers into a Delete.
 		model := indexModel{}
+		var ranges []op
 		for _, o := range ops {
-			model[o.key] = o
+			if o.kind != base.KindRangeDelete {
+				model[o.key] = o
+				continue
+			}
+			ranges = append(ranges, o)
+			for k := range model {
+				if o.key <= k && k < o.value {
+					model[k] = del(k)
+				}
+			}
+		}
+		if n := NewIndex(&b).NumRangeDeletions(); n != len(ranges) {
+			t.Fatalf("index has %d range deletions, want %d", n, len(ranges))
 		}
 		x := NewIndex(&b)
 		if x.Len() != len(model) {
@@ -75,6 +91,14 @@ func FuzzBatchDecode(f *testing.F) {
 			v, kind, found := x.Get([]byte(k))
 			if !found || kind != want.kind || string(v) != want.value {
 				t.Fatalf("Get(%q) = %q, %v, %v; want %q, %v", k, v, kind, found, want.value, want.kind)
+			}
+		}
+		for _, r := range ranges {
+			if _, ok := model[r.key]; ok || r.key >= r.value {
+				continue
+			}
+			if _, kind, found := x.Get([]byte(r.key)); !found || kind != base.KindDelete {
+				t.Fatalf("Get(%q) inside deleted range [%q, %q) = %v, %v; want a Delete", r.key, r.key, r.value, kind, found)
 			}
 		}
 		it := x.NewIter(nil, nil)

@@ -41,6 +41,8 @@ type Index struct {
 	num    uint32         // records indexed
 	latest []indexEntry   // the latest write to each distinct key, in first-write order
 	byKey  map[string]int // key → position in latest
+	// rangeDels are the batch's range deletions in batch order, as offsets.
+	rangeDels []indexRange
 	// sorted is latest sorted by key, shared read-only with the iterators
 	// made since the batch last changed; nil when stale. It is never written
 	// after it is built, so older iterators keep a consistent view.
@@ -53,6 +55,12 @@ type indexEntry struct {
 	keyOff, keyLen int
 	valOff, valLen int
 	kind           base.Kind
+}
+
+// indexRange locates a range deletion's start and end in the batch.
+type indexRange struct {
+	startOff, startLen int
+	endOff, endLen     int
 }
 
 // NewIndex returns an index over b. The index reads b's buffer directly; b
@@ -69,6 +77,7 @@ func (x *Index) catchUp() {
 		x.off = HeaderLen
 		x.num = 0
 		x.latest = x.latest[:0]
+		x.rangeDels = x.rangeDels[:0]
 		clear(x.byKey)
 		x.sorted = nil
 	}
@@ -78,18 +87,66 @@ func (x *Index) catchUp() {
 			// Set, Delete and SetRepr only ever leave well-formed records.
 			panic(base.AssertionFailedf("batch: indexing a batch whose records do not decode: %v", err))
 		}
-		e := indexEntry{keyOff: rec.keyOff, keyLen: rec.keyLen, valOff: rec.valOff, valLen: rec.valLen, kind: rec.kind}
-		key := b.data[rec.keyOff : rec.keyOff+rec.keyLen]
-		if i, ok := x.byKey[string(key)]; ok {
-			x.latest[i] = e
+		if rec.kind == base.KindRangeDelete {
+			x.indexRangeDelete(rec)
 		} else {
-			x.byKey[string(key)] = len(x.latest)
-			x.latest = append(x.latest, e)
+			e := indexEntry{keyOff: rec.keyOff, keyLen: rec.keyLen, valOff: rec.valOff, valLen: rec.valLen, kind: rec.kind}
+			key := b.data[rec.keyOff : rec.keyOff+rec.keyLen]
+			if i, ok := x.byKey[string(key)]; ok {
+				x.latest[i] = e
+			} else {
+				x.byKey[string(key)] = len(x.latest)
+				x.latest = append(x.latest, e)
+			}
 		}
 		x.off = rec.end
 		x.num++
 		x.sorted = nil
 	}
+}
+
+// indexRangeDelete records a range deletion and turns the latest write of
+// every key it covers into a Delete: the deletion is newer than each of them.
+// It costs O(keys indexed so far), which transactions' batches afford.
+func (x *Index) indexRangeDelete(rec record) {
+	r := indexRange{startOff: rec.keyOff, startLen: rec.keyLen, endOff: rec.valOff, endLen: rec.valLen}
+	x.rangeDels = append(x.rangeDels, r)
+	for i := range x.latest {
+		e := &x.latest[i]
+		if e.kind != base.KindDelete && x.covers(r, x.b.data[e.keyOff:e.keyOff+e.keyLen]) {
+			e.kind = base.KindDelete
+			e.valOff, e.valLen = 0, 0
+		}
+	}
+}
+
+// covers reports whether r's range holds key.
+func (x *Index) covers(r indexRange, key []byte) bool {
+	data := x.b.data
+	return bytes.Compare(data[r.startOff:r.startOff+r.startLen], key) <= 0 &&
+		bytes.Compare(key, data[r.endOff:r.endOff+r.endLen]) < 0
+}
+
+// RangeDeletions calls fn with the start and end of each range deletion in
+// the batch, in batch order, until fn returns false. The slices point into
+// the batch's buffer and must not be modified or retained past the batch's
+// next change. A reader merging the index over a snapshot treats every
+// snapshot key they cover as deleted; keys the batch wrote after a range
+// deletion are already in the index as their latest write.
+func (x *Index) RangeDeletions(fn func(start, end []byte) bool) {
+	x.catchUp()
+	data := x.b.data
+	for _, r := range x.rangeDels {
+		if !fn(data[r.startOff:r.startOff+r.startLen:r.startOff+r.startLen], data[r.endOff:r.endOff+r.endLen:r.endOff+r.endLen]) {
+			return
+		}
+	}
+}
+
+// NumRangeDeletions returns the number of range deletions in the batch.
+func (x *Index) NumRangeDeletions() int {
+	x.catchUp()
+	return len(x.rangeDels)
 }
 
 // Len returns the number of distinct keys written to the batch.
@@ -100,13 +157,19 @@ func (x *Index) Len() int {
 
 // Get returns the latest write to key in the batch. found is false when the
 // batch does not write key; otherwise kind is base.KindSet with the value, or
-// base.KindDelete with a nil value. The value points into the batch's buffer:
+// base.KindDelete with a nil value. A key that a range deletion covers, and
+// that the batch did not write again after it, is found as a Delete. The value points into the batch's buffer:
 // it must not be modified, and it is valid until the batch is Reset or given
 // another encoding.
 func (x *Index) Get(key []byte) (value []byte, kind base.Kind, found bool) {
 	x.catchUp()
 	i, ok := x.byKey[string(key)]
 	if !ok {
+		for _, r := range x.rangeDels {
+			if x.covers(r, key) {
+				return nil, base.KindDelete, true
+			}
+		}
 		return nil, 0, false
 	}
 	e := &x.latest[i]

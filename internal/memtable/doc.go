@@ -46,4 +46,14 @@
 // memory and may change freely.
 //
 // A Set with an empty value has a non-nil empty value; a Delete has none.
+//
+// # Range tombstones
+//
+// Range deletions (base.KindRangeDelete) do not go into the skiplist: the
+// point-key order has no place for a key range. A memtable keeps them in a
+// mutex-guarded list on the Go heap and hands readers an immutable
+// fragmented rangedel.Set of them (RangeDeletions), rebuilt by the first
+// reader after a tombstone was added. A memtable without tombstones answers
+// RangeDeletions with nil after one atomic load, so point reads and
+// iteration cost what they did before range deletions existed.
 package memtable

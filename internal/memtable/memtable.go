@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/batch"
+	"github.com/shaledb/shale/internal/rangedel"
 )
 
 var (
@@ -37,6 +39,8 @@ type MemTable struct {
 	// Searches start at this level.
 	height atomic.Uint32
 	count  atomic.Int64
+	// rangeDels holds the range tombstones, beside the skiplist.
+	rangeDels rangeDelList
 	// yield, set only by tests, makes inserters yield inside the windows
 	// where links are half updated, so concurrent tests hit them.
 	yield bool
@@ -96,8 +100,89 @@ func (m *MemTable) Reset() {
 	clear(m.arena.buf[:m.arena.used.Load()])
 	m.arena.used.Store(arenaStart)
 	m.count.Store(0)
+	m.rangeDels.reset()
 	m.initHead()
 }
+
+// rangeDelList is a memtable's range tombstones: an append-only list under a
+// mutex and an immutable fragmented Set of it, rebuilt lazily by the first
+// reader after a change. Readers of a memtable without tombstones pay one
+// atomic load; with tombstones, one more while the Set is current.
+type rangeDelList struct {
+	n    atomic.Int64 // len(list), readable without mu
+	mu   sync.Mutex
+	list []rangedel.Tombstone
+	// set is the fragmented form of the first setN tombstones of list.
+	set  atomic.Pointer[fragmented]
+	heap int64 // bytes of keys copied into list
+}
+
+type fragmented struct {
+	n   int64
+	set *rangedel.Set
+}
+
+func (l *rangeDelList) add(seq base.SeqNum, start, end []byte) {
+	// One allocation holds both keys; they must outlive the memtable's
+	// readers, so they live on the Go heap, not in the (unmappable) arena.
+	buf := make([]byte, len(start)+len(end))
+	copy(buf, start)
+	copy(buf[len(start):], end)
+	l.mu.Lock()
+	l.list = append(l.list, rangedel.Tombstone{Start: buf[:len(start):len(start)], End: buf[len(start):], Seq: seq})
+	l.heap += int64(len(buf)) + 64
+	l.n.Store(int64(len(l.list)))
+	l.mu.Unlock()
+}
+
+func (l *rangeDelList) reset() {
+	l.mu.Lock()
+	l.list, l.heap = nil, 0
+	l.n.Store(0)
+	l.set.Store(nil)
+	l.mu.Unlock()
+}
+
+// fragments returns the current Set, rebuilding it if tombstones were added
+// since it was built.
+func (l *rangeDelList) fragments() *rangedel.Set {
+	n := l.n.Load()
+	if n == 0 {
+		return nil
+	}
+	if f := l.set.Load(); f != nil && f.n == n {
+		return f.set
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n = int64(len(l.list))
+	if f := l.set.Load(); f != nil && f.n == n {
+		return f.set
+	}
+	set := rangedel.New(l.list[:n:n])
+	l.set.Store(&fragmented{n: n, set: set})
+	return set
+}
+
+// AddRangeDelete adds a range tombstone deleting the keys in [start, end)
+// below seq. The keys are copied. An empty or inverted range is kept (it
+// deletes nothing), so that a flush writes what the WAL holds.
+func (m *MemTable) AddRangeDelete(seq base.SeqNum, start, end []byte) error {
+	if seq > base.MaxSeqNum {
+		return base.InvalidArgumentf("memtable: sequence number %d above the maximum %d", seq, base.MaxSeqNum)
+	}
+	m.rangeDels.add(seq, start, end)
+	return nil
+}
+
+// RangeDeletions returns the memtable's range tombstones in fragmented form,
+// every one of them whatever its sequence number (readers filter by their
+// own), or nil when there are none: the check costs one atomic load. The Set
+// is immutable; tombstones added later are in the Set of a later call.
+func (m *MemTable) RangeDeletions() *rangedel.Set { return m.rangeDels.fragments() }
+
+// NumRangeDeletions returns the number of range tombstones added.
+func (m *MemTable) NumRangeDeletions() int { return int(m.rangeDels.n.Load()) }
 
 // Add inserts an entry: key at seq with kind, and value for a Set (a Delete
 // has no value, and value is ignored). It copies key and value into the
@@ -139,6 +224,10 @@ func checkEntry(seq base.SeqNum, kind base.Kind) error {
 // become visible one by one, so the engine makes the batch's sequence
 // numbers visible to readers only after Apply returns.
 //
+// A range deletion record is not a skiplist entry: it joins the memtable's
+// range tombstones (see RangeDeletions) at its sequence number, after the
+// arena reservation succeeded, so a batch that does not fit adds none.
+//
 // A malformed batch (one that did not come from Set, Delete or a successful
 // SetRepr) returns its corruption error before anything is inserted.
 // ErrRecordExists part-way through means a sequence number was reused, a
@@ -161,12 +250,15 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 	var total uint64
 	r := b.Reader()
 	for {
-		_, key, value, ok, err := r.Next()
+		kind, key, value, ok, err := r.Next()
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
+		}
+		if kind == base.KindRangeDelete {
+			continue
 		}
 		total += entrySize(randomHeight(rng.Uint64()), len(key), len(value))
 	}
@@ -184,6 +276,10 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 		}
 		if !ok {
 			return nil
+		}
+		if kind == base.KindRangeDelete {
+			m.rangeDels.add(s, key, value)
+			continue
 		}
 		h := randomHeight(rng.Uint64())
 		m.initNode(off, h, base.MakeTrailer(s, kind), key, value)
@@ -242,8 +338,17 @@ func (m *MemTable) Get(key []byte, seq base.SeqNum) (value []byte, kind base.Kin
 }
 
 // ApproximateSize returns the arena bytes in use, including the memtable's
-// fixed overhead (a few hundred bytes).
-func (m *MemTable) ApproximateSize() int { return m.arena.size() }
+// fixed overhead (a few hundred bytes), plus the heap bytes of its range
+// tombstones.
+func (m *MemTable) ApproximateSize() int {
+	n := m.arena.size()
+	if m.rangeDels.n.Load() != 0 {
+		m.rangeDels.mu.Lock()
+		n += int(m.rangeDels.heap)
+		m.rangeDels.mu.Unlock()
+	}
+	return n
+}
 
 // Capacity returns the arena's size in bytes.
 func (m *MemTable) Capacity() int { return len(m.arena.buf) }
@@ -267,8 +372,9 @@ func (m *MemTable) OffHeap(b []byte) bool {
 // Count returns the number of entries.
 func (m *MemTable) Count() int { return int(m.count.Load()) }
 
-// Empty reports whether the memtable has no entries.
-func (m *MemTable) Empty() bool { return m.count.Load() == 0 }
+// Empty reports whether the memtable has no entries and no range
+// tombstones.
+func (m *MemTable) Empty() bool { return m.count.Load() == 0 && m.rangeDels.n.Load() == 0 }
 
 // initNode writes an entry at off, which alloc returned with room for it.
 // The arena is zeroed memory that is never reused, so the links start at 0.

@@ -1,0 +1,72 @@
+package batch
+
+import (
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeleteRangeRecord pins the record's encoding (kind 0x0F, start, end)
+// and that it reads back with the start as key and the end as value.
+func TestDeleteRangeRecord(t *testing.T) {
+	b := build(9, set("a", "1"), rdel("a", "c"))
+	want := []byte{9, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0,
+		0x01, 1, 'a', 1, '1',
+		0x0F, 1, 'a', 1, 'c'}
+	require.Equal(t, want, b.Repr())
+	require.Equal(t, []op{set("a", "1"), rdel("a", "c")}, readAll(t, b))
+
+	var c Batch
+	require.NoError(t, c.SetRepr(append([]byte(nil), want...)))
+	require.Equal(t, []op{set("a", "1"), rdel("a", "c")}, readAll(t, &c))
+
+	// A range deletion cut short after its start is corruption.
+	err := c.SetRepr(append([]byte(nil), want[:len(want)-2]...))
+	require.True(t, base.IsCorruption(err), "%v", err)
+}
+
+// TestIndexRangeDelete checks read-your-writes over range deletions: a
+// deletion covers the batch's earlier writes in its range and no later one,
+// and a key the batch never wrote reads as deleted inside the range.
+func TestIndexRangeDelete(t *testing.T) {
+	b := New()
+	x := NewIndex(b)
+	b.Set([]byte("a"), []byte("1"))
+	b.Set([]byte("b"), []byte("2"))
+	b.Set([]byte("d"), []byte("4"))
+	b.DeleteRange([]byte("b"), []byte("d"))
+	b.Set([]byte("c"), []byte("3"))
+
+	for _, tc := range []struct {
+		key   string
+		value string
+		kind  base.Kind
+		found bool
+	}{
+		{"a", "1", base.KindSet, true},
+		{"b", "", base.KindDelete, true},  // written before the deletion
+		{"bb", "", base.KindDelete, true}, // never written, inside the range
+		{"c", "3", base.KindSet, true},    // written after the deletion
+		{"d", "4", base.KindSet, true},    // the end is exclusive
+		{"e", "", 0, false},
+	} {
+		v, kind, found := x.Get([]byte(tc.key))
+		require.Equal(t, tc.found, found, tc.key)
+		require.Equal(t, tc.kind, kind, tc.key)
+		require.Equal(t, tc.value, string(v), tc.key)
+	}
+	require.Equal(t, []op{set("a", "1"), del("b"), set("c", "3"), set("d", "4")}, scan(t, x.NewIter(nil, nil)))
+
+	var got [][2]string
+	x.RangeDeletions(func(start, end []byte) bool {
+		got = append(got, [2]string{string(start), string(end)})
+		return true
+	})
+	require.Equal(t, [][2]string{{"b", "d"}}, got)
+
+	b.Reset()
+	require.Equal(t, 0, x.NumRangeDeletions(), "Reset forgets the deletions")
+	_, _, found := x.Get([]byte("bb"))
+	require.False(t, found)
+}

@@ -1,0 +1,48 @@
+package memtable
+
+import (
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/batch"
+	"github.com/stretchr/testify/require"
+)
+
+// TestApplyRangeDelete checks that a batch's range deletion joins the
+// memtable's tombstones at its own sequence number and not the skiplist, and
+// that the fragmented Set follows later additions.
+func TestApplyRangeDelete(t *testing.T) {
+	m := New(1 << 16)
+	require.Nil(t, m.RangeDeletions(), "no tombstones: nil")
+	b := batch.New()
+	b.Set([]byte("a"), []byte("1"))
+	b.DeleteRange([]byte("a"), []byte("c"))
+	b.Set([]byte("b"), []byte("2"))
+	require.NoError(t, m.Apply(b, 10))
+	require.Equal(t, 2, m.Count(), "the tombstone is not a skiplist entry")
+	require.False(t, m.Empty())
+
+	s := m.RangeDeletions()
+	seq, _ := s.Covering([]byte("a"), base.MaxSeqNum)
+	require.Equal(t, base.SeqNum(11), seq, "the record's own sequence number")
+	seq, _ = s.Covering([]byte("a"), 10)
+	require.Zero(t, seq, "invisible below its sequence number")
+	require.Same(t, s, m.RangeDeletions(), "unchanged: the same Set")
+
+	require.NoError(t, m.AddRangeDelete(20, []byte("x"), []byte("z")))
+	seq, _ = m.RangeDeletions().Covering([]byte("y"), base.MaxSeqNum)
+	require.Equal(t, base.SeqNum(20), seq)
+	require.Equal(t, 2, m.NumRangeDeletions())
+
+	m.Reset()
+	require.Nil(t, m.RangeDeletions())
+	require.True(t, m.Empty())
+}
+
+// TestOnlyRangeDeleteNotEmpty: a memtable holding only a tombstone must be
+// flushed, not dropped as empty.
+func TestOnlyRangeDeleteNotEmpty(t *testing.T) {
+	m := New(1 << 16)
+	require.NoError(t, m.AddRangeDelete(1, []byte("a"), []byte("b")))
+	require.False(t, m.Empty())
+}

@@ -1,0 +1,267 @@
+package rangedel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Tombstone deletes the keys in [Start, End) written below sequence number
+// Seq.
+type Tombstone struct {
+	Start, End []byte
+	Seq        base.SeqNum
+}
+
+// Fragment is a piece [Start, End) of the key space and the sequence numbers
+// of the tombstones covering it, highest first.
+type Fragment struct {
+	Start, End []byte
+	Seqs       []base.SeqNum
+}
+
+// Contains reports whether key is in [f.Start, f.End).
+func (f *Fragment) Contains(key []byte) bool {
+	return bytes.Compare(f.Start, key) <= 0 && bytes.Compare(key, f.End) < 0
+}
+
+// Visible returns the highest sequence number of f's tombstones that is at
+// most readSeq, or 0 when none is.
+func (f *Fragment) Visible(readSeq base.SeqNum) base.SeqNum {
+	for _, s := range f.Seqs {
+		if s <= readSeq {
+			return s
+		}
+	}
+	return 0
+}
+
+// Set is a fragmented set of tombstones; see the package doc.
+type Set struct {
+	frags []Fragment
+}
+
+// New fragments ts, leaving ts itself unchanged; the
+// Set refers to the tombstones' key bytes. Its cost is O(b log b + c) for b
+// boundaries and c (fragment, covering tombstone) pairs, which is O(n²) only
+// for n tombstones that all nest.
+func New(ts []Tombstone) *Set {
+	bounds := make([][]byte, 0, 2*len(ts))
+	for _, t := range ts {
+		if bytes.Compare(t.Start, t.End) < 0 {
+			bounds = append(bounds, t.Start, t.End)
+		}
+	}
+	if len(bounds) == 0 {
+		return nil
+	}
+	slices.SortFunc(bounds, bytes.Compare)
+	bounds = slices.CompactFunc(bounds, bytes.Equal)
+	// seqs[i] collects the tombstones covering [bounds[i], bounds[i+1]).
+	seqs := make([][]base.SeqNum, len(bounds)-1)
+	for _, t := range ts {
+		if bytes.Compare(t.Start, t.End) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(bounds, t.Start, bytes.Compare)
+		for ; bytes.Compare(bounds[i], t.End) < 0; i++ {
+			seqs[i] = append(seqs[i], t.Seq)
+		}
+	}
+	s := &Set{}
+	for i, sq := range seqs {
+		if len(sq) == 0 {
+			continue
+		}
+		slices.SortFunc(sq, func(a, b base.SeqNum) int { return compareDesc(a, b) })
+		sq = slices.Compact(sq)
+		if n := len(s.frags); n > 0 && bytes.Equal(s.frags[n-1].End, bounds[i]) && slices.Equal(s.frags[n-1].Seqs, sq) {
+			s.frags[n-1].End = bounds[i+1]
+			continue
+		}
+		s.frags = append(s.frags, Fragment{Start: bounds[i], End: bounds[i+1], Seqs: sq})
+	}
+	return s
+}
+
+func compareDesc(a, b base.SeqNum) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// FromFragments returns the Set of fragments that are already sorted,
+// non-overlapping and each well formed (as DecodeFragment checks), e.g. the
+// ones a table's range-deletion block holds. It does not copy frags. It
+// returns nil for none and an error marked base.ErrCorruption when frags
+// are out of order or overlap.
+func FromFragments(frags []Fragment) (*Set, error) {
+	if len(frags) == 0 {
+		return nil, nil
+	}
+	for i := range frags {
+		f := &frags[i]
+		if bytes.Compare(f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
+			return nil, base.CorruptionErrorf("rangedel: fragment %d [%q, %q) is empty", i, f.Start, f.End)
+		}
+		if i > 0 && bytes.Compare(frags[i-1].End, f.Start) > 0 {
+			return nil, base.CorruptionErrorf("rangedel: fragment %d [%q, %q) overlaps or precedes [%q, %q)",
+				i, f.Start, f.End, frags[i-1].Start, frags[i-1].End)
+		}
+	}
+	return &Set{frags: frags}, nil
+}
+
+// Empty reports whether the set has no fragments.
+func (s *Set) Empty() bool { return s == nil || len(s.frags) == 0 }
+
+// Len returns the number of fragments.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.frags)
+}
+
+// Fragments returns the fragments in order. The caller must not modify them.
+func (s *Set) Fragments() []Fragment {
+	if s == nil {
+		return nil
+	}
+	return s.frags
+}
+
+// search returns the index of the fragment containing key, or -1.
+func (s *Set) search(key []byte) int {
+	i, j := 0, len(s.frags)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if bytes.Compare(s.frags[h].End, key) <= 0 {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i < len(s.frags) && bytes.Compare(s.frags[i].Start, key) <= 0 {
+		return i
+	}
+	return -1
+}
+
+// Covering returns the highest sequence number at most readSeq of a
+// tombstone covering key, and the fragment holding key; seq is 0 (and f nil)
+// when no visible tombstone covers key. A point (key, p) is deleted for a
+// reader at readSeq exactly when p < seq.
+func (s *Set) Covering(key []byte, readSeq base.SeqNum) (seq base.SeqNum, f *Fragment) {
+	if s == nil {
+		return 0, nil
+	}
+	i := s.search(key)
+	if i < 0 {
+		return 0, nil
+	}
+	f = &s.frags[i]
+	if seq = f.Visible(readSeq); seq == 0 {
+		return 0, nil
+	}
+	return seq, f
+}
+
+// Overlapping returns the fragments that intersect [lo, hi); a nil bound is
+// unbounded.
+func (s *Set) Overlapping(lo, hi []byte) []Fragment {
+	if s == nil {
+		return nil
+	}
+	i := 0
+	if lo != nil {
+		i, _ = slices.BinarySearchFunc(s.frags, lo, func(f Fragment, k []byte) int {
+			if bytes.Compare(f.End, k) <= 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	j := len(s.frags)
+	if hi != nil {
+		j, _ = slices.BinarySearchFunc(s.frags, hi, func(f Fragment, k []byte) int {
+			if bytes.Compare(f.Start, k) < 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	if i >= j {
+		return nil
+	}
+	return s.frags[i:j]
+}
+
+// Tombstones returns the tombstones the fragments stand for: one per
+// (fragment, sequence number), so New(s.Tombstones()) equals s. Merging the
+// tombstones of several sets and fragmenting them again is how compaction
+// combines its inputs' tombstones.
+func (s *Set) Tombstones(dst []Tombstone) []Tombstone {
+	for _, f := range s.Fragments() {
+		for _, q := range f.Seqs {
+			dst = append(dst, Tombstone{Start: f.Start, End: f.End, Seq: q})
+		}
+	}
+	return dst
+}
+
+// AppendValue appends the encoding of f's End and sequence numbers (the
+// value of f's block entry, see the package doc) to dst.
+func AppendValue(dst []byte, f *Fragment) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(f.End)))
+	dst = append(dst, f.End...)
+	dst = binary.AppendUvarint(dst, uint64(len(f.Seqs)))
+	for _, q := range f.Seqs {
+		dst = binary.AppendUvarint(dst, uint64(q))
+	}
+	return dst
+}
+
+// DecodeFragment decodes the block entry (start, value) of a fragment. The
+// result refers to start and value (Seqs is newly allocated). A malformed
+// value, an empty range or sequence numbers that are not strictly decreasing
+// give an error marked base.ErrCorruption.
+func DecodeFragment(start, value []byte) (Fragment, error) {
+	n, w := binary.Uvarint(value)
+	if w <= 0 || n > uint64(len(value)-w) {
+		return Fragment{}, base.CorruptionErrorf("rangedel: fragment %q: bad end length", start)
+	}
+	f := Fragment{Start: start, End: value[w : w+int(n) : w+int(n)]}
+	value = value[w+int(n):]
+	if bytes.Compare(f.Start, f.End) >= 0 {
+		return Fragment{}, base.CorruptionErrorf("rangedel: fragment [%q, %q) is empty", f.Start, f.End)
+	}
+	cnt, w := binary.Uvarint(value)
+	// Each sequence number takes at least a byte.
+	if w <= 0 || cnt == 0 || cnt > uint64(len(value)-w) {
+		return Fragment{}, base.CorruptionErrorf("rangedel: fragment [%q, %q): bad sequence number count", f.Start, f.End)
+	}
+	value = value[w:]
+	f.Seqs = make([]base.SeqNum, 0, cnt)
+	for range cnt {
+		q, w := binary.Uvarint(value)
+		if w <= 0 || q > uint64(base.MaxSeqNum) {
+			return Fragment{}, base.CorruptionErrorf("rangedel: fragment [%q, %q): bad sequence number", f.Start, f.End)
+		}
+		if k := len(f.Seqs); k > 0 && base.SeqNum(q) >= f.Seqs[k-1] {
+			return Fragment{}, base.CorruptionErrorf("rangedel: fragment [%q, %q): sequence numbers not decreasing", f.Start, f.End)
+		}
+		f.Seqs = append(f.Seqs, base.SeqNum(q))
+		value = value[w:]
+	}
+	if len(value) != 0 {
+		return Fragment{}, base.CorruptionErrorf("rangedel: fragment [%q, %q): %d trailing bytes", f.Start, f.End, len(value))
+	}
+	return f, nil
+}

@@ -1,0 +1,199 @@
+package rangedel
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/stretchr/testify/require"
+)
+
+func ts(start, end string, seq base.SeqNum) Tombstone {
+	return Tombstone{Start: []byte(start), End: []byte(end), Seq: seq}
+}
+
+// modelCovering is Covering by brute force over the raw tombstones.
+func modelCovering(tss []Tombstone, key []byte, readSeq base.SeqNum) base.SeqNum {
+	var best base.SeqNum
+	for _, t := range tss {
+		if t.Seq <= readSeq && bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 {
+			best = max(best, t.Seq)
+		}
+	}
+	return best
+}
+
+func TestFragment(t *testing.T) {
+	s := New([]Tombstone{ts("a", "e", 3), ts("c", "g", 5), ts("x", "x", 9), ts("z", "y", 9)})
+	var got []string
+	for _, f := range s.Fragments() {
+		got = append(got, fmt.Sprintf("[%s,%s)%v", f.Start, f.End, f.Seqs))
+	}
+	require.Equal(t, []string{"[a,c)[3]", "[c,e)[5 3]", "[e,g)[5]"}, got)
+
+	for _, tc := range []struct {
+		key     string
+		readSeq base.SeqNum
+		want    base.SeqNum
+		end     string
+	}{
+		{"a", 10, 3, "c"}, {"b", 2, 0, ""}, {"c", 4, 3, "e"}, {"d", 10, 5, "e"},
+		{"f", 10, 5, "g"}, {"g", 10, 0, ""}, {"0", 10, 0, ""}, {"x", 10, 0, ""},
+	} {
+		seq, f := s.Covering([]byte(tc.key), tc.readSeq)
+		require.Equal(t, tc.want, seq, tc.key)
+		if tc.want != 0 {
+			require.Equal(t, tc.end, string(f.End), tc.key)
+		} else {
+			require.Nil(t, f)
+		}
+	}
+	require.Nil(t, New([]Tombstone{ts("b", "a", 1)}), "inverted ranges delete nothing")
+	var none *Set
+	seq, f := none.Covering([]byte("a"), 10)
+	require.Zero(t, seq)
+	require.Nil(t, f)
+	require.True(t, none.Empty())
+}
+
+// TestFragmentAdjacentMerge checks that touching tombstones of the same
+// sequence number become one fragment, so an iterator skips them in one seek.
+func TestFragmentAdjacentMerge(t *testing.T) {
+	s := New([]Tombstone{ts("a", "c", 4), ts("c", "e", 4)})
+	require.Equal(t, 1, s.Len())
+	require.Equal(t, "e", string(s.Fragments()[0].End))
+}
+
+func TestFragmentModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	key := func() []byte { return fmt.Appendf(nil, "%02d", rng.IntN(30)) }
+	for range 300 {
+		var tss []Tombstone
+		for i := range rng.IntN(8) {
+			tss = append(tss, Tombstone{Start: key(), End: key(), Seq: base.SeqNum(i + 1)})
+		}
+		checkSet(t, tss, New(tss))
+	}
+}
+
+// checkSet checks s, the fragments of tss, against a brute-force model and
+// that it survives an encode/decode round trip.
+func checkSet(t testing.TB, tss []Tombstone, s *Set) {
+	frags := s.Fragments()
+	for i := range frags {
+		f := &frags[i]
+		if bytes.Compare(f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
+			t.Fatalf("bad fragment %q %q %v", f.Start, f.End, f.Seqs)
+		}
+		if i > 0 && bytes.Compare(frags[i-1].End, f.Start) > 0 {
+			t.Fatalf("fragments overlap")
+		}
+		for j := 1; j < len(f.Seqs); j++ {
+			if f.Seqs[j] >= f.Seqs[j-1] {
+				t.Fatalf("seqs not decreasing: %v", f.Seqs)
+			}
+		}
+	}
+	var decoded []Fragment
+	for i := range frags {
+		f, err := DecodeFragment(frags[i].Start, AppendValue(nil, &frags[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded = append(decoded, f)
+	}
+	d, err := FromFragments(decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for _, x := range tss {
+		keys = append(keys, x.Start, x.End, append(bytes.Clone(x.Start), 0))
+	}
+	for _, k := range keys {
+		for _, rs := range []base.SeqNum{0, 1, 3, 5, base.MaxSeqNum} {
+			want := modelCovering(tss, k, rs)
+			for _, set := range []*Set{s, d} {
+				got, f := set.Covering(k, rs)
+				if got != want {
+					t.Fatalf("Covering(%q, %d) = %d, want %d", k, rs, got, want)
+				}
+				if got != 0 && !f.Contains(k) {
+					t.Fatalf("Covering(%q) gave fragment [%q, %q)", k, f.Start, f.End)
+				}
+			}
+		}
+	}
+	if r := New(s.Tombstones(nil)); r.Len() != s.Len() {
+		t.Fatalf("refragmenting gave %d fragments, want %d", r.Len(), s.Len())
+	}
+}
+
+func TestOverlapping(t *testing.T) {
+	s := New([]Tombstone{ts("a", "c", 1), ts("e", "g", 2), ts("i", "k", 3)})
+	str := func(fs []Fragment) (out []string) {
+		for _, f := range fs {
+			out = append(out, string(f.Start))
+		}
+		return out
+	}
+	require.Equal(t, []string{"a", "e", "i"}, str(s.Overlapping(nil, nil)))
+	require.Equal(t, []string{"e"}, str(s.Overlapping([]byte("c"), []byte("f"))))
+	require.Equal(t, []string{"a", "e"}, str(s.Overlapping([]byte("b"), []byte("e1"))))
+	require.Nil(t, s.Overlapping([]byte("c"), []byte("e")))
+}
+
+func TestDecodeFragmentCorrupt(t *testing.T) {
+	good := AppendValue(nil, &Fragment{Start: []byte("a"), End: []byte("b"), Seqs: []base.SeqNum{5, 2}})
+	for name, v := range map[string][]byte{
+		"empty":      {},
+		"truncated":  good[:len(good)-1],
+		"trailing":   append(bytes.Clone(good), 0),
+		"no seqs":    {1, 'b', 0},
+		"increasing": {1, 'b', 2, 2, 5},
+	} {
+		_, err := DecodeFragment([]byte("a"), v)
+		require.True(t, base.IsCorruption(err), "%s: %v", name, err)
+	}
+	_, err := DecodeFragment([]byte("b"), good)
+	require.True(t, base.IsCorruption(err), "an empty range is corruption")
+}
+
+// FuzzDecodeFragment: any value either decodes to a well-formed fragment
+// that re-encodes to the same bytes or gives a corruption error.
+func FuzzDecodeFragment(f *testing.F) {
+	f.Add([]byte("a"), AppendValue(nil, &Fragment{End: []byte("b"), Seqs: []base.SeqNum{9, 1}}))
+	f.Add([]byte(""), []byte{0, 1, 1})
+	f.Fuzz(func(t *testing.T, start, value []byte) {
+		fr, err := DecodeFragment(start, value)
+		if err != nil {
+			if !base.IsCorruption(err) {
+				t.Fatalf("unmarked error %v", err)
+			}
+			return
+		}
+		if _, err := FromFragments([]Fragment{fr}); err != nil {
+			t.Fatalf("decoded fragment rejected: %v", err)
+		}
+		if re := AppendValue(nil, &fr); len(re) > len(value) {
+			t.Fatalf("re-encoding grew")
+		}
+	})
+}
+
+// FuzzFragmenter fragments tombstones decoded from data and checks the
+// result against the brute-force model.
+func FuzzFragmenter(f *testing.F) {
+	f.Add([]byte{1, 5, 3, 9, 2, 7, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var tss []Tombstone
+		for i := 0; i+2 < len(data) && len(tss) < 64; i += 3 {
+			tss = append(tss, Tombstone{
+				Start: []byte{data[i] % 16}, End: []byte{data[i+1] % 16}, Seq: base.SeqNum(data[i+2]%8) + 1,
+			})
+		}
+		checkSet(t, tss, New(tss))
+	})
+}
