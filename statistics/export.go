@@ -108,6 +108,9 @@ type Export struct {
 	// Histograms holds every histogram whose MinLevel is at most Level, in
 	// Histogram order.
 	Histograms []HistogramValue
+	// Tags holds, when Level is at least TagMinLevel, the statistics of
+	// every tag seen, in order of tag value.
+	Tags []TagValue
 }
 
 // TickerValue is one ticker's count in an [Export].
@@ -147,6 +150,9 @@ func (s *Statistics) Export() Export {
 		if h.MinLevel() <= e.Level {
 			e.Histograms = append(e.Histograms, HistogramValue{Histogram: h, HistogramSnapshot: s.HistogramSnapshot(h)})
 		}
+	}
+	if e.Level >= TagMinLevel {
+		e.Tags = s.exportTags()
 	}
 	return e
 }

@@ -23,6 +23,9 @@ type Statistics struct {
 	level  atomic.Int32
 	mask   uint32 // len(shards)-1; len(shards) is a power of two
 	shards []shard
+	// tags holds the statistics of each tag seen, by value - 0x80; see
+	// [Statistics.Tag].
+	tags [numTagSlots]atomic.Pointer[TagStats]
 }
 
 // shardData is everything one shard counts: every ticker and every
@@ -267,6 +270,9 @@ func (s *Statistics) Reset() {
 			sh.hists[h].Clear()
 		}
 	}
+	for _, ts := range s.Tags() {
+		ts.reset()
+	}
 }
 
 // String returns every ticker and every histogram in the layout of RocksDB's
@@ -277,6 +283,9 @@ func (s *Statistics) Reset() {
 // then one line per histogram, in Histogram order, where P100 is the max:
 //
 //	shale.sst.read.micros P50 : 12.500000 P95 : 48.000000 P99 : 51.000000 P100 : 51.000000 COUNT : 40 SUM : 700
+//
+// and last, for each tag the statistics have seen (see [Statistics.Tag]), its
+// tickers and its histogram, named "shale.tag.<tag name>." plus the suffix.
 func (s *Statistics) String() string {
 	var b strings.Builder
 	b.Grow(int(NumTickers)*48 + int(NumHistograms)*128)
@@ -288,6 +297,7 @@ func (s *Statistics) String() string {
 		fmt.Fprintf(&b, "%s P50 : %f P95 : %f P99 : %f P100 : %f COUNT : %d SUM : %d\n",
 			h, d.Median, d.P95, d.P99, float64(d.Max), d.Count, d.Sum)
 	}
+	s.writeTags(&b)
 	return b.String()
 }
 
