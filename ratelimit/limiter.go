@@ -665,3 +665,14 @@ func (g *Generic) Close() {
 		}
 	}
 }
+
+// ChargeRead makes a Generic usable as a tag's own read budget
+// (ioctx.TagOptions.Budget): it is RequestToken for a read, with no
+// alignment and no statistics (the reads are counted in the database's).
+// A Generic in ModeWrites limits no reads and grants every request at once.
+func (g *Generic) ChargeRead(ctx context.Context, bytes int64, pri ioctx.Priority) (int64, error) {
+	return g.RequestToken(ctx, bytes, 0, pri, nil, OpRead)
+}
+
+// Generic is an ioctx.Budget.
+var _ ioctx.Budget = (*Generic)(nil)

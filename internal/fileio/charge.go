@@ -24,10 +24,19 @@ import (
 // that is not charged (see charged) calls each once for the whole range.
 //
 // sw, when not nil, excludes the waits from its latency sample (Read does,
-// MultiRead does not, as in RocksDB).
-func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistics.StopWatch, off int64, n int,
-	each func(pos, size int) error) error {
-	if !r.charged(opts) {
+// MultiRead does not, as in RocksDB); obs, when not nil, counts them.
+//
+// A read whose tag has a budget (ioctx.TagOptions.Budget) is charged to it
+// as well, piece by piece, after the database's limiter: every piece the
+// database grants is charged in full to the budget before it is read, so
+// each limiter is charged exactly the bytes read. The budget is charged at
+// the read's priority, or at PriorityUser for a read the database does not
+// charge (its priority is Total, or there is no limiter).
+func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistics.StopWatch, obs *observer,
+	off int64, n int, each func(pos, size int) error) error {
+	budget := opts.Tag.Budget()
+	dbCharged := r.charged(opts)
+	if !dbCharged && budget == nil {
 		if each == nil || n == 0 {
 			return nil
 		}
@@ -42,7 +51,15 @@ func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistic
 		if sw != nil {
 			sw.DelayStart()
 		}
-		granted, err := r.opts.Limiter.RequestToken(ctx, int64(n-pos), 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
+		waitStart := obs.timeWait()
+		granted, err := int64(n-pos), error(nil)
+		if dbCharged {
+			granted, err = r.opts.Limiter.RequestToken(ctx, granted, 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
+		}
+		if err == nil && granted > 0 && budget != nil {
+			err = chargeBudget(ctx, budget, granted, opts.RateLimiterPriority)
+		}
+		obs.endWait(waitStart)
 		if sw != nil {
 			sw.DelayStop()
 		}
@@ -58,6 +75,25 @@ func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistic
 			}
 		}
 		pos += int(granted)
+	}
+	return nil
+}
+
+// chargeBudget charges n bytes to a tag's budget, in as many grants as it
+// takes.
+func chargeBudget(ctx context.Context, budget ioctx.Budget, n int64, pri ioctx.Priority) error {
+	if !pri.Charged() {
+		pri = ioctx.PriorityUser
+	}
+	for n > 0 {
+		got, err := budget.ChargeRead(ctx, n, pri)
+		if err != nil {
+			return err
+		}
+		if got <= 0 {
+			return base.AssertionFailedf("fileio: tag budget granted %d bytes of a request of %d", got, n)
+		}
+		n -= got
 	}
 	return nil
 }

@@ -22,7 +22,12 @@
 //  5. fails the read with a timed-out error if it took longer than
 //     IOOptions.Timeout (the operating system's read is not interrupted, but
 //     its result is not used late);
-//  6. counts the bytes read.
+//  6. counts the bytes read;
+//  7. for a read with a tag (IOOptions.Tag) or a sink (IOOptions.Perf),
+//     records its time (rate-limiter waits excluded), bytes and waits in
+//     the tag's statistics (from statistics.TagMinLevel up) and in the
+//     sink; a tag's own budget is charged in step 2 next to the limiter.
+//     A read with neither reads no extra clock.
 //
 // Read excludes the time spent waiting for the rate limiter from its sample
 // (RocksDB's buffered read path); MultiRead includes it, and ReadAsync

@@ -51,20 +51,24 @@ func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 		}
 	}
 	start := timeIfTimeout(opts)
+	obs := r.observe(opts)
 	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
-	err := r.charge(ctx, opts, nil, reqs[0].Offset, totalLen(reqs), nil)
+	err := r.charge(ctx, opts, nil, &obs, reqs[0].Offset, totalLen(reqs), nil)
+	read := 0
 	if err == nil {
 		r.readAll(opts, reqs)
 		for i := range reqs {
 			q := &reqs[i]
 			if q.Err == nil {
 				r.account(q.Len)
+				read += q.Len
 			} else if err == nil {
 				err = q.Err
 			}
 		}
 	}
 	sw.Stop()
+	obs.done(read)
 	r.opts.Stats.RecordInHistogram(statistics.MultiGetIOBatchSize, uint64(len(reqs)))
 	if err == nil && opts.Timeout > 0 {
 		if err = r.checkTimeout(start, opts.Timeout, reqs[0].Offset, totalLen(reqs)); err != nil {
@@ -177,11 +181,12 @@ func (r *Reader) ReadAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadR
 
 func (r *Reader) completeAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadRequest, done func(*ReadRequest)) {
 	start := timeIfTimeout(opts)
+	obs := r.observe(opts)
 	var err error
 	if err = ctx.Err(); err != nil {
 		err = r.ctxError(err, req.Offset, req.Len)
 	} else {
-		err = r.charge(ctx, opts, nil, req.Offset, req.Len, nil)
+		err = r.charge(ctx, opts, nil, &obs, req.Offset, req.Len, nil)
 	}
 	if err == nil {
 		req.Result, err = r.readRequest(opts, req)
@@ -194,7 +199,9 @@ func (r *Reader) completeAsync(ctx context.Context, opts ioctx.IOOptions, req *R
 		if !errors.Is(err, context.Canceled) {
 			r.opts.Stats.RecordTick(statistics.AsyncReadErrorCount, 1)
 		}
+		obs.done(0)
 	} else {
+		obs.done(req.Len)
 		r.account(req.Len)
 		r.opts.Stats.RecordInHistogram(statistics.AsyncReadBytes, uint64(req.Len))
 	}

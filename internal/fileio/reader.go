@@ -133,27 +133,30 @@ func (r *Reader) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n in
 		return nil, r.ctxError(err, off, n)
 	}
 	start := timeIfTimeout(opts)
+	obs := r.observe(opts)
 	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
-	result, err := r.read(ctx, &sw, opts, off, n, scratch)
+	result, err := r.read(ctx, &sw, &obs, opts, off, n, scratch)
 	sw.Stop()
 	if err == nil && opts.Timeout > 0 {
 		err = r.checkTimeout(start, opts.Timeout, off, n)
 	}
 	if err != nil {
+		obs.done(0)
 		return nil, err
 	}
+	obs.done(n)
 	r.account(n)
 	return result, nil
 }
 
-func (r *Reader) read(ctx context.Context, sw *statistics.StopWatch, opts ioctx.IOOptions, off int64, n int, scratch []byte) ([]byte, error) {
+func (r *Reader) read(ctx context.Context, sw *statistics.StopWatch, obs *observer, opts ioctx.IOOptions, off int64, n int, scratch []byte) ([]byte, error) {
 	if off < 0 || n < 0 || off > r.size || int64(n) > r.size-off {
 		return nil, base.CorruptionErrorf("fileio: %s: read of %d bytes at offset %d is beyond the file's %d bytes",
 			r.name, n, off, r.size)
 	}
 	if r.mapped != nil {
 		// The mapping needs no copy, but the read is still charged.
-		if err := r.charge(ctx, opts, sw, off, n, nil); err != nil {
+		if err := r.charge(ctx, opts, sw, obs, off, n, nil); err != nil {
 			return nil, err
 		}
 		return r.mapped[off : off+int64(n) : off+int64(n)], nil
@@ -162,7 +165,7 @@ func (r *Reader) read(ctx context.Context, sw *statistics.StopWatch, opts ioctx.
 		return nil, base.AssertionFailedf("fileio: scratch of %d bytes for a read of %d", len(scratch), n)
 	}
 	// Read each granted piece before asking for the next, as RocksDB does.
-	err := r.charge(ctx, opts, sw, off, n, func(pos, size int) error {
+	err := r.charge(ctx, opts, sw, obs, off, n, func(pos, size int) error {
 		got, err := vfs.ReadAtOptions(r.file, opts, scratch[pos:pos+size], off+int64(pos))
 		if !complete(got, size, err) {
 			return r.readError(err, off, n, pos+got)
