@@ -90,11 +90,27 @@ func (k InternalKey) SeqNum() SeqNum { return SeqNum(k.Trailer >> 8) }
 
 // Kind returns the key's kind.
 func (k InternalKey) Kind() Kind {
-	if kind := Kind(k.Trailer & 0xff); kind <= KindMax {
+	if kind := Kind(k.Trailer & 0xff); kind <= KindMax || kind == KindRangeDelete {
 		return kind
 	}
 	return kindInvalid
 }
+
+// RangeDeleteSentinelTrailer is the trailer of a range-deletion sentinel key
+// (pebble's InternalKeyRangeDeleteSentinel): (end, MaxSeqNum, KindRangeDelete)
+// sorts before every entry of end, so as a table's largest key it bounds a
+// range tombstone's exclusive end without claiming end itself.
+const RangeDeleteSentinelTrailer = uint64(MaxSeqNum)<<8 | uint64(KindRangeDelete)
+
+// MakeRangeDeleteSentinel returns the sentinel key of the exclusive end
+// userKey.
+func MakeRangeDeleteSentinel(userKey []byte) InternalKey {
+	return InternalKey{UserKey: userKey, Trailer: RangeDeleteSentinelTrailer}
+}
+
+// IsExclusiveSentinel reports whether k is a range-deletion sentinel: as an
+// upper bound, it excludes its own user key.
+func (k InternalKey) IsExclusiveSentinel() bool { return k.Trailer == RangeDeleteSentinelTrailer }
 
 // Valid reports whether the key's kind is one shale knows.
 func (k InternalKey) Valid() bool { return Kind(k.Trailer&0xff) <= KindMax }

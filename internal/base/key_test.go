@@ -15,3 +15,14 @@ func TestKindRangeDelete(t *testing.T) {
 	require.False(t, k.Valid(), "a range tombstone is not a point key")
 	require.Equal(t, KindSet, KindMax)
 }
+
+// TestRangeDeleteSentinel: the sentinel sorts before every entry of its user
+// key, so a bound made of it excludes that key.
+func TestRangeDeleteSentinel(t *testing.T) {
+	s := MakeRangeDeleteSentinel([]byte("m"))
+	require.True(t, s.IsExclusiveSentinel())
+	require.Equal(t, KindRangeDelete, s.Kind())
+	require.Negative(t, CompareInternal(s, MakeInternalKey([]byte("m"), MaxSeqNum, KindSet)))
+	require.Positive(t, CompareInternal(s, MakeInternalKey([]byte("l"), 1, KindSet)))
+	require.False(t, MakeSearchKey([]byte("m"), MaxSeqNum).IsExclusiveSentinel())
+}

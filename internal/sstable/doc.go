@@ -11,6 +11,7 @@
 //	...
 //	data block n-1     | trailer
 //	filter block       | trailer   present when bloom bits per key > 0
+//	range-del block    | trailer   present when the table has range tombstones
 //	properties block   | trailer
 //	metaindex block    | trailer
 //	index block        | trailer
@@ -66,7 +67,30 @@
 //
 // The metaindex block maps meta block names to their handles, sorted, restart
 // interval 1, never compressed: MetaFilterName ("shale.filter.bloom", when
-// there is a filter) and MetaPropertiesName ("shale.properties").
+// there is a filter), MetaPropertiesName ("shale.properties") and
+// MetaRangeDelName ("shale.rangedel", when the table has range tombstones).
+//
+// # Range deletions
+//
+// The range deletion block holds the table's range tombstones in fragmented
+// form (package rangedel): non-overlapping fragments in increasing order,
+// one entry each, restart interval 1, never compressed. An entry's key is the
+// fragment's start user key; its value is the varint-prefixed end user key
+// (exclusive) and the varint count and values of the covering tombstones'
+// sequence numbers, strictly decreasing (rangedel.AppendValue). A reader
+// loads the block at open and keeps it. A table with the block has format
+// version FormatVersionRangeDel (2) in its footer and properties, so that a
+// reader predating range deletions refuses it rather than reading it without
+// its tombstones; a table without it is written exactly as before, with
+// FormatVersion 1. A table may hold tombstones and no point entry (its
+// index block is then empty).
+//
+// A table's smallest and largest keys, which the writer reports and the
+// MANIFEST records, cover its tombstones: a tombstone's start contributes
+// (start, MaxSeqNum, KindMax) and its exclusive end the sentinel
+// (end, MaxSeqNum, KindRangeDelete), which sorts before every entry of end,
+// so a table whose tombstones end where the next table of its level starts
+// does not overlap it.
 //
 // Data and index blocks are compressed with the table's compression when that
 // saves at least an eighth of the block (package compress).
@@ -78,7 +102,8 @@
 //	1       <=20  metaindex block handle (two varint64s)
 //	        <=20  index block handle (two varint64s)
 //	...           zero padding up to offset 41
-//	41      4     format version, uint32 LE (= FormatVersion = 1)
+//	41      4     format version, uint32 LE (FormatVersion = 1, or
+//	              FormatVersionRangeDel = 2 with a range deletion block)
 //	45      8     magic, uint64 LE (= Magic = 0x5348414c45535354, "SHALESST"
 //	              read as a big-endian string)
 //

@@ -55,8 +55,9 @@ func DecodeFooter(b []byte, fileSize uint64) (Footer, error) {
 	}
 	var f Footer
 	f.FormatVersion = binary.LittleEndian.Uint32(b[footerVersionOffset:])
-	if f.FormatVersion != FormatVersion {
-		return Footer{}, base.CorruptionErrorf("sstable: unsupported format version %d, want %d", f.FormatVersion, FormatVersion)
+	if f.FormatVersion != FormatVersion && f.FormatVersion != FormatVersionRangeDel {
+		return Footer{}, base.CorruptionErrorf("sstable: unsupported format version %d, want %d or %d",
+			f.FormatVersion, FormatVersion, FormatVersionRangeDel)
 	}
 	f.Checksum = checksum.Type(b[0])
 	if !f.Checksum.Supported() {

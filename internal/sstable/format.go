@@ -8,9 +8,16 @@ const Magic uint64 = 0x5348414c45535354
 // of the file format; do not change.
 const FooterLen = 53
 
-// FormatVersion is the table format version this package writes and reads.
-// Part of the file format; do not change.
+// FormatVersion is the table format version of a table without range
+// tombstones, which this package writes (byte for byte as before range
+// deletions existed) and reads. Part of the file format; do not change.
 const FormatVersion = 1
+
+// FormatVersionRangeDel is the format version of a table with a range
+// deletion block (MetaRangeDelName). A reader that knows only FormatVersion
+// rejects such a table instead of reading it without its tombstones. Part of
+// the file format; do not change.
+const FormatVersionRangeDel = 2
 
 // footerVersionOffset is where the format version starts in the footer; the
 // bytes between the handles and it are zero. Part of the file format.
@@ -21,6 +28,7 @@ const footerVersionOffset = 41
 const (
 	MetaFilterName     = "shale.filter.bloom"
 	MetaPropertiesName = "shale.properties"
+	MetaRangeDelName   = "shale.rangedel"
 )
 
 // Restart intervals. Every index, metaindex and properties entry is a

@@ -50,35 +50,42 @@ func (r *Reader) Get(ctx context.Context, env ReadEnv, key []byte, seq base.SeqN
 // GetHash is Get for a key whose bloom.Hash is h: a caller that looks one
 // key up in several tables hashes it once.
 func (r *Reader) GetHash(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, found bool, pin BlockPin, err error) {
+	value, kind, _, found, pin, err = r.GetHashSeq(ctx, env, key, h, seq)
+	return value, kind, found, pin, err
+}
+
+// GetHashSeq is GetHash that also returns the found entry's sequence
+// number, which a reader compares with the range tombstones covering key.
+func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
 	st := r.opts.Stats
 	if r.filter != nil {
 		if !bloom.MayContainHash(r.filter, h) {
 			st.RecordTick(statistics.BloomFilterUseful, 1)
-			return nil, 0, false, BlockPin{}, nil
+			return nil, 0, 0, false, BlockPin{}, nil
 		}
 		st.RecordTick(statistics.BloomFilterFullPositive, 1)
 	}
 	gs := getStates.Get().(*getState)
 	gs.key = appendSearchKey(gs.key[:0], key, seq)
-	value, kind, found, pin, err = r.get(ctx, &env, gs, key)
+	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key)
 	// Drop the references to block memory before pooling.
 	gs.data.Reset()
 	getStates.Put(gs)
 	if found && r.filter != nil {
 		st.RecordTick(statistics.BloomFilterFullTruePositive, 1)
 	}
-	return value, kind, found, pin, err
+	return value, kind, entrySeq, found, pin, err
 }
 
-func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte) ([]byte, base.Kind, bool, BlockPin, error) {
+func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte) ([]byte, base.Kind, base.SeqNum, bool, BlockPin, error) {
 	b := r.index.seekGE(gs.key)
 	if b == r.index.len() {
-		return nil, 0, false, BlockPin{}, nil
+		return nil, 0, 0, false, BlockPin{}, nil
 	}
 	h := r.index.handles[b]
 	data, pin, loc, err := r.readData(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec})
 	if err != nil {
-		return nil, 0, false, BlockPin{}, err
+		return nil, 0, 0, false, BlockPin{}, err
 	}
 	// A block in one of gs's buffers moves to a pooled buffer that the pin
 	// owns; gs takes that buffer's old memory in exchange.
@@ -94,25 +101,25 @@ func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte
 	}
 	if err := gs.data.InitInternal(data); err != nil {
 		pin.Release()
-		return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
+		return nil, 0, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
 	}
 	if !gs.data.SeekGE(gs.key) {
 		pin.Release()
 		if err := gs.data.Error(); err != nil {
-			return nil, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
+			return nil, 0, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
 		}
-		return nil, 0, false, BlockPin{}, nil
+		return nil, 0, 0, false, BlockPin{}, nil
 	}
 	ik, err := r.decodeKey(gs.data.Key(), h)
 	if err != nil {
 		pin.Release()
-		return nil, 0, false, BlockPin{}, err
+		return nil, 0, 0, false, BlockPin{}, err
 	}
 	if !bytes.Equal(ik.UserKey, key) {
 		pin.Release()
-		return nil, 0, false, BlockPin{}, nil
+		return nil, 0, 0, false, BlockPin{}, nil
 	}
-	return gs.data.Value(), ik.Kind(), true, pin, nil
+	return gs.data.Value(), ik.Kind(), ik.SeqNum(), true, pin, nil
 }
 
 // decodeKey decodes an encoded internal key of the data block at h; one too

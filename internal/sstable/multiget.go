@@ -36,6 +36,8 @@ type MultiGetKey struct {
 	Kind  base.Kind
 	Value []byte
 	Pin   BlockPin
+	// EntrySeq is the found entry's sequence number.
+	EntrySeq base.SeqNum
 	// Err is this key's own failure (a corrupt block, say); the other keys
 	// are unaffected.
 	Err error
@@ -367,6 +369,6 @@ func (r *Reader) lookupInBlock(ms *mgState, k *MultiGetKey, h block.Handle) (boo
 	if !bytes.Equal(ik.UserKey, k.Key) {
 		return false, nil
 	}
-	k.Kind, k.Value = ik.Kind(), ms.data.Value()
+	k.Kind, k.Value, k.EntrySeq = ik.Kind(), ms.data.Value(), ik.SeqNum()
 	return true, nil
 }

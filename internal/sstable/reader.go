@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable/block"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
@@ -119,6 +120,9 @@ type Reader struct {
 	// metaHandles are the metaindex entries, in metaindex order, for
 	// VerifyChecksums.
 	metaHandles []metaHandle
+	// rangeDels are the table's range tombstones, loaded at open; nil when
+	// the table has none (every table of FormatVersion 1).
+	rangeDels *rangedel.Set
 
 	closed atomic.Bool
 }
@@ -182,8 +186,8 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	if err := it.Init(bytes.Compare, meta); err != nil {
 		return r.wrapBlockErr(err, "metaindex", r.footer.MetaIndex)
 	}
-	var propsHandle, filterHandle block.Handle
-	var hasProps, hasFilter bool
+	var propsHandle, filterHandle, rangeDelHandle block.Handle
+	var hasProps, hasFilter, hasRangeDel bool
 	var prev []byte
 	for ok := it.First(); ok; ok = it.Next() {
 		name := it.Key()
@@ -202,6 +206,8 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 			propsHandle, hasProps = h, true
 		case MetaFilterName:
 			filterHandle, hasFilter = h, true
+		case MetaRangeDelName:
+			rangeDelHandle, hasRangeDel = h, true
 		}
 		r.dataEnd = min(r.dataEnd, h.Offset)
 	}
@@ -234,6 +240,11 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 		}
 		r.filter = bloom.CacheAligned(filter)
 	}
+	if hasRangeDel {
+		if err := r.loadRangeDels(ctx, env, rangeDelHandle, limit); err != nil {
+			return err
+		}
+	}
 	index, err := r.readMetaBlock(ctx, env, "index", r.footer.Index, limit)
 	if err != nil {
 		return err
@@ -243,6 +254,39 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	}
 	return nil
 }
+
+// loadRangeDels reads and decodes the range deletion block at h.
+func (r *Reader) loadRangeDels(ctx context.Context, env ReadEnv, h block.Handle, limit uint64) error {
+	data, err := r.readMetaBlock(ctx, env, "range deletion", h, limit)
+	if err != nil {
+		return err
+	}
+	var it block.Iter
+	if err := it.Init(bytes.Compare, data); err != nil {
+		return r.wrapBlockErr(err, "range deletion", h)
+	}
+	var frags []rangedel.Fragment
+	for ok := it.First(); ok; ok = it.Next() {
+		// Keys and values are copied: the block's memory may be a
+		// mapping's or an iterator buffer.
+		f, err := rangedel.DecodeFragment(bytes.Clone(it.Key()), bytes.Clone(it.Value()))
+		if err != nil {
+			return r.wrapBlockErr(err, "range deletion", h)
+		}
+		frags = append(frags, f)
+	}
+	if err := it.Error(); err != nil {
+		return r.wrapBlockErr(err, "range deletion", h)
+	}
+	if r.rangeDels, err = rangedel.FromFragments(frags); err != nil {
+		return r.wrapBlockErr(err, "range deletion", h)
+	}
+	return nil
+}
+
+// RangeDeletions returns the table's range tombstones, or nil when it has
+// none. The Set is immutable and lives as long as the Reader.
+func (r *Reader) RangeDeletions() *rangedel.Set { return r.rangeDels }
 
 // readMetaBlock reads, verifies and decodes a block kept for the Reader's
 // life, in memory of its own (or in place, for an uncompressed block of a

@@ -11,6 +11,7 @@ import (
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/crc"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable/block"
 )
 
@@ -65,11 +66,17 @@ type WriterMetadata struct {
 	// Size is the file's length in bytes.
 	Size uint64
 	// Smallest and Largest are the table's first and last internal keys;
-	// they own their memory.
+	// they own their memory. With range tombstones they cover the
+	// tombstones too: a tombstone's start as (start, MaxSeqNum, KindMax),
+	// its exclusive end as the sentinel base.MakeRangeDeleteSentinel(end)
+	// when no point key at or after end is larger.
 	Smallest, Largest base.InternalKey
 	// SmallestSeqNum and LargestSeqNum bound the entries' sequence numbers.
 	SmallestSeqNum, LargestSeqNum base.SeqNum
 	NumEntries, NumDeletions      uint64
+	// NumRangeDeletions is the number of fragments in the range deletion
+	// block (0 when the table has none).
+	NumRangeDeletions uint64
 	// FileChecksum is the unmasked CRC-32C of the whole file, computed while
 	// writing it.
 	FileChecksum uint32
@@ -105,8 +112,12 @@ type Writer struct {
 
 	// lastKey is the encoded internal key of the last entry added.
 	lastKey []byte
-	meta    WriterMetadata
-	props   Properties
+	// rangeDels are the fragments added with AddRangeDeletion, in order;
+	// their keys are owned (copied).
+	rangeDels []rangedel.Fragment
+	hasSeq    bool // the sequence number bounds in meta are set
+	meta      WriterMetadata
+	props     Properties
 
 	// Scratch buffers, reused across blocks.
 	keyBuf      []byte
@@ -162,14 +173,10 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	}
 	w.data.Add(w.keyBuf, value)
 
-	seq := key.SeqNum()
 	if w.meta.NumEntries == 0 {
 		w.meta.Smallest = key.Clone()
-		w.meta.SmallestSeqNum, w.meta.LargestSeqNum = seq, seq
-	} else {
-		w.meta.SmallestSeqNum = min(w.meta.SmallestSeqNum, seq)
-		w.meta.LargestSeqNum = max(w.meta.LargestSeqNum, seq)
 	}
+	w.noteSeq(key.SeqNum())
 	w.meta.NumEntries++
 	if key.Kind() == base.KindDelete {
 		w.meta.NumDeletions++
@@ -181,6 +188,36 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if w.data.EstimatedSize() >= w.opts.BlockSize {
 		return w.finishDataBlock()
 	}
+	return nil
+}
+
+// AddRangeDeletion adds a fragment to the table's range deletion block.
+// Fragments must come in increasing order without overlapping (as a
+// rangedel.Set holds them), each non-empty with its sequence numbers strictly
+// decreasing; anything else is a caller bug reported with
+// base.AssertionFailedf. They may be added before, between or after the
+// point entries. f is copied.
+func (w *Writer) AddRangeDeletion(f rangedel.Fragment) error {
+	if w.err != nil {
+		return w.err
+	}
+	if bytes.Compare(f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
+		return base.AssertionFailedf("sstable: empty range deletion [%q, %q) %v", f.Start, f.End, f.Seqs)
+	}
+	for i := 1; i < len(f.Seqs); i++ {
+		if f.Seqs[i] >= f.Seqs[i-1] {
+			return base.AssertionFailedf("sstable: range deletion [%q, %q): sequence numbers %v not decreasing", f.Start, f.End, f.Seqs)
+		}
+	}
+	if n := len(w.rangeDels); n > 0 && bytes.Compare(w.rangeDels[n-1].End, f.Start) > 0 {
+		return base.AssertionFailedf("sstable: range deletion [%q, %q) overlaps or precedes [%q, %q)",
+			f.Start, f.End, w.rangeDels[n-1].Start, w.rangeDels[n-1].End)
+	}
+	w.rangeDels = append(w.rangeDels, rangedel.Fragment{
+		Start: bytes.Clone(f.Start), End: bytes.Clone(f.End), Seqs: append([]base.SeqNum(nil), f.Seqs...),
+	})
+	w.noteSeq(f.Seqs[0])
+	w.noteSeq(f.Seqs[len(f.Seqs)-1])
 	return nil
 }
 
@@ -214,7 +251,7 @@ func (w *Writer) Close() (WriterMetadata, error) {
 }
 
 func (w *Writer) close() error {
-	if w.meta.NumEntries == 0 {
+	if w.meta.NumEntries == 0 && len(w.rangeDels) == 0 {
 		return base.InvalidArgumentf("sstable: cannot write a table with no entries")
 	}
 	if !w.data.Empty() {
@@ -249,7 +286,16 @@ func (w *Writer) close() error {
 	w.props.NumEntries = w.meta.NumEntries
 	w.props.SmallestSeqNum = w.meta.SmallestSeqNum
 	w.props.LargestSeqNum = w.meta.LargestSeqNum
-	w.props.FormatVersion = FormatVersion
+	version := uint32(FormatVersion)
+	var rangeDelHandle block.Handle
+	if len(w.rangeDels) > 0 {
+		version = FormatVersionRangeDel
+		var err error
+		if rangeDelHandle, err = w.writeRangeDels(); err != nil {
+			return err
+		}
+	}
+	w.props.FormatVersion = uint64(version)
 	propsHandle, err := w.writeBlock(w.props.Encode(), compress.None)
 	if err != nil {
 		return err
@@ -261,6 +307,9 @@ func (w *Writer) close() error {
 		meta.Add([]byte(MetaFilterName), filterHandle.Append(nil))
 	}
 	meta.Add([]byte(MetaPropertiesName), propsHandle.Append(nil))
+	if len(w.rangeDels) > 0 {
+		meta.Add([]byte(MetaRangeDelName), rangeDelHandle.Append(nil))
+	}
 	metaHandle, err := w.writeBlock(meta.Finish(), compress.None)
 	if err != nil {
 		return err
@@ -271,18 +320,61 @@ func (w *Writer) close() error {
 		return err
 	}
 
-	footer := Footer{Checksum: w.opts.Checksum, MetaIndex: metaHandle, Index: indexHandle, FormatVersion: FormatVersion}
+	footer := Footer{Checksum: w.opts.Checksum, MetaIndex: metaHandle, Index: indexHandle, FormatVersion: version}
 	w.writeBuf = footer.Encode(w.writeBuf[:0])
 	if err := w.write(w.writeBuf); err != nil {
 		return err
 	}
 
-	last, _ := base.DecodeInternalKey(w.lastKey)
-	w.meta.Largest = last.Clone()
+	if w.meta.NumEntries > 0 {
+		last, _ := base.DecodeInternalKey(w.lastKey)
+		w.meta.Largest = last.Clone()
+	}
+	w.widenBounds()
 	w.meta.Size = w.offset
 	w.meta.FileChecksum = uint32(w.fileCRC)
 	w.meta.Properties = w.props
 	return nil
+}
+
+// noteSeq widens the table's sequence number bounds to seq.
+func (w *Writer) noteSeq(seq base.SeqNum) {
+	if !w.hasSeq {
+		w.meta.SmallestSeqNum, w.meta.LargestSeqNum, w.hasSeq = seq, seq, true
+		return
+	}
+	w.meta.SmallestSeqNum = min(w.meta.SmallestSeqNum, seq)
+	w.meta.LargestSeqNum = max(w.meta.LargestSeqNum, seq)
+}
+
+// writeRangeDels writes the range deletion block: one entry per fragment,
+// key Start, value as rangedel.AppendValue encodes it, restart interval 1,
+// never compressed (it is small and read once, at open).
+func (w *Writer) writeRangeDels() (block.Handle, error) {
+	var b block.Builder
+	b.Init(metaRestartInterval)
+	var val []byte
+	for i := range w.rangeDels {
+		val = rangedel.AppendValue(val[:0], &w.rangeDels[i])
+		b.Add(w.rangeDels[i].Start, val)
+	}
+	w.meta.NumRangeDeletions = uint64(len(w.rangeDels))
+	return w.writeBlock(b.Finish(), compress.None)
+}
+
+// widenBounds extends Smallest and Largest to the range tombstones' extent.
+func (w *Writer) widenBounds() {
+	if len(w.rangeDels) == 0 {
+		return
+	}
+	lo := base.MakeSearchKey(w.rangeDels[0].Start, base.MaxSeqNum)
+	hi := base.MakeRangeDeleteSentinel(w.rangeDels[len(w.rangeDels)-1].End)
+	if w.meta.NumEntries == 0 || base.CompareInternal(lo, w.meta.Smallest) < 0 {
+		w.meta.Smallest = lo.Clone()
+	}
+	if w.meta.NumEntries == 0 || base.CompareInternal(hi, w.meta.Largest) > 0 {
+		w.meta.Largest = hi.Clone()
+	}
 }
 
 // finishDataBlock writes the current data block and leaves its index entry
