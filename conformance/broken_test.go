@@ -230,7 +230,7 @@ func (tx lastWriterWinsTx) Commit() error {
 		for _, w := range tx.writes {
 			ops = append(ops, w)
 		}
-		return tx.c.Write(context.Background(), ops)
+		return tx.c.apply(context.Background(), ops)
 	}
 	return err
 }
@@ -299,9 +299,10 @@ func (c dropsPriorityConn) Get(ctx context.Context, req ioctx.ReadRequest, key [
 // the next is made.
 type oneByOneConn struct{ *modelConn }
 
-func (c oneByOneConn) Write(ctx context.Context, ops []driver.Op) error {
-	for _, op := range ops {
-		if err := c.modelConn.Write(ctx, []driver.Op{op}); err != nil {
+func (c oneByOneConn) Write(ctx context.Context, _ ioctx.WriteOptions, b *driver.Batch) error {
+	r := b.Reader()
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		if err := c.modelConn.apply(ctx, []driver.Op{op}); err != nil {
 			return err
 		}
 		runtime.Gosched()

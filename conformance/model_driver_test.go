@@ -192,7 +192,7 @@ func (s *modelStore) applyLocked(ops []driver.Op) {
 		if n := len(vs); n > 0 && vs[n-1].seq == s.seq {
 			vs = vs[:n-1] // an earlier write of the same batch: the later one wins
 		}
-		s.keys[k] = append(vs, version{seq: s.seq, value: string(o.Value), deleted: o.Delete})
+		s.keys[k] = append(vs, version{seq: s.seq, value: string(o.Value), deleted: o.Kind == driver.OpDelete})
 	}
 }
 
@@ -304,15 +304,26 @@ func (c *modelConn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys []
 	return vals, nil
 }
 
-func (c *modelConn) Put(ctx context.Context, key, value []byte) error {
-	return c.Write(ctx, []driver.Op{{Key: key, Value: value}})
+func (c *modelConn) Put(ctx context.Context, _ ioctx.WriteOptions, key, value []byte) error {
+	return c.apply(ctx, []driver.Op{{Kind: driver.OpPut, Key: key, Value: value}})
 }
 
-func (c *modelConn) Delete(ctx context.Context, key []byte) error {
-	return c.Write(ctx, []driver.Op{{Delete: true, Key: key}})
+func (c *modelConn) Delete(ctx context.Context, _ ioctx.WriteOptions, key []byte) error {
+	return c.apply(ctx, []driver.Op{{Kind: driver.OpDelete, Key: key}})
 }
 
-func (c *modelConn) Write(ctx context.Context, ops []driver.Op) error {
+// Write reads the batch with its Reader. It never sees a range deletion:
+// the model does not implement driver.RangeDeleter.
+func (c *modelConn) Write(ctx context.Context, _ ioctx.WriteOptions, b *driver.Batch) error {
+	ops := make([]driver.Op, 0, b.Len())
+	r := b.Reader()
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		ops = append(ops, op)
+	}
+	return c.apply(ctx, ops)
+}
+
+func (c *modelConn) apply(ctx context.Context, ops []driver.Op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -426,7 +437,7 @@ func (tx *modelTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) (
 		return nil, err
 	}
 	if w, ok := tx.writes[string(key)]; ok {
-		if w.Delete {
+		if w.Kind == driver.OpDelete {
 			return nil, fmt.Errorf("model: key %q (deleted in the transaction): %w", key, driver.ErrNotFound)
 		}
 		return append([]byte{}, w.Value...), nil
@@ -462,7 +473,7 @@ func (tx *modelTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts 
 		if opts.LowerBound != nil && k < string(opts.LowerBound) || opts.UpperBound != nil && k >= string(opts.UpperBound) {
 			continue
 		}
-		if w.Delete {
+		if w.Kind == driver.OpDelete {
 			delete(merged, k)
 		} else {
 			merged[k] = string(w.Value)
@@ -480,7 +491,7 @@ func (tx *modelTx) Put(ctx context.Context, key, value []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx.writes[string(key)] = driver.Op{Key: []byte(string(key)), Value: append([]byte{}, value...)}
+	tx.writes[string(key)] = driver.Op{Kind: driver.OpPut, Key: []byte(string(key)), Value: append([]byte{}, value...)}
 	return nil
 }
 
@@ -488,7 +499,7 @@ func (tx *modelTx) Delete(ctx context.Context, key []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx.writes[string(key)] = driver.Op{Delete: true, Key: []byte(string(key))}
+	tx.writes[string(key)] = driver.Op{Kind: driver.OpDelete, Key: []byte(string(key))}
 	return nil
 }
 

@@ -42,16 +42,17 @@ func TestBatch(t *testing.T) {
 	b.Delete([]byte("key0"))
 	b.Put([]byte{}, []byte{})
 	require.Equal(t, 4, b.Len())
+	ops := batchOps(&b)
 	require.Equal(t, []Op{
-		{Key: []byte("key0"), Value: []byte("val0")},
-		{Key: []byte("empty"), Value: []byte{}},
-		{Delete: true, Key: []byte("key0")},
-		{Key: []byte{}, Value: []byte{}},
-	}, b.ops)
-	require.NotNil(t, b.ops[1].Value, "an empty put value is non-nil")
-	require.Nil(t, b.ops[2].Value, "a deletion has no value")
-	require.NotNil(t, b.ops[3].Key)
-	require.Equal(t, len(b.ops[0].Key), cap(b.ops[0].Key), "slices are capped so a driver's append cannot clobber the next")
+		{Kind: OpPut, Key: []byte("key0"), Value: []byte("val0")},
+		{Kind: OpPut, Key: []byte("empty"), Value: []byte{}},
+		{Kind: OpDelete, Key: []byte("key0")},
+		{Kind: OpPut, Key: []byte{}, Value: []byte{}},
+	}, ops)
+	require.NotNil(t, ops[1].Value, "an empty put value is non-nil")
+	require.Nil(t, ops[2].Value, "a deletion has no value")
+	require.NotNil(t, ops[3].Key)
+	require.Equal(t, len(ops[0].Key), cap(ops[0].Key), "slices are capped so a driver's append cannot clobber the next")
 
 	// Many writes spanning several chunks stay intact.
 	b.Reset()
@@ -61,11 +62,12 @@ func TestBatch(t *testing.T) {
 	}
 	b.Put([]byte("big"), make([]byte, 3<<20))
 	require.Equal(t, 5001, b.Len())
-	for i, op := range b.ops[:5000] {
+	ops = batchOps(&b)
+	for i, op := range ops[:5000] {
 		require.Equal(t, fmt.Sprintf("key%05d", i), string(op.Key))
 		require.Equal(t, bytes.Repeat([]byte{byte(i)}, i%300), op.Value, i)
 	}
-	require.Len(t, b.ops[5000].Value, 3<<20)
+	require.Len(t, ops[5000].Value, 3<<20)
 
 	// Write applies in order and leaves the batch reusable.
 	conn := newFullConn()
@@ -88,6 +90,16 @@ func TestBatch(t *testing.T) {
 	err := db.Write(ctx, nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, "driver: Write of a nil *Batch")
+}
+
+// batchOps reads b's writes with its Reader.
+func batchOps(b *Batch) []Op {
+	var ops []Op
+	r := b.Reader()
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		ops = append(ops, op)
+	}
+	return ops
 }
 
 func TestConn(t *testing.T) {

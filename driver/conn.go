@@ -8,7 +8,9 @@ import (
 )
 
 // Conn is a session on a DB: the DB's read and write methods with session
-// default [ioctx.ReadOptions]. Each read merges the ReadOptions its ctx
+// default [ioctx.ReadOptions] and [ioctx.WriteOptions], both taken from the
+// ctx given to DB.Conn and replaced with SetReadOptions and
+// SetWriteOptions. Each read merges the ReadOptions its ctx
 // carries over the session's (ioctx.Merge: a field the call sets wins, the
 // earlier deadline and smaller timeout win, flags add up), so a service can
 // set, say, a low rate-limiter priority once for a background job's session.
@@ -23,7 +25,10 @@ type Conn struct {
 	// defaults is replaced, never modified, so a read can use the loaded
 	// pointer without a lock or a copy.
 	defaults atomic.Pointer[ioctx.ReadOptions]
-	closed   atomic.Bool
+	// writeDefaults are the session's default WriteOptions, replaced
+	// likewise.
+	writeDefaults atomic.Pointer[ioctx.WriteOptions]
+	closed        atomic.Bool
 }
 
 // SetReadOptions replaces the session's default ReadOptions for the calls
@@ -32,6 +37,16 @@ func (c *Conn) SetReadOptions(ro ioctx.ReadOptions) { c.defaults.Store(&ro) }
 
 // ReadOptions returns the session's default ReadOptions.
 func (c *Conn) ReadOptions() ioctx.ReadOptions { return *c.defaults.Load() }
+
+// SetWriteOptions replaces the session's default WriteOptions for the
+// writes that start after it returns. Each write merges the WriteOptions
+// its ctx carries over them with [ioctx.MergeWrite]: Sync or DisableWAL set
+// in either applies, and a priority other than Total in ctx overrides the
+// session's.
+func (c *Conn) SetWriteOptions(wo ioctx.WriteOptions) { c.writeDefaults.Store(&wo) }
+
+// WriteOptions returns the session's default WriteOptions.
+func (c *Conn) WriteOptions() ioctx.WriteOptions { return *c.writeDefaults.Load() }
 
 // Close ends the session: later calls on the Conn return an error matching
 // ErrClosed, as does a second Close. Calls in flight are not waited for.

@@ -63,12 +63,16 @@ type connState struct {
 	err  error // non-nil (an *openError) when the connect failed
 	conn DriverConn
 
-	multiGetter MultiGetter
-	flusher     Flusher
-	compacter   Compacter
-	verifier    Verifier
-	txBeginner  TxBeginner
-	stats       *statistics.Statistics
+	multiGetter  MultiGetter
+	flusher      Flusher
+	compacter    Compacter
+	verifier     Verifier
+	txBeginner   TxBeginner
+	rangeDeleter RangeDeleter
+	walSyncer    WALSyncer
+	snapshotter  Snapshotter
+	checkpointer Checkpointer
+	stats        *statistics.Statistics
 }
 
 // OpenDB returns a DB that uses c. It returns at once, as sql.OpenDB does:
@@ -161,6 +165,10 @@ func (db *DB) runConnect(ctx context.Context, done chan struct{}) {
 		cs.compacter, _ = c.(Compacter)
 		cs.verifier, _ = c.(Verifier)
 		cs.txBeginner, _ = c.(TxBeginner)
+		cs.rangeDeleter, _ = c.(RangeDeleter)
+		cs.walSyncer, _ = c.(WALSyncer)
+		cs.snapshotter, _ = c.(Snapshotter)
+		cs.checkpointer, _ = c.(Checkpointer)
 		if sr, ok := c.(StatsReporter); ok {
 			cs.stats = sr.Statistics()
 		}
@@ -351,6 +359,8 @@ func (db *DB) Conn(ctx context.Context) (*Conn, error) {
 	c := &Conn{db: db}
 	ro := ioctx.ReadOptionsFrom(ctx)
 	c.defaults.Store(&ro)
+	wo := ioctx.WriteOptionsFrom(ctx)
+	c.writeDefaults.Store(&wo)
 	return c, nil
 }
 
@@ -431,13 +441,25 @@ func (db *DB) multiGet(ctx context.Context, sess *Conn, keys [][]byte) ([][]byte
 	return multiGet(ctx, cs.multiGetter, cs.conn, req, keys)
 }
 
+// writeOptions resolves a write's options once: the context's, merged over
+// the session's defaults (sess nil: none). It does not allocate.
+func writeOptions(ctx context.Context, sess *Conn) ioctx.WriteOptions {
+	wo := ioctx.WriteOptionsFrom(ctx)
+	if sess != nil {
+		if d := sess.writeDefaults.Load(); d != nil {
+			wo = ioctx.MergeWrite(*d, wo)
+		}
+	}
+	return wo
+}
+
 func (db *DB) put(ctx context.Context, sess *Conn, key, value []byte) error {
 	cs, err := db.start(ctx, sess)
 	if err != nil {
 		return err
 	}
 	defer db.exit()
-	return cs.conn.Put(ctx, key, value)
+	return cs.conn.Put(ctx, writeOptions(ctx, sess), key, value)
 }
 
 func (db *DB) delete(ctx context.Context, sess *Conn, key []byte) error {
@@ -446,7 +468,7 @@ func (db *DB) delete(ctx context.Context, sess *Conn, key []byte) error {
 		return err
 	}
 	defer db.exit()
-	return cs.conn.Delete(ctx, key)
+	return cs.conn.Delete(ctx, writeOptions(ctx, sess), key)
 }
 
 func (db *DB) write(ctx context.Context, sess *Conn, b *Batch) error {
@@ -458,10 +480,13 @@ func (db *DB) write(ctx context.Context, sess *Conn, b *Batch) error {
 		return err
 	}
 	defer db.exit()
-	if len(b.ops) == 0 {
+	if b.Len() == 0 {
 		return nil
 	}
-	return cs.conn.Write(ctx, b.ops)
+	if b.hasRangeDeletes() && cs.rangeDeleter == nil {
+		return errNoRangeDelBatch
+	}
+	return cs.conn.Write(ctx, writeOptions(ctx, sess), b)
 }
 
 // multiGet is the MultiGet of a session or a transaction: mg's when the
@@ -584,6 +609,7 @@ func (db *DB) beginTx(ctx context.Context, sess *Conn, opts *TxOptions) (*Tx, er
 	if opts != nil {
 		o = *opts
 	}
+	o.WriteOptions = ioctx.MergeWrite(o.WriteOptions, writeOptions(ctx, sess))
 	dtx, err := cs.txBeginner.BeginTx(ctx, o)
 	if err != nil {
 		return nil, err

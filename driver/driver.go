@@ -84,16 +84,24 @@ type DriverConn interface {
 	// modify or reuse it); a found empty value is a non-nil empty slice.
 	Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error)
 
-	// Put sets key to value.
-	Put(ctx context.Context, key, value []byte) error
+	// Put sets key to value. wo are the call's write options, resolved
+	// once by the façade (the session's defaults merged with the
+	// context's, see [ioctx.MergeWrite]); a driver honours what it can and
+	// must not look in ctx for write options.
+	Put(ctx context.Context, wo ioctx.WriteOptions, key, value []byte) error
 
-	// Delete removes key; deleting an absent key is not an error.
-	Delete(ctx context.Context, key []byte) error
+	// Delete removes key; deleting an absent key is not an error. wo as
+	// for Put.
+	Delete(ctx context.Context, wo ioctx.WriteOptions, key []byte) error
 
-	// Write applies ops atomically, in order: after it returns nil every
-	// op is visible, and after it returns an error none is. ops and their
-	// slices are valid only until Write returns.
-	Write(ctx context.Context, ops []Op) error
+	// Write applies the batch's writes atomically, in order: after it
+	// returns nil every write is visible, and after it returns an error
+	// none is. b is the caller's batch, read-only and valid only until
+	// Write returns: the driver reads it with b.Len and b.Reader (which do
+	// not allocate) and copies what it keeps. b is never empty. It holds
+	// OpDeleteRange writes only when the driver implements [RangeDeleter].
+	// wo as for Put.
+	Write(ctx context.Context, wo ioctx.WriteOptions, b *Batch) error
 
 	// NewIterator returns an iterator over the database at a consistent
 	// point in time, limited to opts' bounds. opts' slices stay valid and
@@ -103,14 +111,6 @@ type DriverConn interface {
 
 	// Close closes the database. It is called exactly once.
 	Close() error
-}
-
-// Op is one write of a [Batch], as passed to [DriverConn.Write]: a put of
-// Value at Key, or, when Delete is set, a deletion of Key (Value is nil).
-// A put of an empty value has a non-nil empty Value.
-type Op struct {
-	Delete     bool
-	Key, Value []byte
 }
 
 // Iter is a driver's iterator. It is [Iterator] minus Valid, which the
@@ -209,6 +209,10 @@ type TxBeginner interface {
 // The façade calls a DriverTx from one goroutine at a time, never after
 // Commit or Rollback, and closes the transaction's iterators before either.
 // Read methods follow DriverConn's rules: req arrives resolved.
+//
+// Put and Delete buffer writes in the transaction; Commit writes them with
+// the WriteOptions of opts.WriteOptions given to BeginTx (the façade
+// resolves them at begin).
 type DriverTx interface {
 	Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error)
 	NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error)
@@ -231,6 +235,69 @@ type TxMultiGetter interface {
 // for the DB's life. Without it, DB.Statistics returns nil.
 type StatsReporter interface {
 	Statistics() *statistics.Statistics
+}
+
+// RangeDeleter is an optional interface of a [DriverConn]: DeleteRange
+// removes every key k with start <= k < end (bytewise), atomically, with
+// the resolved write options wo. The façade calls it only with start < end
+// (an empty or inverted range is a no-op it answers itself). Implementing
+// it also promises that DriverConn.Write accepts OpDeleteRange writes.
+// Without it, DB.DeleteRange, and DB.Write of a batch holding a range
+// deletion, return an error matching ErrNotSupported and write nothing.
+type RangeDeleter interface {
+	DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error
+}
+
+// TxRangeDeleter is an optional interface of a [DriverTx]: DeleteRange
+// removes the keys in [start, end) within the transaction (start < end).
+// Without it, Tx.DeleteRange returns an error matching ErrNotSupported.
+type TxRangeDeleter interface {
+	DeleteRange(ctx context.Context, start, end []byte) error
+}
+
+// WALSyncer is an optional interface of a [DriverConn]: SyncWAL makes every
+// write acknowledged before the call durable (RocksDB's DB::SyncWAL),
+// whether or not it asked for Sync. Writes made with DisableWAL are not
+// covered. Without it, DB.SyncWAL returns an error matching
+// ErrNotSupported.
+type WALSyncer interface {
+	SyncWAL(ctx context.Context) error
+}
+
+// Snapshotter is an optional interface of a [DriverConn]: NewSnapshot
+// returns a consistent point-in-time view, which sees exactly the writes
+// acknowledged before the call. ctx is for this call only. Without it,
+// DB.NewSnapshot returns an error matching ErrNotSupported.
+type Snapshotter interface {
+	NewSnapshot(ctx context.Context) (DriverSnapshot, error)
+}
+
+// DriverSnapshot is a driver's snapshot. Its reads follow DriverConn's
+// rules (req arrives resolved and tagged) and must be safe for concurrent
+// use. The façade closes a snapshot's iterators before its Close, which it
+// calls exactly once, and calls nothing on it after Close.
+type DriverSnapshot interface {
+	Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error)
+	NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error)
+	Close() error
+}
+
+// SnapshotMultiGetter is an optional interface of a [DriverSnapshot], with
+// [MultiGetter]'s contract. Without it, or when it returns [ErrSkip], the
+// façade loops DriverSnapshot.Get with the MultiGet-tagged request (all
+// reads see the snapshot, so the result is consistent either way).
+type SnapshotMultiGetter interface {
+	MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error)
+}
+
+// Checkpointer is an optional interface of a [DriverConn]: Checkpoint
+// writes a consistent, openable copy of the database into dir, which does
+// not exist or is an empty directory. The copy holds every write
+// acknowledged before the call (DisableWAL writes included) and none made
+// after it returns. On failure the driver removes what it created. Without
+// it, DB.Checkpoint returns an error matching ErrNotSupported.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, dir string) error
 }
 
 // ErrSkip may be returned by an optional fast path (MultiGetter.MultiGet,

@@ -67,6 +67,9 @@ var (
 	errNoVerify      error = notSupported("VerifyChecksum", "Verifier")
 	errNoVerifyFiles error = notSupported("VerifyFileChecksums", "Verifier")
 	errNoTx          error = notSupported("BeginTx", "TxBeginner")
+
+	errNoRangeDelBatch error = ioctx.ClassError("driver: Write of a batch holding a range deletion is not supported by this driver "+
+		"(its connection does not implement driver.RangeDeleter); nothing was written", ErrNotSupported, nil)
 )
 
 func notSupported(method, iface string) error {

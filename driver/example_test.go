@@ -59,19 +59,28 @@ func (c *memConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([
 	return slices.Clone(v), nil
 }
 
-func (c *memConn) Put(ctx context.Context, key, value []byte) error {
-	return c.Write(ctx, []driver.Op{{Key: key, Value: value}})
-}
-
-func (c *memConn) Delete(ctx context.Context, key []byte) error {
-	return c.Write(ctx, []driver.Op{{Delete: true, Key: key}})
-}
-
-func (c *memConn) Write(ctx context.Context, ops []driver.Op) error {
+func (c *memConn) Put(ctx context.Context, _ ioctx.WriteOptions, key, value []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, op := range ops {
-		if op.Delete {
+	c.data[string(key)] = append([]byte{}, value...)
+	return nil
+}
+
+func (c *memConn) Delete(ctx context.Context, _ ioctx.WriteOptions, key []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.data, string(key))
+	return nil
+}
+
+// Write reads the batch with its Reader, which does not allocate. It never
+// sees a range deletion: memConn does not implement driver.RangeDeleter.
+func (c *memConn) Write(ctx context.Context, _ ioctx.WriteOptions, b *driver.Batch) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := b.Reader()
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		if op.Kind == driver.OpDelete {
 			delete(c.data, string(op.Key))
 		} else {
 			c.data[string(op.Key)] = append([]byte{}, op.Value...)

@@ -34,6 +34,7 @@ type fakeConn struct {
 	version    map[string]uint64 // seq of each key's last committed write
 	seq        uint64
 	calls      []call
+	writeOpts  []ioctx.WriteOptions // the options of each write, in order
 	violations []string
 	closed     bool
 	closes     int
@@ -107,21 +108,31 @@ func (c *fakeConn) lookup(key []byte) ([]byte, error) {
 	return append([]byte{}, v...), nil
 }
 
-func (c *fakeConn) Put(ctx context.Context, key, value []byte) error {
-	return c.Write(ctx, []Op{{Key: key, Value: value}})
+func (c *fakeConn) Put(ctx context.Context, wo ioctx.WriteOptions, key, value []byte) error {
+	return c.write(ctx, "Put", wo, []Op{{Kind: OpPut, Key: key, Value: value}})
 }
 
-func (c *fakeConn) Delete(ctx context.Context, key []byte) error {
-	return c.Write(ctx, []Op{{Delete: true, Key: key}})
+func (c *fakeConn) Delete(ctx context.Context, wo ioctx.WriteOptions, key []byte) error {
+	return c.write(ctx, "Delete", wo, []Op{{Kind: OpDelete, Key: key}})
 }
 
-func (c *fakeConn) Write(ctx context.Context, ops []Op) error {
+func (c *fakeConn) Write(ctx context.Context, wo ioctx.WriteOptions, b *Batch) error {
+	ops := make([]Op, 0, b.Len())
+	r := b.Reader()
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		ops = append(ops, op)
+	}
+	return c.write(ctx, "Write", wo, ops)
+}
+
+func (c *fakeConn) write(ctx context.Context, method string, wo ioctx.WriteOptions, ops []Op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.checkLocked("Write")
+	c.checkLocked(method)
+	c.writeOpts = append(c.writeOpts, wo)
 	c.applyLocked(ops)
 	return nil
 }
@@ -129,9 +140,18 @@ func (c *fakeConn) Write(ctx context.Context, ops []Op) error {
 func (c *fakeConn) applyLocked(ops []Op) {
 	c.seq++
 	for _, op := range ops {
-		if op.Delete {
+		switch op.Kind {
+		case OpDelete:
 			delete(c.data, string(op.Key))
-		} else {
+		case OpDeleteRange:
+			for k := range c.data {
+				if k >= string(op.Key) && k < string(op.Value) {
+					delete(c.data, k)
+					c.version[k] = c.seq
+				}
+			}
+			continue
+		default:
 			c.data[string(op.Key)] = append([]byte{}, op.Value...)
 		}
 		c.version[string(op.Key)] = c.seq
@@ -330,7 +350,11 @@ func (tx *fakeTx) Commit() error {
 	}
 	ops := make([]Op, 0, len(tx.writes))
 	for k, v := range tx.writes {
-		ops = append(ops, Op{Delete: v == nil, Key: []byte(k), Value: v})
+		kind := OpPut
+		if v == nil {
+			kind = OpDelete
+		}
+		ops = append(ops, Op{Kind: kind, Key: []byte(k), Value: v})
 	}
 	c.applyLocked(ops)
 	return nil
@@ -530,9 +554,9 @@ type fixedConn struct{ value []byte }
 func (c *fixedConn) Get(context.Context, ioctx.ReadRequest, []byte) ([]byte, error) {
 	return c.value, nil
 }
-func (c *fixedConn) Put(context.Context, []byte, []byte) error { return nil }
-func (c *fixedConn) Delete(context.Context, []byte) error      { return nil }
-func (c *fixedConn) Write(context.Context, []Op) error         { return nil }
+func (c *fixedConn) Put(context.Context, ioctx.WriteOptions, []byte, []byte) error { return nil }
+func (c *fixedConn) Delete(context.Context, ioctx.WriteOptions, []byte) error      { return nil }
+func (c *fixedConn) Write(context.Context, ioctx.WriteOptions, *Batch) error       { return nil }
 func (c *fixedConn) NewIterator(context.Context, ioctx.ReadRequest, IterOptions) (Iter, error) {
 	return nil, errors.New("fixedConn: no iterators")
 }

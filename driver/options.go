@@ -1,5 +1,7 @@
 package driver
 
+import "github.com/shaledb/shale/ioctx"
+
 // IterOptions limits an iterator to the keys k with LowerBound <= k <
 // UpperBound; a nil bound leaves that side open. A nil *IterOptions means no
 // bounds.
@@ -19,6 +21,12 @@ type TxOptions struct {
 	// ErrInvalidArgument (the façade checks it; the driver receives it too
 	// and may use it to skip conflict tracking).
 	ReadOnly bool
+
+	// WriteOptions are the options of the commit's write. DB.BeginTx
+	// merges the ones of its ctx (and, for a Conn's transaction, the
+	// session's defaults) into them with [ioctx.MergeWrite], so the driver
+	// receives them resolved; Commit, which takes no context, uses them.
+	WriteOptions ioctx.WriteOptions
 }
 
 // copyIterOptions returns o with its bounds copied into one allocation,

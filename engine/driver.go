@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync"
 
+	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
@@ -158,24 +160,38 @@ func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byt
 	return c.db.multiGetImpl(call, keys, readLatest)
 }
 
-func (c *conn) Put(ctx context.Context, key, value []byte) error { return c.db.Put(ctx, key, value) }
+// Put, Delete and Write receive the façade's resolved write options and
+// call the engine's implementations with them, which never look in ctx.
 
-func (c *conn) Delete(ctx context.Context, key []byte) error { return c.db.Delete(ctx, key) }
+func (c *conn) Put(ctx context.Context, wo ioctx.WriteOptions, key, value []byte) error {
+	return c.db.putImpl(ctx, wo, key, value)
+}
 
-func (c *conn) Write(ctx context.Context, ops []driver.Op) error {
+func (c *conn) Delete(ctx context.Context, wo ioctx.WriteOptions, key []byte) error {
+	return c.db.deleteImpl(ctx, wo, key)
+}
+
+// Write copies the façade's batch into a pooled engine batch, reading it
+// with its allocation-free reader.
+func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batch) error {
 	b := batchPool.Get().(*Batch)
 	defer func() {
 		b.Reset()
 		batchPool.Put(b)
 	}()
-	for _, op := range ops {
-		if op.Delete {
-			b.Delete(op.Key)
-		} else {
+	r := db.Reader()
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		switch op.Kind {
+		case driver.OpPut:
 			b.Put(op.Key, op.Value)
+		case driver.OpDelete:
+			b.Delete(op.Key)
+		default:
+			// The façade sends range deletions only to a RangeDeleter.
+			return base.Mark(errors.Newf("engine: Write: unsupported batch operation %s", op.Kind), driver.ErrNotSupported)
 		}
 	}
-	return c.db.Write(ctx, b, nil)
+	return c.db.writeOpts(ctx, &b.b, wo, nil)
 }
 
 func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
@@ -211,7 +227,10 @@ func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) e
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
-	tx, err := c.db.BeginTx(ctx, &TxOptions{ReadOnly: opts.ReadOnly})
+	// The commit is synced when the façade's resolved options ask for it.
+	// engine.TxOptions has no field for DisableWAL or a rate-limiter
+	// priority, so a transaction's commit always goes to the WAL uncharged.
+	tx, err := c.db.BeginTx(ctx, &TxOptions{ReadOnly: opts.ReadOnly, Sync: opts.WriteOptions.Sync})
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func TestDriverOpenOwnsTheDatabase(t *testing.T) {
 	dir := t.TempDir()
 	c, err := Driver{}.Open(dir)
 	require.NoError(t, err)
-	require.NoError(t, c.Put(context.Background(), []byte("k"), []byte("v")))
+	require.NoError(t, c.Put(context.Background(), ioctx.WriteOptions{}, []byte("k"), []byte("v")))
 	require.NoError(t, c.Close())
 	// The database was closed and its lock released: it opens again.
 	c, err = Driver{}.Open(dir)

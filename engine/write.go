@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -40,12 +41,9 @@ func (b *Batch) Len() int { return b.b.Len() }
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() { b.b.Reset() }
 
-// WriteOptions control one write.
-type WriteOptions struct {
-	// Sync waits until the write is durable. Options.Sync makes every write
-	// sync.
-	Sync bool
-}
+// WriteOptions control one write: ioctx's, so the driver façade's resolved
+// options pass through unchanged. Options.Sync makes every write sync.
+type WriteOptions = ioctx.WriteOptions
 
 // maxGroupBytes bounds a commit group, so one leader does not make a small
 // write wait behind megabytes of others (LevelDB's 1 MiB rule).
@@ -73,21 +71,31 @@ type groupBatch struct {
 	b batch.Batch
 }
 
-// Put writes value under key.
+// Put writes value under key, with the WriteOptions ctx carries
+// (ioctx.WithWriteOptions).
 func (d *DB) Put(ctx context.Context, key, value []byte) error {
+	return d.putImpl(ctx, ioctx.WriteOptionsFrom(ctx), key, value)
+}
+
+func (d *DB) putImpl(ctx context.Context, wo WriteOptions, key, value []byte) error {
 	b := batchPool.Get().(*Batch)
 	b.Put(key, value)
-	err := d.Write(ctx, b, nil)
+	err := d.writeOpts(ctx, &b.b, wo, nil)
 	b.Reset()
 	batchPool.Put(b)
 	return err
 }
 
-// Delete deletes key. Deleting a missing key is not an error.
+// Delete deletes key, with the WriteOptions ctx carries. Deleting a missing
+// key is not an error.
 func (d *DB) Delete(ctx context.Context, key []byte) error {
+	return d.deleteImpl(ctx, ioctx.WriteOptionsFrom(ctx), key)
+}
+
+func (d *DB) deleteImpl(ctx context.Context, wo WriteOptions, key []byte) error {
 	b := batchPool.Get().(*Batch)
 	b.Delete(key)
-	err := d.Write(ctx, b, nil)
+	err := d.writeOpts(ctx, &b.b, wo, nil)
 	b.Reset()
 	batchPool.Put(b)
 	return err
@@ -95,12 +103,20 @@ func (d *DB) Delete(ctx context.Context, key []byte) error {
 
 var batchPool = sync.Pool{New: func() any { return NewBatch() }}
 
-// Write applies b atomically. opts may be nil. The batch is not retained.
+// Write applies b atomically. opts may be nil, meaning the WriteOptions ctx
+// carries (ioctx.WithWriteOptions); non-nil opts are used instead of
+// them. The batch is not retained.
 func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
 	if b == nil {
 		return base.InvalidArgumentf("engine: Write of a nil batch")
 	}
-	return d.write(ctx, &b.b, opts != nil && opts.Sync, nil)
+	var wo WriteOptions
+	if opts != nil {
+		wo = *opts
+	} else {
+		wo = ioctx.WriteOptionsFrom(ctx)
+	}
+	return d.writeOpts(ctx, &b.b, wo, nil)
 }
 
 // write queues b and waits until it is applied. Concurrent writers form
@@ -109,10 +125,15 @@ func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
 // applies them to the memtable and wakes their writers (LevelDB's group
 // commit). Options.Sync makes every write sync.
 func (d *DB) write(ctx context.Context, b *batch.Batch, sync bool, precommit func() error) error {
+	return d.writeOpts(ctx, b, WriteOptions{Sync: sync}, precommit)
+}
+
+// writeOpts is write with every write option.
+func (d *DB) writeOpts(ctx context.Context, b *batch.Batch, wo WriteOptions, precommit func() error) error {
 	if err := d.checkWritable(ctx); err != nil {
 		return err
 	}
-	sync = sync || d.opts.Sync
+	sync := wo.Sync || d.opts.Sync
 	if b.Empty() && precommit == nil {
 		return nil
 	}

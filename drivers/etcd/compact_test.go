@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/ioctx"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -167,7 +168,7 @@ func TestForeignCompaction(t *testing.T) {
 func TestCompactWaitsForPendingPin(t *testing.T) {
 	cn := openConn(t, shared.dsn(t, ""))
 	put := func(v string) {
-		if err := cn.Put(bg, []byte("k"), []byte(v)); err != nil {
+		if err := cn.Put(bg, ioctx.WriteOptions{}, []byte("k"), []byte(v)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -364,8 +364,9 @@ func (c *conn) checkSize(op string, r proto.Message) error {
 	return nil
 }
 
-// Put sets key with one Put RPC.
-func (c *conn) Put(ctx context.Context, key, value []byte) error {
+// Put sets key with one Put RPC. etcd's writes are durable when
+// acknowledged, so the write options change nothing.
+func (c *conn) Put(ctx context.Context, _ ioctx.WriteOptions, key, value []byte) error {
 	r := &pb.PutRequest{Key: c.key(key), Value: value}
 	if err := c.checkSize("Put", r); err != nil {
 		return err
@@ -380,7 +381,7 @@ func (c *conn) Put(ctx context.Context, key, value []byte) error {
 }
 
 // Delete removes key with one DeleteRange RPC.
-func (c *conn) Delete(ctx context.Context, key []byte) error {
+func (c *conn) Delete(ctx context.Context, _ ioctx.WriteOptions, key []byte) error {
 	r := &pb.DeleteRangeRequest{Key: c.key(key)}
 	return c.write(ctx, "Delete", 1, len(key), func(ctx context.Context) error {
 		resp, err := c.kv.DeleteRange(ctx, r, c.callOpts...)
@@ -394,8 +395,14 @@ func (c *conn) Delete(ctx context.Context, key []byte) error {
 // Write applies ops as one Txn of the last op of each key (etcd refuses a
 // Txn that writes a key twice). A batch of more distinct keys than
 // max_txn_ops, or larger than max_request_bytes, fails before anything is
-// sent.
-func (c *conn) Write(ctx context.Context, ops []driver.Op) error {
+// sent. The batch never holds a range deletion: conn does not implement
+// driver.RangeDeleter.
+func (c *conn) Write(ctx context.Context, _ ioctx.WriteOptions, b *driver.Batch) error {
+	ops := make([]driver.Op, 0, b.Len())
+	br := b.Reader()
+	for op, ok := br.Next(); ok; op, ok = br.Next() {
+		ops = append(ops, op)
+	}
 	ops = lastPerKey(ops)
 	if len(ops) > c.cfg.MaxTxnOps {
 		return invalidArgument(fmt.Sprintf("etcd: Write: the batch writes %d distinct keys, more than max_txn_ops=%d "+
@@ -404,7 +411,7 @@ func (c *conn) Write(ctx context.Context, ops []driver.Op) error {
 	r := &pb.TxnRequest{Success: make([]*pb.RequestOp, len(ops))}
 	n := 0
 	for i, op := range ops {
-		r.Success[i] = c.writeOp(op.Key, op.Value, op.Delete)
+		r.Success[i] = c.writeOp(op.Key, op.Value, op.Kind == driver.OpDelete)
 		n += len(op.Key) + len(op.Value)
 	}
 	if err := c.checkSize("Write", r); err != nil {
