@@ -38,7 +38,31 @@ func durabilityAbsent() [][]byte {
 
 func testFlushCompact(t testing.TB, s *suite) {
 	db := s.open(t, opt("disable_auto_compactions", "true"), opt("write_buffer_size", "256KiB"))
-	skipIfNotSupported(t, db.Flush(bg), "Flush (driver.Flusher)")
+	flush := db.Flush(bg)
+	canFlush := !errors.Is(flush, driver.ErrNotSupported)
+	compact := db.Compact(bg, nil, nil)
+	canCompact := !errors.Is(compact, driver.ErrNotSupported)
+	switch {
+	case !canFlush && !canCompact:
+		t.Skipf("the driver implements neither driver.Flusher (%v) nor driver.Compacter (%v)", flush, compact)
+	case flush != nil && canFlush:
+		t.Fatalf("Flush of an empty database: %v", flush)
+	case compact != nil && canCompact:
+		t.Fatalf("Compact(nil, nil) of an empty database: %v", compact)
+	case !canFlush:
+		t.Logf("the driver cannot Flush (%v); checking Compact only", flush)
+	case !canCompact:
+		t.Logf("the driver cannot Compact (%v); checking Flush only", compact)
+	}
+	doFlush := func(when string) {
+		t.Helper()
+		if !canFlush {
+			return
+		}
+		if err := db.Flush(bg); err != nil {
+			t.Fatalf("Flush %s: %v", when, err)
+		}
+	}
 	m := newModel()
 	big := make([]byte, 1<<20)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -52,45 +76,47 @@ func testFlushCompact(t testing.TB, s *suite) {
 	// table: keys are shadowed and deleted across tables.
 	for round := range 3 {
 		writeRound(t, db, m, round, round*150, 300)
-		if err := db.Flush(bg); err != nil {
-			t.Fatalf("Flush after round %d: %v", round, err)
-		}
-		checkModel(t, db, m, durabilityAbsent(), fmt.Sprintf("after Flush of round %d", round))
+		doFlush(fmt.Sprintf("after round %d", round))
+		checkModel(t, db, m, durabilityAbsent(), fmt.Sprintf("after round %d and its Flush", round))
 	}
 	// Unflushed writes over the flushed ones.
 	writeRound(t, db, m, 3, 100, 100)
 	checkModel(t, db, m, durabilityAbsent(), "with unflushed writes over flushed tables")
-	if err := db.Flush(bg); err != nil {
-		t.Fatalf("Flush: %v", err)
+	doFlush("after round 3")
+
+	if canCompact {
+		if err := db.Compact(bg, key(100), key(250)); err != nil {
+			t.Fatalf("Compact(%s, %s): %v", q(key(100)), q(key(250)), err)
+		}
+		checkModel(t, db, m, durabilityAbsent(), "after Compact of a sub-range")
+		if err := db.Compact(bg, nil, nil); err != nil {
+			t.Fatalf("Compact(nil, nil): %v", err)
+		}
+		checkModel(t, db, m, durabilityAbsent(), "after Compact(nil, nil)")
+	}
+	writeRound(t, db, m, 4, 0, 50)
+	doFlush("after round 4")
+	if canCompact {
+		if err := db.Compact(bg, nil, nil); err != nil {
+			t.Fatalf("a second Compact(nil, nil): %v", err)
+		}
+		checkModel(t, db, m, durabilityAbsent(), "after a second round of writes, Flush and Compact")
+		for _, b := range [][2][]byte{{nil, key(100)}, {key(600), nil}, {[]byte("z"), nil}} {
+			if err := db.Compact(bg, b[0], b[1]); err != nil {
+				t.Fatalf("Compact(%s, %s): %v", q(b[0]), q(b[1]), err)
+			}
+		}
+		checkModel(t, db, m, durabilityAbsent(), "after Compacts of half-open ranges and of an empty range")
 	}
 
-	err := db.Compact(bg, key(100), key(250))
-	if errors.Is(err, driver.ErrNotSupported) {
-		t.Logf("the driver cannot Compact (%v); checked Flush only", err)
+	// What Flush and Compact wrote is what a reopened database reads.
+	if db.path == memoryPath {
+		t.Logf("the flushed and compacted data is not reopened: the database does not outlive Close (%q)", memoryPath)
 		return
 	}
-	if err != nil {
-		t.Fatalf("Compact(%s, %s): %v", q(key(100)), q(key(250)), err)
-	}
-	checkModel(t, db, m, durabilityAbsent(), "after Compact of a sub-range")
-	if err := db.Compact(bg, nil, nil); err != nil {
-		t.Fatalf("Compact(nil, nil): %v", err)
-	}
-	checkModel(t, db, m, durabilityAbsent(), "after Compact(nil, nil)")
-	writeRound(t, db, m, 4, 0, 50)
-	if err := db.Flush(bg); err != nil {
-		t.Fatalf("Flush: %v", err)
-	}
-	if err := db.Compact(bg, nil, nil); err != nil {
-		t.Fatalf("a second Compact(nil, nil): %v", err)
-	}
-	checkModel(t, db, m, durabilityAbsent(), "after a second round of writes, Flush and Compact")
-	for _, b := range [][2][]byte{{nil, key(100)}, {key(600), nil}, {[]byte("z"), nil}} {
-		if err := db.Compact(bg, b[0], b[1]); err != nil {
-			t.Fatalf("Compact(%s, %s): %v", q(b[0]), q(b[1]), err)
-		}
-	}
-	checkModel(t, db, m, durabilityAbsent(), "after Compacts of half-open ranges and of an empty range")
+	db.close(t)
+	db = s.reopen(t, db)
+	checkModel(t, db, m, durabilityAbsent(), "after Flush, Compact, Close and a reopen of the same DSN")
 }
 
 func testReopen(t testing.TB, s *suite) {

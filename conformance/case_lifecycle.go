@@ -14,6 +14,7 @@ import (
 
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
 )
 
 // call is one API call, made with a given context.
@@ -534,7 +535,12 @@ func testConnSession(t testing.TB, s *suite) {
 	checkGet(t, user, k, []byte("v"), "through another Conn after one was closed")
 
 	// Charging: a session's default priority applies to its reads.
-	cdb, unsupported, err := s.tryOpenDSN(t, s.newDSN(), chargingParams())
+	params, unavailable := s.provide(coldReads(), statsLevel(statistics.LevelAll), chargingRate())
+	if unavailable != "" {
+		t.Logf("rate-limiter charging of sessions not checked: %s", unavailable)
+		return
+	}
+	cdb, unsupported, err := s.tryOpenDSN(t, s.newDSN(), params)
 	if unsupported != "" {
 		t.Logf("rate-limiter charging of sessions not checked: %s", unsupported)
 		return
@@ -590,7 +596,8 @@ func testConnSession(t testing.TB, s *suite) {
 		case err != nil:
 			t.Errorf("%s: %v", tc.what, err)
 		case tc.charge && (n == 0 || b == 0):
-			t.Errorf("%s charged the rate limiter %d requests, %d bytes; want its table reads charged", tc.what, n, b)
+			t.Errorf("%s charged the rate limiter %d requests, %d bytes; want its IO (table reads, RPCs) charged",
+				tc.what, n, b)
 		case !tc.charge && (n != 0 || b != 0):
 			t.Errorf("%s charged the rate limiter %d requests, %d bytes; want nothing charged", tc.what, n, b)
 		}

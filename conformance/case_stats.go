@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,34 +13,32 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// tableParams are the parameters of the cases that need reads to reach
-// table files: no block cache, and no background compaction to read files
-// concurrently with the reads measured.
-func tableParams(extra ...param) []param {
-	return append([]param{req("block_cache_size", "0"), opt("disable_auto_compactions", "true")}, extra...)
-}
-
-// statsDB opens a database with params and returns it with its statistics,
-// skipping the case when the driver reports none.
-func statsDB(t testing.TB, s *suite, params []param) (*dbh, *statistics.Statistics) {
+// statsDB opens a database whose reads reach the driver's IO (ColdReads),
+// with statistics at level and the capabilities extra, and returns it with
+// its statistics. It skips the case when the harness cannot provide one of
+// the capabilities, or the driver reports no statistics.
+func statsDB(t testing.TB, s *suite, level statistics.Level, extra ...Capability) (*dbh, *statistics.Statistics) {
 	t.Helper()
-	db := s.open(t, params...)
+	db := s.open(t, s.need(t, append([]Capability{coldReads(), statsLevel(level)}, extra...)...)...)
 	st := db.Statistics()
 	if st == nil {
 		t.Skipf("the driver reports no statistics (DB.Statistics() is nil; a driver reports them by implementing " +
 			"driver.StatsReporter)")
 	}
+	if l := st.Level(); l != level {
+		t.Errorf("DB.Statistics().Level() = %s with the capability %s; want %s", l, statsLevel(level), level)
+	}
 	return db, st
 }
 
 // fillTables writes keys 0..n-1 with values of size bytes and flushes
-// them to table files, twice over (the second time only every other key),
-// then compacts the two overlapping tables (if the driver can), so that the
-// reads that follow read files and the compaction has inputs to read. It
-// skips the case when the driver cannot flush. It returns whether the
-// compaction ran.
-func fillTables(t testing.TB, db *dbh, n, size int) (compacted bool) {
+// them (if the driver can), twice over (the second time only every other
+// key), then compacts (if the driver can), so that the reads that follow
+// reach the driver's IO (with ColdReads) and a compaction has overlapping
+// inputs to read. It reports whether the Flushes and the Compact ran.
+func fillTables(t testing.TB, db *dbh, n, size int) (flushed, compacted bool) {
 	t.Helper()
+	flushed = true
 	for pass := range 2 {
 		var b driver.Batch
 		for i := pass; i < n; i += 1 + pass {
@@ -53,19 +50,22 @@ func fillTables(t testing.TB, db *dbh, n, size int) (compacted bool) {
 		}
 		mustWrite(t, db, &b)
 		err := db.Flush(bg)
-		skipIfNotSupported(t, err, "reading table files needs Flush (driver.Flusher)")
+		if errors.Is(err, driver.ErrNotSupported) {
+			flushed = false
+			continue
+		}
 		if err != nil {
 			t.Fatalf("Flush: %v", err)
 		}
 	}
 	err := db.Compact(bg, nil, nil)
 	if errors.Is(err, driver.ErrNotSupported) {
-		return false
+		return flushed, false
 	}
 	if err != nil {
 		t.Fatalf("Compact(nil, nil): %v", err)
 	}
-	return true
+	return flushed, true
 }
 
 // measuredReads are the reads whose statistics the statistics and rate
@@ -93,10 +93,7 @@ func measuredReads(t testing.TB, db *dbh) []readAPI {
 }
 
 func testStatisticsPerActivity(t testing.TB, s *suite) {
-	db, st := statsDB(t, s, tableParams(req("stats_level", "all")))
-	if l := st.Level(); l != statistics.LevelAll {
-		t.Errorf("DB.Statistics().Level() = %s with stats_level=all; want %s", l, statistics.LevelAll)
-	}
+	db, st := statsDB(t, s, statistics.LevelAll)
 	fillTables(t, db, 200, 100)
 	for _, api := range measuredReads(t, db) {
 		own := statistics.FileReadHistogram(api.own.RocksDBValue())
@@ -113,9 +110,9 @@ func testStatisticsPerActivity(t testing.TB, s *suite) {
 		}
 		got := after.CountDelta(before, own)
 		if got == 0 {
-			t.Errorf("%s read table files (block_cache_size=0, data flushed) but %s did not grow: at "+
-				"stats_level=all each table-file read of %s must be recorded in %s (its reads must carry activity %s)",
-				api.name, own, api.name, own, api.own)
+			t.Errorf("%s read table files (reached the driver's IO: capability ColdReads) but %s did not grow: at "+
+				"stats_level=all each IO of %s (a table-file read, an RPC) must be recorded in %s (its reads must "+
+				"carry activity %s)", api.name, own, api.name, own, api.own)
 		}
 		for h := range statistics.NumHistograms {
 			if !h.IsUserFileRead() {
@@ -127,8 +124,8 @@ func testStatisticsPerActivity(t testing.TB, s *suite) {
 			}
 		}
 		if sst := after.CountDelta(before, statistics.SSTReadMicros); sst != got {
-			t.Errorf("%s grew %s by %d samples but %s by %d: each table-file read is recorded once in the "+
-				"aggregate and once in its activity's histogram", api.name, statistics.SSTReadMicros, sst, own, got)
+			t.Errorf("%s grew %s by %d samples but %s by %d: each IO (table-file read, RPC) is recorded once "+
+				"in the aggregate and once in its activity's histogram", api.name, statistics.SSTReadMicros, sst, own, got)
 		}
 	}
 }
@@ -167,19 +164,24 @@ func readEverything(t testing.TB, db *dbh) {
 func testStatisticsGating(t testing.TB, s *suite) {
 	// The default level: user-read breakdowns stay empty, background
 	// breakdowns fill.
-	db, st := statsDB(t, s, tableParams(req("stats_level", "except_detailed_timers")))
-	if l := st.Level(); l != statistics.LevelExceptDetailedTimers {
-		t.Errorf("DB.Statistics().Level() = %s with stats_level=except_detailed_timers; want %s",
-			l, statistics.LevelExceptDetailedTimers)
-	}
+	db, st := statsDB(t, s, statistics.LevelExceptDetailedTimers)
 	before := st.Snapshot()
-	compacted := fillTables(t, db, 200, 100)
+	flushed, compacted := fillTables(t, db, 200, 100)
 	afterFill := st.Snapshot()
-	if afterFill.CountDelta(before, statistics.FileReadFlushMicros) == 0 {
+	background := func(a ioctx.Activity, ran bool, what string) bool {
+		if !ran {
+			t.Logf("%s not checked: the driver has no %s", statistics.FileReadHistogram(a.RocksDBValue()), what)
+			return false
+		}
+		return s.has(t, backgroundReads(a), statistics.FileReadHistogram(a.RocksDBValue()).String())
+	}
+	if background(ioctx.ActivityFlush, flushed, "Flush") &&
+		afterFill.CountDelta(before, statistics.FileReadFlushMicros) == 0 {
 		t.Errorf("after Flush at the default stats level, %s is empty: a flush reads the table it wrote with "+
 			"activity Flush, and flush reads are recorded from the default level up", statistics.FileReadFlushMicros)
 	}
-	if compacted && afterFill.CountDelta(before, statistics.FileReadCompactionMicros) == 0 {
+	if background(ioctx.ActivityCompaction, compacted, "Compact") &&
+		afterFill.CountDelta(before, statistics.FileReadCompactionMicros) == 0 {
 		t.Errorf("after Compact at the default stats level, %s is empty: compaction reads its inputs with "+
 			"activity Compaction, recorded from the default level up", statistics.FileReadCompactionMicros)
 	}
@@ -191,12 +193,13 @@ func testStatisticsGating(t testing.TB, s *suite) {
 			strings.Join(bad, ", "))
 	}
 	if after.CountDelta(afterFill, statistics.SSTReadMicros) == 0 {
-		t.Errorf("at the default stats level, reads of table files did not grow %s; the aggregate is "+
-			"recorded from the default level up", statistics.SSTReadMicros)
+		t.Errorf("at the default stats level, reads that reached the driver's IO did not grow %s; the aggregate "+
+			"is recorded from the default level up", statistics.SSTReadMicros)
 	}
-	if db.path == memoryPath {
+	switch {
+	case db.path == memoryPath:
 		t.Logf("%s: DB-open reads not checked (no reopen of %q)", statistics.FileReadDBOpenMicros, memoryPath)
-	} else {
+	case background(ioctx.ActivityDBOpen, true, ""):
 		db.close(t)
 		db = s.reopen(t, db)
 		st := db.Statistics()
@@ -221,10 +224,7 @@ func testStatisticsGating(t testing.TB, s *suite) {
 		{"except_histogram_or_timers", statistics.LevelExceptHistogramOrTimers,
 			func(statistics.Histogram) bool { return true }, "a histogram"},
 	} {
-		db, st := statsDB(t, s, tableParams(req("stats_level", tc.level)))
-		if l := st.Level(); l != tc.want {
-			t.Errorf("DB.Statistics().Level() = %s with stats_level=%s; want %s", l, tc.level, tc.want)
-		}
+		db, st := statsDB(t, s, tc.want)
 		fillTables(t, db, 200, 100)
 		readEverything(t, db)
 		snap := st.Snapshot()
@@ -239,7 +239,7 @@ func testStatisticsGating(t testing.TB, s *suite) {
 	}
 
 	// disable_all: nothing at all (or no Statistics).
-	db = s.open(t, tableParams(req("stats_level", "disable_all"))...)
+	db = s.open(t, s.need(t, coldReads(), statsLevel(statistics.LevelDisableAll))...)
 	fillTables(t, db, 200, 100)
 	readEverything(t, db)
 	if st := db.Statistics(); st != nil {
@@ -256,19 +256,19 @@ func testStatisticsGating(t testing.TB, s *suite) {
 	}
 }
 
-// chargingDB opens a database with a rate limiter that never makes reads
-// wait, statistics to observe its charges, and data in table files. It
-// skips the case when the driver cannot.
+// chargingDB opens a database whose reads reach the driver's IO, with a
+// rate limiter that never makes reads wait and statistics to observe its
+// charges, and fills it. It skips the case when the harness cannot provide
+// that.
 func chargingDB(t testing.TB, s *suite) (*dbh, *statistics.Statistics) {
 	t.Helper()
-	db, st := statsDB(t, s, chargingParams())
+	db, st := statsDB(t, s, statistics.LevelAll, chargingRate())
 	fillTables(t, db, 200, 100)
 	return db, st
 }
 
-func chargingParams() []param {
-	return tableParams(req("rate_limit", "1GiB"), req("rate_limit_mode", "all"), req("stats_level", "all"))
-}
+// chargingRate is a rate limit no read of a case waits for.
+func chargingRate() Capability { return rateLimit(1 << 30) }
 
 // charged runs call and returns the read requests and bytes it charged to
 // the rate limiter, as the tickers RateLimiterRequestsRead and
@@ -312,7 +312,105 @@ func testRateLimiterCharging(t testing.TB, s *suite) {
 
 func testRateLimiterThrottling(t testing.TB, s *suite) {
 	const rate, total = 256 << 10, 320 << 10
-	db := s.open(t, tableParams(req("rate_limit", "256KiB"), opt("rate_limit_mode", "reads"))...)
+	slow := s.need(t, coldReads(), rateLimit(rate))
+	db, pick := throttlingDB(t, s, total)
+	if db == nil {
+		db = s.open(t, slow...)
+		writeIncompressible(t, db, total)
+	} else {
+		db.close(t)
+		db = s.openDSN(t, db.dsn, slow)
+	}
+	api := readAPIs("DB", db, key(5))[pick.index]
+	timed := func(p ioctx.Priority) time.Duration {
+		start := time.Now()
+		if err := api.call(withRO(ioctx.ReadOptions{RateLimiterPriority: p})); err != nil {
+			t.Fatalf("%s at priority %s: %v", api.name, p, err)
+		}
+		return time.Since(start)
+	}
+	uncharged := timed(ioctx.PriorityTotal)
+	low := timed(ioctx.PriorityLow)
+	expect := time.Duration(float64(pick.bytes) / rate * float64(time.Second))
+	if low < expect/4 || low < 3*uncharged {
+		t.Errorf("%s, which charges about %d KiB, with a rate limit of 256 KiB/s took %v at PriorityLow and %v at "+
+			"PriorityTotal; charged reads must wait for the rate limiter (expected about %v)",
+			api.name, pick.bytes>>10, low, uncharged, expect)
+	}
+}
+
+// throttlePick is the read RateLimiterThrottling times, as an index into
+// readAPIs' list for the DB, and the bytes it charges.
+type throttlePick struct {
+	index int
+	bytes uint64
+}
+
+// scanIndex is the full scan's index in readAPIs' list.
+const scanIndex = 2
+
+// throttlingDB writes about total bytes to a database that can be reopened,
+// whose rate limiter never makes reads wait and whose statistics count the
+// charges, and picks the read of the DB (Get, MultiGet, a full scan, the
+// verifications) that charges the most bytes: the one whose throttling is
+// measurable. The caller reopens the database with a slow rate. Where the
+// charges cannot be observed (no statistics, no rate limiter at
+// PriorityUser, a database that does not outlive Close), it returns a nil
+// database and a full scan, the read that reaches every byte in any driver.
+func throttlingDB(t testing.TB, s *suite, total int) (*dbh, throttlePick) {
+	t.Helper()
+	scan := throttlePick{scanIndex, uint64(total)}
+	params, unavailable := s.provide(coldReads(), statsLevel(statistics.LevelAll), chargingRate())
+	if unavailable != "" {
+		t.Logf("timing a full scan: %s", unavailable)
+		return nil, scan
+	}
+	db, unsupported, err := s.tryOpenDSN(t, s.newDSN(), params)
+	switch {
+	case unsupported != "":
+		t.Logf("timing a full scan: %s", unsupported)
+		return nil, scan
+	case err != nil:
+		t.Fatalf("%v", err)
+	case db.path == memoryPath:
+		t.Logf("timing a full scan: the database does not outlive Close (%q), so the read charging the most "+
+			"cannot be picked on it first", memoryPath)
+		db.close(t)
+		return nil, scan
+	}
+	st := db.Statistics()
+	if st == nil {
+		t.Logf("timing a full scan: the driver reports no statistics, so the charges cannot be compared")
+		db.close(t)
+		return nil, scan
+	}
+	writeIncompressible(t, db, total)
+	var best throttlePick
+	user := withRO(ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityUser})
+	apis := readAPIs("DB", db, key(5))
+	for i, api := range apis {
+		_, b, err := charged(st, func() error { return api.call(user) })
+		switch {
+		case errors.Is(err, driver.ErrNotSupported):
+			continue
+		case err != nil:
+			t.Fatalf("%s at PriorityUser: %v", api.name, err)
+		case b > best.bytes:
+			best = throttlePick{i, b}
+		}
+	}
+	if best.bytes == 0 {
+		t.Fatalf("no read of the DB charged the rate limiter at PriorityUser (rate limit %s); reads whose "+
+			"priority is not Total are charged", chargingRate())
+	}
+	t.Logf("timing %s, which charged %d bytes of the %d written", apis[best.index].name, best.bytes, total)
+	return db, best
+}
+
+// writeIncompressible writes keys holding about total random bytes and
+// flushes them if the driver can.
+func writeIncompressible(t testing.TB, db *dbh, total int) {
+	t.Helper()
 	var b driver.Batch
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := range total / 4096 {
@@ -323,28 +421,7 @@ func testRateLimiterThrottling(t testing.TB, s *suite) {
 		b.Put(key(i), v)
 	}
 	mustWrite(t, db, &b)
-	err := db.Flush(bg)
-	skipIfNotSupported(t, err, "reading table files needs Flush (driver.Flusher)")
-	if err != nil {
+	if err := db.Flush(bg); err != nil && !errors.Is(err, driver.ErrNotSupported) {
 		t.Fatalf("Flush: %v", err)
-	}
-	name, read := "VerifyFileChecksums", func(ctx context.Context) error { return db.VerifyFileChecksums(ctx) }
-	if err := db.VerifyFileChecksums(bg); errors.Is(err, driver.ErrNotSupported) {
-		name, read = "a full iterator scan", func(ctx context.Context) error { return scanAll(ctx, db) }
-	}
-	timed := func(p ioctx.Priority) time.Duration {
-		start := time.Now()
-		if err := read(withRO(ioctx.ReadOptions{RateLimiterPriority: p})); err != nil {
-			t.Fatalf("%s at priority %s: %v", name, p, err)
-		}
-		return time.Since(start)
-	}
-	uncharged := timed(ioctx.PriorityTotal)
-	low := timed(ioctx.PriorityLow)
-	expect := time.Duration(float64(total) / rate * float64(time.Second))
-	if low < expect/4 || low < 3*uncharged {
-		t.Errorf("%s of about %d KiB of tables with rate_limit=256KiB took %v at PriorityLow and %v at "+
-			"PriorityTotal; charged reads must wait for the rate limiter (expected about %v)",
-			name, total>>10, low, uncharged, expect)
 	}
 }

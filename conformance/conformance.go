@@ -19,6 +19,13 @@ type Config struct {
 	// name that is no case is an error, so a renamed case cannot be
 	// skipped silently.
 	Skip []string
+	// Capabilities is how the driver's test harness tells the suite how to
+	// open a database with a Capability: the DSN parameters to add to
+	// newDSN's DSN (nil when every database has it), or an error saying
+	// why the driver cannot provide it, which skips the case (or the check)
+	// that needs it with a message naming the capability and quoting the
+	// error. Nil means DSNCapabilities, the DSN keys of shale's engine.
+	Capabilities func(Capability) ([]driver.Param, error)
 }
 
 // Run runs every case of the suite against the driver registered as
@@ -27,8 +34,9 @@ type Config struct {
 // return the data source name of a new, empty one each time (a t.TempDir()
 // path, with parameters if the driver needs them).
 //
-// A case whose capability the driver lacks (an optional interface, a DSN
-// key, a directory to corrupt) is skipped with a message naming it; a case
+// A case whose capability the driver lacks (an optional interface, a
+// [Capability] its harness cannot provide, a directory to corrupt) is
+// skipped with a message naming it; a case
 // whose behaviour is wrong fails with a message saying what was observed and
 // what the contract requires.
 func Run(t *testing.T, driverName string, newDSN func(t *testing.T) string) {
@@ -54,7 +62,7 @@ func RunWith(t *testing.T, driverName string, newDSN func(t *testing.T) string, 
 			if slices.Contains(cfg.Skip, c.name) {
 				t.Skip("skipped by Config.Skip")
 			}
-			runCase(t, c, &suite{driverName: driverName, newDSN: func() string { return newDSN(t) }})
+			runCase(t, c, &suite{driverName: driverName, newDSN: func() string { return newDSN(t) }, caps: cfg.Capabilities})
 		})
 	}
 }
@@ -162,14 +170,19 @@ type suite struct {
 	driverName string
 	// newDSN returns the DSN of a fresh, empty database.
 	newDSN func() string
+	// caps is Config.Capabilities (nil: DSNCapabilities).
+	caps func(Capability) ([]driver.Param, error)
 }
 
 // param is a DSN parameter a case adds. A required one that the driver
 // rejects skips the case; an optional one (a hint such as
-// disable_auto_compactions) is dropped and the open retried.
+// write_buffer_size) is dropped and the open retried.
 type param struct {
 	key, value string
 	optional   bool
+	// capability names the Capability the harness gave the parameter
+	// for, if any, for the skip message.
+	capability string
 }
 
 func req(key, value string) param { return param{key: key, value: value} }
@@ -264,8 +277,12 @@ func (s *suite) tryOpenDSN(t testing.TB, base string, params []param) (h *dbh, u
 		}
 		p := params[i]
 		if !p.optional {
-			return nil, fmt.Sprintf("driver does not support DSN key %s (opening with %s=%s failed: %v)",
-				p.key, p.key, p.value, err), nil
+			why := ""
+			if p.capability != "" {
+				why = fmt.Sprintf("capability %s: the harness gave DSN key %s for it, but ", p.capability, p.key)
+			}
+			return nil, fmt.Sprintf("%sdriver does not support DSN key %s (opening with %s=%s failed: %v)",
+				why, p.key, p.key, p.value, err), nil
 		}
 		t.Logf("driver rejects the optional DSN key %s (%v); continuing without it", p.key, err)
 		params = slices.Delete(slices.Clone(params), i, i+1)

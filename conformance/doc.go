@@ -16,7 +16,8 @@
 //	}
 //
 // [Run] runs every case as a subtest named after it ([CaseNames] lists
-// them); [RunWith] takes a [Config] that can skip cases by name. newDSN must
+// them); [RunWith] takes a [Config] that can skip cases by name and say how
+// the driver provides each [Capability]. newDSN must
 // return the data source name of a fresh, empty database on every call: the
 // suite opens several databases per case, adds parameters to the DSN (with
 // [driver.ParseDSN] and [driver.FormatDSN]), and reopens a DSN to check that
@@ -41,12 +42,24 @@
 //     (driver.StatsReporter). Where a case only uses a capability in
 //     passing (a Flush to move data into table files, a Tx variant of a
 //     read), it goes on without it and logs so.
-//   - a DSN key. The suite adds stats_level, block_cache_size=0 (cold
-//     reads), rate_limit and rate_limit_mode where a case needs them; if
-//     the open fails with an error that names the key, the case skips
-//     ("driver does not support DSN key …"). The hints write_buffer_size,
-//     disable_auto_compactions and (for reopening a corrupt database)
-//     block_cache_size are dropped instead, and the open retried.
+//   - a [Capability]: reads that reach the driver's IO (ColdReads), a
+//     statistics level (StatsLevel), a rate limiter (RateLimit), reads the
+//     driver makes on its own (BackgroundReads of Flush, Compaction,
+//     DBOpen). The suite asks the driver's harness, [Config.Capabilities],
+//     for the DSN parameters that give a database each one; a harness that
+//     cannot provide one returns an error, and the case (or, for
+//     BackgroundReads, the check) skips with "the driver's harness cannot
+//     provide capability …" and that error. A parameter the harness gave
+//     that the driver rejects skips the case naming the capability and the
+//     key. A nil Config.Capabilities is [DSNCapabilities], shale's
+//     engine's DSN keys (block_cache_size=0 and disable_auto_compactions
+//     for ColdReads, stats_level, rate_limit and rate_limit_mode=reads); a
+//     driver whose every read is an RPC provides ColdReads with no
+//     parameter at all. So the statistics and rate-limiter cases run for
+//     any driver that records its IO and charges it, whatever its DSN.
+//   - a DSN hint: write_buffer_size, disable_auto_compactions and (for
+//     reopening a corrupt database) block_cache_size are dropped when the
+//     driver rejects them, and the open retried.
 //   - a database that outlives Close: with the path ":memory:" the Reopen
 //     and Corruption cases skip, and the checks of other cases that reopen
 //     are left out.
@@ -90,10 +103,15 @@
 //     Key and Value of an iterator that did not move do not change.
 //   - IteratorClose: an exhausted iterator has no error; after Close moves
 //     return false, Error matches driver.ErrClosed, as does a second Close.
-//   - FlushCompact (driver.Flusher; driver.Compacter if available): three
-//     overlapping rounds of writes and deletes and a 1 MiB value, each
-//     flushed; unflushed writes over tables; Compact of a sub-range, of
-//     everything, of half-open and empty ranges; Get and scans after each.
+//   - FlushCompact (driver.Flusher or driver.Compacter; skips with neither):
+//     three overlapping rounds of writes and deletes and a 1 MiB value,
+//     each flushed (with Flush); unflushed writes over tables; Compact
+//     (with Compact) of a sub-range, of everything, of half-open and empty
+//     ranges, none of which may lose, change or resurrect a key; Get and
+//     scans after each; then (a DSN that outlives Close) a Close and a
+//     reopen read exactly what was flushed and compacted. A driver whose
+//     Flush does nothing (its writes are durable when they return) is
+//     still checked on Compact and on the reopen.
 //   - Reopen (a directory DSN; Flush if available): flushed and unflushed
 //     writes survive Close and a reopen of the same DSN, twice.
 //   - TxSnapshot (driver.TxBeginner): a transaction reads its BeginTx
@@ -122,30 +140,36 @@
 //     `Env::IOActivity::k<own>`", and names the activity given
 //     (Env::IOActivity::k<a>). An iterator may report the error from
 //     NewIterator or from its first move.
-//   - StatisticsPerActivity (statistics; Flush; keys stats_level=all,
-//     block_cache_size=0): with the data in table files, each read (DB's
-//     five read APIs, Conn's Get and MultiGet, a read-only Tx's Get,
-//     MultiGet and iterator) grows its own FileRead*Micros histogram, no
-//     other user-read one, and SSTReadMicros by exactly as many samples.
-//   - StatisticsGating (statistics; Flush; stats_level, block_cache_size):
-//     at except_detailed_timers (the default) Statistics().Level() says
-//     so, Flush fills FileReadFlushMicros, Compact FileReadCompactionMicros
-//     and a reopen FileReadDBOpenMicros, the reads grow SSTReadMicros and
-//     the five user-read histograms stay empty; at except_timers no time
-//     histogram records and tickers count; at except_histogram_or_timers
-//     no histogram records and tickers count; at disable_all nothing
-//     records (or Statistics is nil).
-//   - RateLimiterCharging (statistics; Flush; rate_limit, rate_limit_mode,
-//     stats_level, block_cache_size): each read of StatisticsPerActivity at
-//     the default priority (PriorityTotal) charges nothing, and with
+//   - StatisticsPerActivity (statistics; capabilities ColdReads and
+//     StatsLevel(all); Flush if available): with the data where reads reach
+//     the driver's IO, each read (DB's five read APIs, Conn's Get and
+//     MultiGet, a read-only Tx's Get, MultiGet and iterator) grows its own
+//     FileRead*Micros histogram, no other user-read one, and SSTReadMicros
+//     by exactly as many samples.
+//   - StatisticsGating (statistics; ColdReads, StatsLevel of each level
+//     below; BackgroundReads for the background checks): at
+//     except_detailed_timers (the default) Statistics().Level() says so,
+//     Flush fills FileReadFlushMicros, Compact FileReadCompactionMicros
+//     and a reopen FileReadDBOpenMicros (each only for a driver whose
+//     harness has BackgroundReads of that activity), the reads grow
+//     SSTReadMicros and the five user-read histograms stay empty; at
+//     except_timers no time histogram records and tickers count; at
+//     except_histogram_or_timers no histogram records and tickers count;
+//     at disable_all nothing records (or Statistics is nil).
+//   - RateLimiterCharging (statistics; ColdReads, StatsLevel(all),
+//     RateLimit(1 GiB/s)): each read of StatisticsPerActivity at the
+//     default priority (PriorityTotal) charges nothing, and with
 //     ReadOptions{RateLimiterPriority: PriorityUser} charges requests and
 //     bytes, as the tickers RateLimiterRequestsRead and
 //     RateLimiterBytesRead count them.
-//   - RateLimiterThrottling (Flush; rate_limit; rate_limit_mode=reads if
-//     accepted): VerifyFileChecksums (or, without it, a full scan) of about
-//     320 KiB of tables at rate_limit=256KiB takes at least a quarter of
-//     the expected 1.25 s, and three times as long, at PriorityLow as at
-//     PriorityTotal.
+//   - RateLimiterThrottling (ColdReads, RateLimit(256 KiB/s)): about 320
+//     KiB of incompressible values are written (and flushed); on a database
+//     at 1 GiB/s with statistics, the DB read that charges the most bytes
+//     (a full scan, VerifyChecksum, VerifyFileChecksums, …) is picked, and
+//     the database reopened at 256 KiB/s; that read then takes at least a
+//     quarter of the time its charge takes at that rate, and three times as
+//     long, at PriorityLow as at PriorityTotal. Without statistics, or with
+//     a DSN that does not outlive Close, the timed read is a full scan.
 //   - Corruption (a directory DSN; Flush; *.sst files): after a byte in the
 //     middle of every table file is flipped, a reopen either fails with an
 //     error matching driver.ErrCorruption, or VerifyChecksum and
@@ -175,8 +199,8 @@
 //     defaults; a default activity limits the session to its API, a call's
 //     own activity overrides it, and SetReadOptions replaces it; a session
 //     deadline and a call's deadline both apply; writes through a Conn are
-//     the DB's; Conn.Close ends the session only. With the rate-limiter
-//     keys and statistics, a session with default priority User has its
+//     the DB's; Conn.Close ends the session only. With RateLimiterCharging's
+//     capabilities and statistics, a session with default priority User has its
 //     reads charged, a call's priority overrides a session's Total, and the
 //     DB's own reads are not charged.
 //   - Concurrency: four goroutines mix puts, deletes, batches, transactions

@@ -1,25 +1,23 @@
 package etcd
 
 import (
+	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/shaledb/shale/conformance"
+	"github.com/shaledb/shale/driver"
 )
 
 // TestConformance runs the façade's conformance suite against the shared
-// 3-member cluster, a fresh namespace per database.
+// 3-member cluster, a fresh namespace per database, with conformance's
+// capabilities provided as capabilities says.
 //
 // Skipped by name:
 //   - Corruption flips a byte in the *.sst table files of the DSN's
 //     directory, an LSM's files; an etcd DSN names no directory. This
 //     driver's own corruption test (TestVerifyChecksumCorruptMember)
 //     corrupts a member's bbolt file instead.
-//
-// The statistics and rate-limiter cases (StatisticsPerActivity,
-// StatisticsGating, RateLimiterCharging, RateLimiterThrottling) skip by
-// themselves: they require the engine's DSN key block_cache_size=0 to make
-// reads reach table files, which this driver rejects as unknown. The tests
-// in stats_test.go check the same contracts for this driver.
 //
 // With -short, the three cases that are long single-goroutine sequences of
 // RPCs (CRUD: 2000 Puts and Gets; IteratorModel: 2000 random writes then
@@ -34,5 +32,34 @@ func TestConformance(t *testing.T) {
 		skip = append(skip, "CRUD", "IteratorModel", "FlushCompact")
 	}
 	conformance.RunWith(t, DriverName, func(t *testing.T) string { return shared.dsn(t, "") },
-		conformance.Config{Skip: skip})
+		conformance.Config{Skip: skip, Capabilities: capabilities})
+}
+
+// errNoBackgroundReads is why this driver has no BackgroundReads
+// capability.
+var errNoBackgroundReads = errors.New("the etcd driver reads nothing on its own behalf: Flush is a no-op " +
+	"(a returned write is committed), Compact is a revision compaction the members run without sending " +
+	"data to the client, and connecting reads nothing")
+
+// capabilities tells the conformance suite how this driver provides what
+// its statistics and rate-limiter cases need:
+//   - ColdReads: always; every read is one or more RPCs, this driver's IO
+//     (there is no client-side cache), recorded and charged per RPC.
+//   - StatsLevel: the DSN key stats_level.
+//   - RateLimit: the DSN key rate_limit, which charges the responses of
+//     reads on the client.
+//   - BackgroundReads: none (errNoBackgroundReads), so the checks of the
+//     flush, compaction and DB-open histograms are left out.
+func capabilities(c conformance.Capability) ([]driver.Param, error) {
+	switch c.Kind {
+	case conformance.ColdReads:
+		return nil, nil
+	case conformance.StatsLevel:
+		return []driver.Param{{Key: "stats_level", Value: c.Level.String()}}, nil
+	case conformance.RateLimit:
+		return []driver.Param{{Key: "rate_limit", Value: strconv.FormatInt(c.BytesPerSecond, 10)}}, nil
+	case conformance.BackgroundReads:
+		return nil, errNoBackgroundReads
+	}
+	return nil, errors.New("unknown capability " + c.String())
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // These tests check, for this driver, what the conformance suite's
-// statistics and rate-limiter cases check for a driver whose reads reach
-// table files (cases that skip here, see TestConformance): an RPC is this
-// driver's IO.
+// statistics and rate-limiter cases check through the façade (which run
+// here too, see TestConformance's capabilities), and more: the DB-level
+// histograms and tickers, and the RPCs made on no read's behalf. An RPC is
+// this driver's IO.
 
 // readCase is one read of the public API, with the activity it must carry.
 type readCase struct {
