@@ -81,7 +81,12 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{[]string{"-engines=shale,pebble"}, ""},
 		{[]string{"-threads=1,8"}, ""},
-		{[]string{"-engines=rocksdb"}, "unknown engine"},
+		{[]string{"-engines=leveldb"}, "unknown engine"},
+		{[]string{"-engines=rocksdb"}, "use -rocksdb"},
+		{[]string{"-rounds=0"}, "want at least 1"},
+		{[]string{"-rocksdb=maybe"}, "want auto, install or off"},
+		{[]string{"-variant=big"}, "-variant"},
+		{[]string{"-batch-keys=-1"}, "-batch-keys"},
 		{[]string{"-threads=0"}, "bad thread count"},
 		{[]string{"-max-data=12XB"}, "bad size"},
 		{[]string{"-max-data=1KiB"}, "holds only"},
@@ -98,53 +103,83 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestWorkload runs the whole child workload in-process on every engine at
-// a tiny size and prints the table from the results.
+// TestWorkload runs every child variant in-process on every engine (and
+// db_bench when installed) at a tiny size and prints the report from the
+// results as one round.
 func TestWorkload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every engine")
 	}
+	dir := t.TempDir()
 	cfg, err := parseFlags([]string{"-max-data=512KiB", "-phase-duration=30ms", "-warmup=5ms",
-		"-threads=1,2", "-stats-rounds=2", "-stats-duration=20ms", "-dir=" + t.TempDir()})
+		"-threads=1,2", "-stats-rounds=2", "-stats-duration=20ms", "-batch-keys=2000", "-dir=" + dir})
 	require.NoError(t, err)
-	out := runOutput{Results: map[string]*engineResult{}}
-	for _, e := range cfg.engines {
-		t.Run(e, func(t *testing.T) {
-			f, err := os.Create(filepath.Join(t.TempDir(), "out.json"))
-			require.NoError(t, err)
-			require.NoError(t, runChild(cfg, e, f))
-			require.NoError(t, f.Close())
-			b, err := os.ReadFile(f.Name())
-			require.NoError(t, err)
-			var r engineResult
-			require.NoError(t, json.Unmarshal(b, &r))
+	engines := append([]string{}, cfg.engines...)
+	dbBench, _ := findDBBench("auto")
+	if dbBench != "" {
+		engines = append(engines, engineRocksDB)
+	}
+	rr := roundResults{}
+	for _, jb := range plannedJobs(cfg, engines) {
+		t.Run(jb.engine+"/"+jb.variant, func(t *testing.T) {
+			var r *engineResult
+			if jb.engine == engineRocksDB {
+				c := *cfg
+				c.phaseDuration = time.Second // db_bench's -duration is in whole seconds
+				r, err = runRocksDB(&c, dbBench, jb.variant, dir)
+				require.NoError(t, err)
+			} else {
+				c := *cfg
+				c.variant = jb.variant
+				f, err := os.Create(filepath.Join(t.TempDir(), "out.json"))
+				require.NoError(t, err)
+				require.NoError(t, runChild(&c, jb.engine, f))
+				require.NoError(t, f.Close())
+				b, err := os.ReadFile(f.Name())
+				require.NoError(t, err)
+				r = &engineResult{}
+				require.NoError(t, json.Unmarshal(b, r))
+				require.EqualValues(t, r.NumKeys, r.Fill.Keys)
+			}
 			require.Equal(t, cfg.numKeys(), r.NumKeys)
-			require.EqualValues(t, r.NumKeys, r.Fill.Keys)
-			require.EqualValues(t, r.NumKeys, r.FillBatch.Keys)
 			require.Greater(t, r.TablesMiB, 0.0)
-			for _, threads := range cfg.threads {
-				for _, row := range readRows {
-					p, ok := r.read(row.phase, threads)
-					require.True(t, ok, "%s/%d", row.phase, threads)
-					require.Positive(t, p.Ops)
-					require.Positive(t, p.NsPerOp)
-					require.LessOrEqual(t, p.P50Ns, p.P99Ns)
+			require.Positive(t, r.PeakRSSMiB)
+			p, ok := r.read(phaseGetHit, 1)
+			require.True(t, ok)
+			require.Positive(t, p.NsPerOp)
+			if jb.variant == variantMain && jb.engine != engineRocksDB {
+				require.EqualValues(t, r.NumKeys, r.FillBatch.Keys)
+				for _, threads := range cfg.threads {
+					for _, phase := range []string{phaseGetHit, phaseGetHitCopy, phaseGetMiss, phaseMultiGet, phaseNext, phaseSeek} {
+						p, ok := r.read(phase, threads)
+						require.True(t, ok, "%s/%d", phase, threads)
+						require.Positive(t, p.Ops)
+						require.LessOrEqual(t, p.P50Ns, p.P99Ns)
+					}
+				}
+				if bigBatchEngine(jb.engine) {
+					require.Len(t, r.BigBatch, 2)
+					require.Positive(t, r.BigBatch[0].AllocBytes)
+				}
+				if jb.engine == "shale" {
+					require.NotNil(t, r.StatsCost)
+					require.Len(t, r.StatsCost.Median, 16)
 				}
 			}
-			require.Positive(t, r.PeakRSSMiB)
-			if e == "shale" {
-				require.NotNil(t, r.StatsCost)
-				require.Len(t, r.StatsCost.Median, 13)
-			}
-			out.Results[e] = &r
+			rr[resultKey(jb.engine, jb.variant)] = r
 		})
 	}
+	rep := &report{Meta: runMeta{Engines: engines, CPUs: 2, Threads: cfg.threads, Load1: []float64{0.1}}, Rounds: []roundResults{rr}}
 	var buf bytes.Buffer
-	printTable(&buf, cfg, &out)
+	printReport(&buf, cfg, rep)
 	s := buf.String()
-	for _, want := range []string{"pebble", "goleveldb", "badger", "Get hit (µs/op)", "MultiGet(16)", "×)",
-		"statistics levels", "façade cost", "issue targets"} {
+	for _, want := range []string{"| figure | shale | pebble | goleveldb | badger", "Get hit (µs/op)", "MultiGet(16)", "×**",
+		"peak RSS, 4 MiB memtables", "one batch of 2000 random keys", "Get miss: default level / disabled",
+		"cached Get hit: default level / disabled", "BenchmarkGetHit/threads=1/engine=shale 1 ", "BenchmarkBigBatchSorted/engine=pebble"} {
 		require.Contains(t, s, want)
+	}
+	if dbBench != "" {
+		require.Contains(t, s, "BenchmarkDBGetShape/engine=rocksdb")
 	}
 	t.Log("\n" + s)
 }

@@ -36,6 +36,7 @@ const (
 // engineResult is what one child process reports.
 type engineResult struct {
 	Engine          string        `json:"engine"`
+	Variant         string        `json:"variant"`
 	NumKeys         int           `json:"num_keys"`
 	Fill            phaseResult   `json:"fill"`
 	FillBatch       phaseResult   `json:"fill_batch100"`
@@ -46,6 +47,10 @@ type engineResult struct {
 	RSSAfterLoadMiB float64       `json:"rss_peak_after_load_mib"`
 	PeakRSSMiB      float64       `json:"rss_peak_mib"`
 	StatsCost       *statsCost    `json:"stats_cost,omitempty"`
+	// BigBatch is issue 12's one-batch write (shale and Pebble).
+	BigBatch []bigBatchResult `json:"big_batch,omitempty"`
+	// DBBenchRaw is RocksDB's db_bench report lines, as printed.
+	DBBenchRaw []string `json:"db_bench_raw,omitempty"`
 }
 
 func (r *engineResult) read(name string, threads int) (phaseResult, bool) {
@@ -87,6 +92,11 @@ const (
 	costMissOffAA   = "Get miss, level disable_all (A/A)"
 	costMissDefault = "Get miss, level default"
 	costMissAll     = "Get miss, level all"
+	// Cached Get: keys drawn from a hot range a quarter of the cache's
+	// size, so (after the warm-up) every block is in the block cache.
+	costCachedOff     = "cached Get hit, level disable_all"
+	costCachedOffAA   = "cached Get hit, level disable_all (A/A)"
+	costCachedDefault = "cached Get hit, level default"
 
 	costEngineHit  = "Get hit copying, engine.DB.Get"
 	costEngineAA   = "Get hit copying, engine.DB.Get, 2nd copy (A/A)"
@@ -99,10 +109,52 @@ func logf(engine, format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", engine, fmt.Sprintf(format, args...))
 }
 
-// runChild runs the whole workload on one engine and writes its result as
-// JSON to out.
+// Child variants: what one child process measures.
+const (
+	// variantMain is the whole workload at the configured sizes.
+	variantMain = "main"
+	// variantRSSEqual measures peak RSS with 4 MiB memtables and the
+	// configured cache for every engine: fill, compaction, Get hit.
+	variantRSSEqual = "rss-equal"
+	// variantRSSDefaults measures peak RSS with each engine's defaults.
+	variantRSSDefaults = "rss-defaults"
+	// variantDBGet is the seed's DBGet shape (shale and RocksDB only):
+	// fill, compaction, Get hit with mmap reads, no cache, no compression.
+	variantDBGet = "dbget"
+
+	rssEqualMemtable = 4 << 20
+)
+
+var variants = []string{variantMain, variantRSSEqual, variantRSSDefaults, variantDBGet}
+
+// variantEngines says which engines a variant runs on.
+func variantRuns(variant, engine string) bool {
+	if variant == variantDBGet {
+		return engine == "shale" || engine == engineRocksDB
+	}
+	return true
+}
+
+// storeConfigFor is the configuration of variant.
+func storeConfigFor(cfg *config, variant string) storeConfig {
+	scfg := storeConfig{cacheSize: cfg.cacheSize, memtableSize: cfg.memtableSize, bloomBits: 10, shaleStats: cfg.stats}
+	switch variant {
+	case variantRSSEqual:
+		scfg.memtableSize = rssEqualMemtable
+	case variantRSSDefaults:
+		scfg.defaults = true
+		scfg.shaleStats = "default"
+	case variantDBGet:
+		scfg.dbgetShape = true
+	}
+	return scfg
+}
+
+// runChild runs cfg.variant's workload on one engine and writes its result
+// as JSON to out.
 func runChild(cfg *config, name string, out *os.File) error {
-	base := filepath.Join(cfg.dir, name)
+	variant := cfg.variant
+	base := filepath.Join(cfg.dir, name+"-"+variant)
 	if err := os.RemoveAll(base); err != nil {
 		return err
 	}
@@ -110,18 +162,21 @@ func runChild(cfg *config, name string, out *os.File) error {
 		defer func() { _ = os.RemoveAll(base) }()
 	}
 	n := cfg.numKeys()
-	res := &engineResult{Engine: name, NumKeys: n}
-	scfg := storeConfig{cacheSize: cfg.cacheSize, memtableSize: cfg.memtableSize, bloomBits: 10, shaleStats: cfg.stats}
+	res := &engineResult{Engine: name, Variant: variant, NumKeys: n}
+	scfg := storeConfigFor(cfg, variant)
+	main := variant == variantMain
 
 	// The fill order: a fixed random permutation of all keys.
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
 
 	// Batched fill into a scratch database, removed before the real one.
 	var err error
-	if res.FillBatch, err = fillBatched(name, filepath.Join(base, "batch"), scfg, cfg, perm); err != nil {
-		return err
+	if main {
+		if res.FillBatch, err = fillBatched(name, filepath.Join(base, "batch"), scfg, cfg, perm); err != nil {
+			return err
+		}
+		logf(name, "fill, batches of %d: %.3f µs/key", fillBatch, res.FillBatch.NsPerOp/1e3)
 	}
-	logf(name, "fill, batches of %d: %.3f µs/key", fillBatch, res.FillBatch.NsPerOp/1e3)
 
 	dir := filepath.Join(base, "db")
 	s, err := openStore(name, dir, scfg)
@@ -141,8 +196,8 @@ func runChild(cfg *config, name string, out *os.File) error {
 	if err != nil {
 		return err
 	}
-	logf(name, "fill, one put per write: %.3f µs/op, CPU %.3f µs/op (p50 %.2f, p99 %.2f)",
-		res.Fill.NsPerOp/1e3, res.Fill.CPUNsPerOp/1e3, res.Fill.P50Ns/1e3, res.Fill.P99Ns/1e3)
+	logf(name, "%s: fill, one put per write: %.3f µs/op, CPU %.3f µs/op (p50 %.2f, p99 %.2f)",
+		variant, res.Fill.NsPerOp/1e3, res.Fill.CPUNsPerOp/1e3, res.Fill.P50Ns/1e3, res.Fill.P99Ns/1e3)
 
 	start := time.Now()
 	if err := s.compact(); err != nil {
@@ -151,17 +206,24 @@ func runChild(cfg *config, name string, out *os.File) error {
 	res.CompactSeconds = time.Since(start).Seconds()
 	alloc, tables := diskUsage(dir)
 	res.DiskMiB, res.TablesMiB = float64(alloc)/(1<<20), float64(tables)/(1<<20)
-	logf(name, "full compaction: %.2f s; tables %.1f MiB, directory %.1f MiB allocated",
-		res.CompactSeconds, res.TablesMiB, res.DiskMiB)
+	logf(name, "%s: full compaction: %.2f s; tables %.1f MiB, directory %.1f MiB allocated",
+		variant, res.CompactSeconds, res.TablesMiB, res.DiskMiB)
 	if err := verify(name, s, n, cfg.valueSize); err != nil {
 		return err
 	}
 	res.RSSAfterLoadMiB = float64(procStatusKiB("VmHWM")) / 1024
 
-	for _, threads := range cfg.threads {
+	threads := cfg.threads
+	if !main {
+		threads = threads[:1]
+	}
+	for _, threads := range threads {
 		for _, ph := range readPhases(name, s, n, cfg.valueSize) {
+			if !main && ph.name != phaseGetHit {
+				continue
+			}
 			var stopProfile func()
-			if cfg.cpuProfileDir != "" && ph.name == phaseGetHit && threads == cfg.threads[0] {
+			if main && cfg.cpuProfileDir != "" && ph.name == phaseGetHit && threads == cfg.threads[0] {
 				if stopProfile, err = startProfile(cfg.cpuProfileDir, name); err != nil {
 					return err
 				}
@@ -174,19 +236,24 @@ func runChild(cfg *config, name string, out *os.File) error {
 				return err
 			}
 			res.Reads = append(res.Reads, r)
-			logf(name, "%s, %d thread(s): %.3f µs/key, CPU %.3f µs/key (p50 %.2f, p99 %.2f µs per call; %d calls)",
-				r.Name, threads, r.NsPerOp/1e3, r.CPUNsPerOp/1e3, r.P50Ns/1e3, r.P99Ns/1e3, r.Ops)
+			logf(name, "%s: %s, %d thread(s): %.3f µs/key, CPU %.3f µs/key (p50 %.2f, p99 %.2f µs per call; %d calls)",
+				variant, r.Name, threads, r.NsPerOp/1e3, r.CPUNsPerOp/1e3, r.P50Ns/1e3, r.P99Ns/1e3, r.Ops)
 		}
 	}
 	res.PeakRSSMiB = float64(procStatusKiB("VmHWM")) / 1024
-	logf(name, "peak RSS %.0f MiB", res.PeakRSSMiB)
+	logf(name, "%s: peak RSS %.0f MiB", variant, res.PeakRSSMiB)
 
 	err = s.close()
 	s = nil
 	if err != nil {
 		return err
 	}
-	if name == "shale" && cfg.statsRounds > 0 {
+	if main && cfg.batchKeys > 0 && bigBatchEngine(name) {
+		if res.BigBatch, err = runBigBatches(name, filepath.Join(base, "bigbatch"), scfg, cfg.batchKeys); err != nil {
+			return errors.Wrap(err, "large batch")
+		}
+	}
+	if main && name == "shale" && cfg.statsRounds > 0 {
 		if res.StatsCost, err = measureStatsCost(cfg, scfg, base, dir, n); err != nil {
 			return errors.Wrap(err, "statistics cost")
 		}
@@ -397,6 +464,13 @@ type candidate struct {
 	offset int
 	get    func(key []byte) (int, bool, error)
 	before func()
+	keys   int // keys are drawn from [0, keys); 0 means every key
+}
+
+// hotKeys is how many keys fit in a quarter of the block cache: a range
+// of them read over and over stays cached.
+func hotKeys(cfg *config, n int) int {
+	return max(1, min(n, int(cfg.cacheSize/4)/(keySize+cfg.valueSize)))
 }
 
 // measureStatsCost runs shale's interleaved comparisons on copies of the
@@ -478,22 +552,26 @@ func measureStatsCost(cfg *config, scfg storeConfig, base, dir string, n int) (*
 	// run of misses starts with a colder block cache and buffer pools, and
 	// sharing a group would bias whichever candidate tends to follow them.
 	groups := [][]candidate{{
-		{costHitOff, 0, levels.get, off},
-		{costHitDefault, 0, levels.get, def},
-		{costHitAll, 0, levels.get, all},
-		{costHitOffAA, 0, levels.get, off},
+		{costHitOff, 0, levels.get, off, 0},
+		{costHitDefault, 0, levels.get, def, 0},
+		{costHitAll, 0, levels.get, all, 0},
+		{costHitOffAA, 0, levels.get, off, 0},
 	}, {
-		{costMissOff, 1, levels.get, off},
-		{costMissDefault, 1, levels.get, def},
-		{costMissAll, 1, levels.get, all},
-		{costMissOffAA, 1, levels.get, off},
+		{costMissOff, 1, levels.get, off, 0},
+		{costMissDefault, 1, levels.get, def, 0},
+		{costMissAll, 1, levels.get, all, 0},
+		{costMissOffAA, 1, levels.get, off, 0},
 	}, {
-		{costEngineHit, 0, copying(engine1), nil},
-		{costFacadeHit, 0, facadeGet, nil},
-		{costEngineAA, 0, copying(engine2), nil},
+		{name: costCachedOff, get: levels.get, before: off, keys: hotKeys(cfg, n)},
+		{name: costCachedDefault, get: levels.get, before: def, keys: hotKeys(cfg, n)},
+		{name: costCachedOffAA, get: levels.get, before: off, keys: hotKeys(cfg, n)},
 	}, {
-		{costEngineMiss, 1, copying(engine1), nil},
-		{costFacadeMiss, 1, facadeGet, nil},
+		{costEngineHit, 0, copying(engine1), nil, 0},
+		{costFacadeHit, 0, facadeGet, nil, 0},
+		{costEngineAA, 0, copying(engine2), nil, 0},
+	}, {
+		{costEngineMiss, 1, copying(engine1), nil, 0},
+		{costFacadeMiss, 1, facadeGet, nil, 0},
 	}}
 	for _, cands := range groups {
 		if err := interleave(cfg, sc, cands, n); err != nil {
@@ -521,8 +599,12 @@ func interleave(cfg *config, sc *statsCost, cands []candidate, n int) error {
 			r, err := runTimed(c.name, 1, 1, cfg.warmup, cfg.statsDuration, func(t int) (func() error, func() error, error) {
 				rng := rand.New(rand.NewPCG(1, uint64(t)+2))
 				var kbuf [keySize]byte
+				kn := n
+				if c.keys > 0 {
+					kn = c.keys
+				}
 				return func() error {
-					key := makeKey(kbuf[:], rng.IntN(n), c.offset)
+					key := makeKey(kbuf[:], rng.IntN(kn), c.offset)
 					vn, found, err := c.get(key)
 					if err != nil {
 						return err

@@ -10,14 +10,9 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,6 +39,13 @@ type config struct {
 	jsonPath      string
 	cpuProfileDir string
 	child         string
+	variant       string
+	rounds        int
+	outPath       string
+	rocksdb       string
+	batchKeys     int
+	rss           bool
+	dbget         bool
 }
 
 func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
@@ -60,15 +62,22 @@ func parseFlags(args []string) (*config, error) {
 	)
 	c := &config{}
 	fs.IntVar(&c.valueSize, "value-size", 256, "value size in bytes")
-	fs.DurationVar(&c.phaseDuration, "phase-duration", 3*time.Second, "measured time of each read phase")
+	fs.DurationVar(&c.phaseDuration, "phase-duration", time.Second, "measured time of each read phase")
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "untimed warm-up before each read phase")
 	fs.StringVar(&c.stats, "stats", "default", "shale statistics for the main run: off, default or all")
-	fs.IntVar(&c.statsRounds, "stats-rounds", 9, "rounds of shale's interleaved statistics-level and façade comparisons (0: skip)")
-	fs.DurationVar(&c.statsDuration, "stats-duration", time.Second, "measured time of each candidate in each round of the interleaved comparisons")
+	fs.IntVar(&c.statsRounds, "stats-rounds", 3, "rounds of shale's interleaved statistics-level and façade comparisons (0: skip)")
+	fs.DurationVar(&c.statsDuration, "stats-duration", 500*time.Millisecond, "measured time of each candidate in each round of the interleaved comparisons")
 	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
 	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write a CPU profile of each engine's Get hit phase (first thread count) into this directory")
 	fs.StringVar(&c.child, "engine", "", "internal: run one engine as a child process")
+	fs.StringVar(&c.variant, "variant", variantMain, "internal: the child's configuration ("+strings.Join(variants, ", ")+")")
+	fs.IntVar(&c.rounds, "rounds", 5, "rounds: each runs every engine and configuration once, in a new random order")
+	fs.StringVar(&c.outPath, "out", "", "write the Markdown report to this file (default: standard output)")
+	fs.StringVar(&c.rocksdb, "rocksdb", "auto", "RocksDB's db_bench: auto (run it when installed), install (apt-get install "+rocksdbPackage+" when missing), off")
+	fs.IntVar(&c.batchKeys, "batch-keys", 1000000, "keys in the one-batch write of issue 12 (shale and Pebble; 0: skip)")
+	fs.BoolVar(&c.rss, "rss", true, "measure peak RSS in extra children: 4 MiB memtables, and each engine's defaults")
+	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -77,6 +86,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	for _, e := range strings.Split(*engines, ",") {
 		e = strings.TrimSpace(e)
+		if e == engineRocksDB {
+			return nil, errors.Newf("-engines: %s is driven through db_bench: use -rocksdb", e)
+		}
 		if !contains(engineNames, e) {
 			return nil, errors.Newf("-engines: unknown engine %q (want some of %s)", e, strings.Join(engineNames, ","))
 		}
@@ -107,6 +119,20 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if _, _, err := shaleStatistics(c.stats); err != nil {
 		return nil, err
+	}
+	if !contains(variants, c.variant) {
+		return nil, errors.Newf("-variant %q: want one of %s", c.variant, strings.Join(variants, ", "))
+	}
+	if c.rounds < 1 {
+		return nil, errors.Newf("-rounds %d: want at least 1", c.rounds)
+	}
+	if c.batchKeys < 0 {
+		return nil, errors.Newf("-batch-keys %d: want 0 (skip) or more", c.batchKeys)
+	}
+	switch c.rocksdb {
+	case "auto", "install", "off":
+	default:
+		return nil, errors.Newf("-rocksdb=%q: want auto, install or off", c.rocksdb)
 	}
 	c.dir = *dir
 	if c.dir == "" {
@@ -174,86 +200,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-}
-
-// runMeta describes the run for the table header and the JSON file.
-type runMeta struct {
-	Date          string   `json:"date"`
-	GOOS          string   `json:"goos"`
-	GOARCH        string   `json:"goarch"`
-	CPUs          int      `json:"cpus"`
-	CPUModel      string   `json:"cpu_model"`
-	GoVersion     string   `json:"go_version"`
-	Command       string   `json:"command"`
-	MaxDataBytes  int64    `json:"max_data_bytes"`
-	KeySize       int      `json:"key_size"`
-	ValueSize     int      `json:"value_size"`
-	NumKeys       int      `json:"num_keys"`
-	Dir           string   `json:"dir"`
-	DirKind       string   `json:"dir_kind"`
-	Threads       []int    `json:"threads"`
-	PhaseDuration string   `json:"phase_duration"`
-	LoadAvgBefore string   `json:"loadavg_before"`
-	LoadAvgAfter  string   `json:"loadavg_after"`
-	Engines       []string `json:"engines"`
-}
-
-type runOutput struct {
-	Meta    runMeta                  `json:"meta"`
-	Results map[string]*engineResult `json:"results"`
-}
-
-func runParent(cfg *config, w io.Writer) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
-		return err
-	}
-	runDir, err := os.MkdirTemp(cfg.dir, "shale-bench-")
-	if err != nil {
-		return err
-	}
-	if !cfg.keep {
-		defer func() { _ = os.RemoveAll(runDir) }()
-	}
-	meta := runMeta{
-		Date: time.Now().Format("2006-01-02 15:04"), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), CPUModel: cpuModel(), GoVersion: runtime.Version(),
-		Command:      "go run . " + strings.Join(os.Args[1:], " "),
-		MaxDataBytes: cfg.maxData, KeySize: keySize, ValueSize: cfg.valueSize, NumKeys: cfg.numKeys(),
-		Dir: cfg.dir, DirKind: fsKind(cfg.dir), Threads: cfg.threads, PhaseDuration: cfg.phaseDuration.String(),
-		LoadAvgBefore: loadAvg(), Engines: cfg.engines,
-	}
-	out := runOutput{Meta: meta, Results: map[string]*engineResult{}}
-	for _, e := range cfg.engines {
-		args := append(append([]string{}, os.Args[1:]...), "-engine="+e, "-dir="+runDir)
-		cmd := exec.Command(exe, args...)
-		var stdout bytes.Buffer
-		cmd.Stdout = &stdout
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			return errors.Wrapf(err, "engine %s", e)
-		}
-		var r engineResult
-		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-			return errors.Wrapf(err, "engine %s: bad result %q", e, stdout.String())
-		}
-		out.Results[e] = &r
-	}
-	out.Meta.LoadAvgAfter = loadAvg()
-	printTable(w, cfg, &out)
-	if cfg.jsonPath != "" {
-		b, err := json.MarshalIndent(&out, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func cpuModel() string {

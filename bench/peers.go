@@ -25,6 +25,13 @@ import (
 type pebbleStore struct{ db *pebble.DB }
 
 func openPebble(dir string, cfg storeConfig) (*pebbleStore, error) {
+	if cfg.defaults {
+		db, err := pebble.Open(dir, &pebble.Options{Logger: quietPebbleLogger{}})
+		if err != nil {
+			return nil, err
+		}
+		return &pebbleStore{db: db}, nil
+	}
 	cache := pebble.NewCache(cfg.cacheSize)
 	defer cache.Unref()
 	opts := &pebble.Options{
@@ -136,12 +143,16 @@ func (quietPebbleLogger) Fatalf(format string, args ...any) {
 type goleveldbStore struct{ db *leveldb.DB }
 
 func openGoleveldb(dir string, cfg storeConfig) (*goleveldbStore, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{
+	o := &opt.Options{
 		BlockCacheCapacity: int(cfg.cacheSize),
 		WriteBuffer:        int(cfg.memtableSize),
 		Filter:             filter.NewBloomFilter(cfg.bloomBits),
 		Compression:        opt.SnappyCompression,
-	})
+	}
+	if cfg.defaults {
+		o = nil
+	}
+	db, err := leveldb.OpenFile(dir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +230,15 @@ func openBadger(dir string, cfg storeConfig) (*badgerStore, error) {
 		WithSyncWrites(false).
 		WithDetectConflicts(false). // the others' Put checks no conflicts either
 		WithLogger(quietBadgerLogger{})
+	// Badger refuses a value threshold (1 MiB by default) above its largest
+	// batch, 15% of the memtable: with 4 MiB memtables, lower it to that.
+	// The values here (256 B) stay in the LSM tree either way.
+	if limit := cfg.memtableSize * 15 / 100; opts.ValueThreshold > limit {
+		opts = opts.WithValueThreshold(limit)
+	}
+	if cfg.defaults {
+		opts = badger.DefaultOptions(dir).WithLogger(quietBadgerLogger{})
+	}
 	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, err

@@ -49,6 +49,14 @@ type storeConfig struct {
 	memtableSize int64
 	bloomBits    int
 	shaleStats   string // off, default, all
+	// defaults opens each engine with its own defaults (only what the
+	// harness needs, such as a quiet logger): the other fields but
+	// shaleStats are ignored.
+	defaults bool
+	// dbgetShape is the seed's DBGet setup (RocksDB's db_basic_bench
+	// mmap case): mmap reads, no block cache, no compression, restart
+	// interval 1, checksums verified. Only shale and RocksDB offer it.
+	dbgetShape bool
 }
 
 var engineNames = []string{"shale", "pebble", "goleveldb", "badger"}
@@ -90,6 +98,21 @@ func shaleOptions(cfg storeConfig) (*engine.Options, error) {
 	stats, disable, err := shaleStatistics(cfg.shaleStats)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cfg.defaults:
+		return &engine.Options{Statistics: stats, DisableStatistics: disable}, nil
+	case cfg.dbgetShape:
+		return &engine.Options{
+			MmapReads:            true,
+			BlockCacheSize:       -1,
+			Compression:          engine.CompressionNone,
+			BlockRestartInterval: 1,
+			WriteBufferSize:      cfg.memtableSize,
+			BloomBitsPerKey:      cfg.bloomBits,
+			Statistics:           stats,
+			DisableStatistics:    disable,
+		}, nil
 	}
 	return &engine.Options{
 		BlockCacheSize:    cfg.cacheSize,

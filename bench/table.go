@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
-const (
-	labelWidth = 34
-	cellWidth  = 21
-)
+// The report: every figure as the median over rounds with its spread
+// (min–max), every ratio shale / peer as the median of the per-round
+// ratios (each round's engines ran back to back, so pairing by round
+// cancels drift slower than a round) with its spread, the issue's targets,
+// and every per-round figure as a benchstat-compatible line.
 
 // fmt3 prints v with about three significant digits.
 func fmt3(v float64) string {
@@ -27,299 +29,475 @@ func fmt3(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// ratio is shale's figure over a peer's: below 1 means shale is faster
-// (or smaller).
-func ratio(shale, peer float64) string {
-	if shale <= 0 || peer <= 0 {
-		return ""
+// spread is a set of per-round values.
+type spread []float64
+
+func (s spread) median() float64 { return median(s) }
+
+// String is "median (min–max)", or the value alone for one round.
+func (s spread) String() string { return s.format(fmt3, "") }
+
+func (s spread) format(f func(float64) string, suffix string) string {
+	if len(s) == 0 {
+		return "—"
 	}
-	return fmt.Sprintf(" (%s×)", fmt3(shale/peer))
+	if len(s) == 1 {
+		return f(s[0]) + suffix
+	}
+	return fmt.Sprintf("%s%s (%s–%s)", f(s.median()), suffix, f(slices.Min(s)), f(slices.Max(s)))
 }
 
-type tableWriter struct {
-	w       io.Writer
-	engines []string
+// roundResults are one round's results, keyed by resultKey.
+type roundResults map[string]*engineResult
+
+func resultKey(engine, variant string) string { return engine + "/" + variant }
+
+func (rr roundResults) get(engine, variant string) *engineResult {
+	return rr[resultKey(engine, variant)]
 }
 
-func (t *tableWriter) header() {
-	fmt.Fprintf(t.w, "%-*s", labelWidth, "")
-	for _, e := range t.engines {
-		fmt.Fprintf(t.w, "%-*s", cellWidth, e)
-	}
-	fmt.Fprintln(t.w)
+// figure is one row of the table: a value per engine and round.
+type figure struct {
+	bench   string // benchstat name (without "Benchmark" and the engine)
+	label   string
+	unit    string // of the displayed value
+	variant string
+	value   func(r *engineResult) (float64, bool) // in unit
+	bsUnit  string                                // benchstat unit
+	bsScale float64                               // benchstat value = value × bsScale
 }
 
-// row prints one figure per engine; withRatio adds each peer's ratio to
-// shale's figure (when shale ran).
-func (t *tableWriter) row(label string, withRatio bool, val func(r *engineResult) (float64, bool), res map[string]*engineResult) {
-	fmt.Fprintf(t.w, "%-*s", labelWidth, label)
-	shale, haveShale := 0.0, false
-	if r, ok := res["shale"]; ok {
-		shale, haveShale = val(r)
+func phaseFigure(bench, label, variant string, get func(r *engineResult) (phaseResult, bool), cpu bool) figure {
+	f := figure{bench: bench, label: label, unit: "µs/op", variant: variant, bsUnit: "ns/op", bsScale: 1e3}
+	f.value = func(r *engineResult) (float64, bool) {
+		p, ok := get(r)
+		if !ok || p.Ops == 0 {
+			return 0, false
+		}
+		if cpu {
+			return p.CPUNsPerOp / 1e3, p.CPUNsPerOp > 0
+		}
+		return p.NsPerOp / 1e3, p.NsPerOp > 0
 	}
-	for _, e := range t.engines {
-		v, ok := val(res[e])
-		cell := "—"
-		if ok {
-			cell = fmt3(v)
-			if withRatio && haveShale && e != "shale" {
-				cell += ratio(shale, v)
+	return f
+}
+
+func readFigure(phase string, threads int) func(r *engineResult) (phaseResult, bool) {
+	return func(r *engineResult) (phaseResult, bool) { return r.read(phase, threads) }
+}
+
+func bigBatchFigure(order string, alloc bool) figure {
+	f := figure{variant: variantMain}
+	name := "BigBatch" + strings.ToUpper(order[:1]) + order[1:]
+	get := func(r *engineResult) (bigBatchResult, bool) {
+		for _, b := range r.BigBatch {
+			if b.Order == order {
+				return b, true
 			}
 		}
-		fmt.Fprintf(t.w, "%-*s", cellWidth, cell)
+		return bigBatchResult{}, false
 	}
-	fmt.Fprintln(t.w)
-}
-
-// pctRow prints "p50 / p99" per engine in microseconds.
-func (t *tableWriter) pctRow(label string, get func(r *engineResult) (phaseResult, bool), res map[string]*engineResult) {
-	fmt.Fprintf(t.w, "%-*s", labelWidth, label)
-	for _, e := range t.engines {
-		cell := "—"
-		if p, ok := get(res[e]); ok {
-			cell = fmt3(p.P50Ns/1e3) + " / " + fmt3(p.P99Ns/1e3)
+	if alloc {
+		f.bench, f.label, f.unit, f.bsUnit, f.bsScale = name+"Alloc", "… Go heap allocated (MiB)", "MiB", "B/op", 1<<20
+		f.value = func(r *engineResult) (float64, bool) {
+			b, ok := get(r)
+			return float64(b.AllocBytes) / (1 << 20), ok
 		}
-		fmt.Fprintf(t.w, "%-*s", cellWidth, cell)
+		return f
 	}
-	fmt.Fprintln(t.w)
+	f.bench, f.label, f.unit, f.bsUnit, f.bsScale = name, "one batch, "+order+" keys (s)", "s", "ns/op", 1e9
+	f.value = func(r *engineResult) (float64, bool) {
+		b, ok := get(r)
+		return b.Seconds, ok
+	}
+	return f
 }
 
-var readRows = []struct {
-	phase, label, cpuLabel, pctLabel string
-}{
-	{phaseGetHit, "Get hit (µs/op)", "  CPU µs/op", "  p50 / p99 (µs)"},
-	{phaseGetHitCopy, "Get hit, copying (µs/op)", "  CPU µs/op", "  p50 / p99 (µs)"},
-	{phaseGetMiss, "Get miss (µs/op)", "  CPU µs/op", "  p50 / p99 (µs)"},
-	{phaseMultiGet, "MultiGet(16) (µs/key)", "  CPU µs/key", "  p50 / p99 per batch (µs)"},
-	{phaseNext, "iterator Next (µs/op)", "  CPU µs/op", "  p50 / p99 (µs)"},
-	{phaseSeek, "iterator SeekGE (µs/op)", "  CPU µs/op", "  p50 / p99 (µs)"},
+func rssFigure(variant, label string) figure {
+	name := map[string]string{variantMain: "main", variantRSSEqual: "equal", variantRSSDefaults: "defaults"}[variant]
+	return figure{bench: "PeakRSS/config=" + name, label: label, unit: "MiB", variant: variant,
+		bsUnit: "peak-RSS-B", bsScale: 1 << 20,
+		value: func(r *engineResult) (float64, bool) { return r.PeakRSSMiB, r.PeakRSSMiB > 0 }}
 }
 
-func printTable(w io.Writer, cfg *config, out *runOutput) {
-	m := out.Meta
-	res := out.Results
-	fmt.Fprintf(w, "shale bench — %s — %s/%s, %d CPUs (%s), %s — data %s (%d B keys, %d B values, %d keys) on %s (%s) — reads with %s thread(s), %s per phase\n",
-		m.Date, m.GOOS, m.GOARCH, m.CPUs, m.CPUModel, m.GoVersion, formatSize(m.MaxDataBytes), m.KeySize, m.ValueSize,
-		m.NumKeys, m.Dir, m.DirKind, joinInts(m.Threads), m.PhaseDuration)
-	fmt.Fprintf(w, "load average before %s, after %s; ratio = shale / peer (below 1: shale faster or smaller)\n\n",
-		m.LoadAvgBefore, m.LoadAvgAfter)
-	t := &tableWriter{w: w, engines: cfg.engines}
-	t.header()
-	phase := func(get func(r *engineResult) phaseResult) func(r *engineResult) (phaseResult, bool) {
-		return func(r *engineResult) (phaseResult, bool) {
-			if r == nil {
-				return phaseResult{}, false
+// figures lists the table's rows for cfg.
+func figures(cfg *config) []figure {
+	fill := func(r *engineResult) (phaseResult, bool) { return r.Fill, true }
+	fillBatch := func(r *engineResult) (phaseResult, bool) { return r.FillBatch, true }
+	fs := []figure{
+		phaseFigure("FillRandom", "fill random, 1 key per write (µs/op)", variantMain, fill, false),
+		phaseFigure("FillRandomCPU", "… CPU µs/op", variantMain, fill, true),
+		phaseFigure("FillRandomBatch100", "fill random, batches of 100 (µs/key)", variantMain, fillBatch, false),
+		{bench: "FullCompaction", label: "full compaction after the fill (s)", unit: "s", variant: variantMain,
+			bsUnit: "ns/op", bsScale: 1e9,
+			value: func(r *engineResult) (float64, bool) { return r.CompactSeconds, r.CompactSeconds > 0 }},
+	}
+	reads := []struct{ phase, bench, label string }{
+		{phaseGetHit, "GetHit", "Get hit (µs/op)"},
+		{phaseGetHitCopy, "GetHitCopy", "Get hit, copying (µs/op)"},
+		{phaseGetMiss, "GetMiss", "Get miss (µs/op)"},
+		{phaseMultiGet, "MultiGet16", "MultiGet(16), per key (µs)"},
+		{phaseNext, "IterNext", "iterator Next (µs/op)"},
+		{phaseSeek, "IterSeekGE", "iterator SeekGE (µs/op)"},
+	}
+	for _, t := range cfg.threads {
+		for _, rd := range reads {
+			label := rd.label
+			if t > 1 {
+				label = fmt.Sprintf("%s, %d threads (wall time / ops)", label, t)
 			}
-			p := get(r)
-			return p, p.Ops > 0
+			f := phaseFigure(fmt.Sprintf("%s/threads=%d", rd.bench, t), label, variantMain, readFigure(rd.phase, t), false)
+			fs = append(fs, f)
+			if rd.phase == phaseGetHit && t == cfg.threads[0] {
+				fs = append(fs, phaseFigure(fmt.Sprintf("%sCPU/threads=%d", rd.bench, t), "… CPU µs/op", variantMain, readFigure(rd.phase, t), true))
+			}
 		}
 	}
-	perOp := func(get func(r *engineResult) (phaseResult, bool)) func(r *engineResult) (float64, bool) {
-		return func(r *engineResult) (float64, bool) {
-			p, ok := get(r)
-			return p.NsPerOp / 1e3, ok
+	if cfg.batchKeys > 0 {
+		for _, order := range []string{orderRandom, orderSorted} {
+			f := bigBatchFigure(order, false)
+			f.label = fmt.Sprintf("one batch of %d %s keys, 32 B + 32 B (s)", cfg.batchKeys, order)
+			fs = append(fs, f, bigBatchFigure(order, true))
 		}
 	}
-	cpuPerOp := func(get func(r *engineResult) (phaseResult, bool)) func(r *engineResult) (float64, bool) {
-		return func(r *engineResult) (float64, bool) {
-			p, ok := get(r)
-			return p.CPUNsPerOp / 1e3, ok
+	fs = append(fs,
+		rssFigure(variantMain, fmt.Sprintf("peak RSS, main run (%s memtable, %s cache) (MiB)", formatSize(cfg.memtableSize), formatSize(cfg.cacheSize))),
+		rssFigure(variantRSSEqual, fmt.Sprintf("peak RSS, 4 MiB memtables, %s cache (MiB)", formatSize(cfg.cacheSize))),
+		rssFigure(variantRSSDefaults, "peak RSS, each engine's defaults (MiB)"),
+		phaseFigure("DBGetShape", "Get hit, DBGet shape: mmap, no cache, no compression (µs/op)", variantDBGet, readFigure(phaseGetHit, 1), false),
+	)
+	return fs
+}
+
+// values collects a figure's per-round values for one engine.
+func (f figure) values(rounds []roundResults, engine string) spread {
+	var s spread
+	for _, rr := range rounds {
+		if r := rr.get(engine, f.variant); r != nil {
+			if v, ok := f.value(r); ok {
+				s = append(s, v)
+			}
 		}
 	}
-	fill := phase(func(r *engineResult) phaseResult { return r.Fill })
-	fillBatch := phase(func(r *engineResult) phaseResult { return r.FillBatch })
-	t.row("random fill, 1 put/write (µs/op)", true, perOp(fill), res)
-	t.row("  CPU µs/op", true, cpuPerOp(fill), res)
-	t.pctRow("  p50 / p99 (µs)", fill, res)
-	t.row("random fill, batch 100 (µs/key)", true, perOp(fillBatch), res)
-	t.row("  CPU µs/key", true, cpuPerOp(fillBatch), res)
-	t.pctRow("  p50 / p99 per batch (µs)", fillBatch, res)
-	t.row("full compaction (s)", true, func(r *engineResult) (float64, bool) {
-		return r.get().CompactSeconds, r != nil
-	}, res)
-	t.row("table files (MiB)", true, func(r *engineResult) (float64, bool) {
-		return r.get().TablesMiB, r != nil
-	}, res)
-	t.row("directory, allocated (MiB)", true, func(r *engineResult) (float64, bool) {
-		return r.get().DiskMiB, r != nil
-	}, res)
-	for _, threads := range cfg.threads {
-		fmt.Fprintf(w, "-- %d reader thread(s); µs/op = wall time / operations --\n", threads)
-		for _, rr := range readRows {
-			get := func(r *engineResult) (phaseResult, bool) {
-				if r == nil {
-					return phaseResult{}, false
+	return s
+}
+
+// ratios collects the per-round ratios a/b of two engines' figures.
+func (f figure) ratios(rounds []roundResults, a, b string) spread {
+	var s spread
+	for _, rr := range rounds {
+		ra, rb := rr.get(a, f.variant), rr.get(b, f.variant)
+		if ra == nil || rb == nil {
+			continue
+		}
+		va, ok1 := f.value(ra)
+		vb, ok2 := f.value(rb)
+		if ok1 && ok2 && vb > 0 {
+			s = append(s, va/vb)
+		}
+	}
+	return s
+}
+
+func ratioString(s spread) string {
+	return s.format(func(v float64) string { return fmt3(v) }, "×")
+}
+
+// report is everything the report is printed from.
+type report struct {
+	Meta   runMeta        `json:"meta"`
+	Rounds []roundResults `json:"rounds"`
+}
+
+func printReport(w io.Writer, cfg *config, rep *report) {
+	m := rep.Meta
+	fmt.Fprintf(w, "# shale bench: interleaved rounds\n\n")
+	fmt.Fprintf(w, "Generated by `%s` (in `bench/`).\n\n", m.Command)
+	fmt.Fprintf(w, "- date: %s – %s UTC; shale commit %s%s\n", m.Date, m.EndDate, m.Commit, m.CommitNote)
+	fmt.Fprintf(w, "- machine: %s, %d cores, %s RAM; %s/%s; %s\n", m.CPUModel, m.CPUs, m.RAM, m.GOOS, m.GOARCH, m.GoVersion)
+	fmt.Fprintf(w, "- data: %s = %d keys of %d B with %d B values; databases on %s (%s); %s block cache, %s memtable, bloom 10 bits/key, snappy, read after a full compaction\n",
+		formatSize(m.MaxDataBytes), m.NumKeys, m.KeySize, m.ValueSize, m.Dir, m.DirKind, formatSize(cfg.cacheSize), formatSize(cfg.memtableSize))
+	fmt.Fprintf(w, "- rounds: %d; in each round every engine and configuration ran once, as its own child process, in a new random order; read phases %s after a %s warm-up; reads with %s thread(s)\n",
+		len(rep.Rounds), m.PhaseDuration, cfg.warmup, joinInts(m.Threads))
+	fmt.Fprintf(w, "- load average (1, 5, 15 min): before %s, after %s; 1-minute load at each child's start %s\n",
+		m.LoadAvgBefore, m.LoadAvgAfter, spread(m.Load1).String())
+	if len(m.Load1) > 0 && slices.Max(m.Load1) >= 0.5 {
+		fmt.Fprintf(w, "- **taken under load**: other work was running on this machine (1-minute load average up to %s on %d cores); treat differences inside the spread as noise\n",
+			fmt3(slices.Max(m.Load1)), m.CPUs)
+	}
+	if m.RocksDB != "" {
+		fmt.Fprintf(w, "- RocksDB: %s\n", m.RocksDB)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Each cell: median over rounds (min–max). Under a peer's figure, **shale / peer**: the median of the per-round ratios (min–max); below 1, shale is faster or smaller.")
+	fmt.Fprintln(w)
+
+	engines := m.Engines
+	fmt.Fprintf(w, "| figure | %s |\n|---|%s\n", strings.Join(engines, " | "), strings.Repeat("---|", len(engines)))
+	for _, f := range figures(cfg) {
+		var cells []string
+		any := false
+		for _, e := range engines {
+			v := f.values(rep.Rounds, e)
+			if len(v) == 0 {
+				cells = append(cells, "—")
+				continue
+			}
+			any = true
+			cell := v.String()
+			if e != "shale" {
+				if r := f.ratios(rep.Rounds, "shale", e); len(r) > 0 {
+					cell += "<br>**" + ratioString(r) + "**"
 				}
-				return r.read(rr.phase, threads)
 			}
-			t.row(rr.label, true, perOp(get), res)
-			t.row(rr.cpuLabel, true, cpuPerOp(get), res)
-			t.pctRow(rr.pctLabel, get, res)
+			cells = append(cells, cell)
+		}
+		if any {
+			fmt.Fprintf(w, "| %s | %s |\n", f.label, strings.Join(cells, " | "))
 		}
 	}
-	fmt.Fprintln(w, "--")
-	t.row("peak RSS, load + reads (MiB)", true, func(r *engineResult) (float64, bool) {
-		return r.get().PeakRSSMiB, r != nil
-	}, res)
-	t.row("  of which load (MiB)", true, func(r *engineResult) (float64, bool) {
-		return r.get().RSSAfterLoadMiB, r != nil
-	}, res)
-	if len(cfg.threads) > 1 {
-		lo, hi := cfg.threads[0], cfg.threads[len(cfg.threads)-1]
-		t.row(fmt.Sprintf("Get hit throughput %d→%d thr (×)", lo, hi), false, func(r *engineResult) (float64, bool) {
-			if r == nil {
-				return 0, false
-			}
-			a, ok1 := r.read(phaseGetHit, lo)
-			b, ok2 := r.read(phaseGetHit, hi)
-			return a.NsPerOp / b.NsPerOp, ok1 && ok2
-		}, res)
+	printTargets(w, cfg, rep)
+	printStatsCost(w, rep)
+	if len(m.DBBenchRaw) > 0 {
+		fmt.Fprintf(w, "\n### db_bench's own lines (last round)\n\n```\n%s\n```\n", strings.Join(m.DBBenchRaw, "\n"))
 	}
-	if s := res["shale"]; s != nil && s.StatsCost != nil {
-		printStatsCost(w, s.StatsCost)
-	}
-	printTargets(w, cfg, res)
+	fmt.Fprintln(w, "\n## Raw figures, one line per engine and round (benchstat format)")
+	fmt.Fprintln(w, "\n`benchstat -col /engine RESULTS.md` compares the engines; `benchstat old.md new.md` compares two runs.")
+	fmt.Fprintln(w, "\n```")
+	printBenchstat(w, cfg, rep)
+	fmt.Fprintln(w, "```")
 }
 
-func (r *engineResult) get() *engineResult {
-	if r == nil {
-		return &engineResult{}
-	}
-	return r
+// target is one of the issues' targets: a per-round ratio and its limit.
+type target struct {
+	what    string
+	limit   float64
+	atLeast bool
+	ratio   func(rr roundResults) (float64, bool)
 }
 
-func printStatsCost(w io.Writer, sc *statsCost) {
-	fmt.Fprintf(w, "\nshale, interleaved (%d rounds × %.1f s, a new random order each round); µs/op per round → median;\n", sc.Rounds, sc.Seconds)
-	fmt.Fprintln(w, "differences (→) are medians of per-round ratios:")
-	line := func(name string) {
-		v, ok := sc.NsPerOp[name]
-		if !ok {
-			return
+func figureRatio(f figure, a, b string) func(rr roundResults) (float64, bool) {
+	return func(rr roundResults) (float64, bool) {
+		s := f.ratios([]roundResults{rr}, a, b)
+		if len(s) == 0 {
+			return 0, false
 		}
-		fmt.Fprintf(w, "  %-48s wall %s → %s;  CPU %s → %s\n", name,
-			joinMicros(v), fmt3(sc.Median[name]/1e3), joinMicros(sc.CPUNsPerOp[name]), fmt3(sc.CPUMedian[name]/1e3))
+		return s[0], true
 	}
-	// pct is the median over rounds of a's figure over b's from the same
-	// round: pairing by round cancels drift slower than a round.
-	pct := func(a, b string) string {
-		pr := func(m map[string][]float64) float64 {
-			x, y := m[a], m[b]
-			var rs []float64
-			for i := range min(len(x), len(y)) {
-				if y[i] > 0 {
-					rs = append(rs, x[i]/y[i])
-				}
-			}
-			return 100 * (median(rs) - 1)
-		}
-		if len(sc.NsPerOp[a]) == 0 || len(sc.NsPerOp[b]) == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%+.1f%% wall, %+.1f%% CPU", pr(sc.NsPerOp), pr(sc.CPUNsPerOp))
-	}
-	fmt.Fprintln(w, " statistics levels, switched with SetLevel on one database:")
-	for _, name := range []string{costHitOff, costHitOffAA, costHitDefault, costHitAll, costMissOff, costMissOffAA, costMissDefault, costMissAll} {
-		line(name)
-	}
-	fmt.Fprintf(w, "  → Get hit: default %s (target ≤2%%); all %s (target ≤4%%); A/A %s\n",
-		pct(costHitDefault, costHitOff), pct(costHitAll, costHitOff), pct(costHitOffAA, costHitOff))
-	fmt.Fprintf(w, "  → Get miss: default %s; all %s; A/A %s\n", pct(costMissDefault, costMissOff), pct(costMissAll, costMissOff),
-		pct(costMissOffAA, costMissOff))
-	fmt.Fprintf(w, " driver façade (stats=%s), each on its own copy of the database:\n", sc.StatsLevel)
-	for _, name := range []string{costEngineHit, costEngineAA, costFacadeHit, costEngineMiss, costFacadeMiss} {
-		line(name)
-	}
-	fmt.Fprintf(w, "  → façade cost: Get hit %s (engine copies A/A: %s); Get miss %s\n",
-		pct(costFacadeHit, costEngineHit), pct(costEngineAA, costEngineHit), pct(costFacadeMiss, costEngineMiss))
 }
 
-func joinMicros(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt3(x / 1e3)
+// sameEngineRatio is shale's figure f over its own figure g, per round.
+func sameEngineRatio(f, g figure) func(rr roundResults) (float64, bool) {
+	return func(rr roundResults) (float64, bool) {
+		r := rr.get("shale", f.variant)
+		if r == nil {
+			return 0, false
+		}
+		a, ok1 := f.value(r)
+		b, ok2 := g.value(r)
+		return a / b, ok1 && ok2 && b > 0
 	}
-	return strings.Join(s, " ")
 }
 
-// printTargets checks the issue's performance targets against this run, on
-// the wall-time figures and on the CPU-time ones.
-func printTargets(w io.Writer, cfg *config, res map[string]*engineResult) {
-	s := res["shale"]
-	if s == nil {
-		return
+func targets(cfg *config) []target {
+	byName := map[string]figure{}
+	for _, f := range figures(cfg) {
+		byName[f.bench] = f
 	}
 	t1 := cfg.threads[0]
-	type fig struct{ wall, cpu float64 }
-	phaseFig := func(p phaseResult) fig { return fig{p.NsPerOp, p.CPUNsPerOp} }
-	read := func(r *engineResult, phase string) fig {
-		if r == nil {
-			return fig{}
+	rd := func(b string) figure { return byName[fmt.Sprintf("%s/threads=%d", b, t1)] }
+	next := rd("IterNext")
+	ts := []target{
+		{what: "fill random, 1 key per write, vs Pebble", limit: 0.8, ratio: figureRatio(byName["FillRandom"], "shale", "pebble")},
+		{what: "Get hit vs Pebble", limit: 0.75, ratio: figureRatio(rd("GetHit"), "shale", "pebble")},
+		{what: "Get miss vs goleveldb", limit: 0.25, ratio: figureRatio(rd("GetMiss"), "shale", "goleveldb")},
+		{what: "MultiGet(16) per key vs own Get hit", limit: 0.65, ratio: sameEngineRatio(rd("MultiGet16"), rd("GetHit"))},
+		{what: "MultiGet(16) per key vs own copying Get hit", limit: 0.65, ratio: sameEngineRatio(rd("MultiGet16"), rd("GetHitCopy"))},
+		{what: "iterator Next vs the best Go peer of the round", limit: 0.6, ratio: func(rr roundResults) (float64, bool) {
+			best := math.Inf(1)
+			for _, e := range []string{"pebble", "goleveldb", "badger"} {
+				if r := rr.get(e, variantMain); r != nil {
+					if v, ok := next.value(r); ok {
+						best = min(best, v)
+					}
+				}
+			}
+			s := rr.get("shale", variantMain)
+			if s == nil || math.IsInf(best, 1) {
+				return 0, false
+			}
+			v, ok := next.value(s)
+			return v / best, ok
+		}},
+		{what: "peak RSS, 4 MiB memtables and equal cache, vs Pebble", limit: 1.0, ratio: figureRatio(byName["PeakRSS/config=equal"], "shale", "pebble")},
+		{what: "DBGet shape (mmap, no cache, no compression) vs RocksDB", limit: 1.0, ratio: figureRatio(byName["DBGetShape"], "shale", engineRocksDB)},
+	}
+	if cfg.batchKeys > 0 {
+		for _, o := range []string{"Random", "Sorted"} {
+			ts = append(ts,
+				target{what: fmt.Sprintf("one %d-key batch, %s keys, time vs Pebble", cfg.batchKeys, strings.ToLower(o)), limit: 1.0,
+					ratio: figureRatio(byName["BigBatch"+o], "shale", "pebble")},
+				target{what: fmt.Sprintf("one %d-key batch, %s keys, bytes allocated vs Pebble", cfg.batchKeys, strings.ToLower(o)), limit: 1.5,
+					ratio: figureRatio(byName["BigBatch"+o+"Alloc"], "shale", "pebble")})
 		}
-		p, _ := r.read(phase, t1)
-		return phaseFig(p)
-	}
-	type target struct {
-		what     string
-		num, den fig
-		limit    float64
-		higher   bool // the ratio must be at least limit
-	}
-	var ts []target
-	add := func(what string, num, den fig, limit float64) {
-		if num.wall > 0 && den.wall > 0 {
-			ts = append(ts, target{what, num, den, limit, false})
-		}
-	}
-	add("Get hit vs pebble", read(s, phaseGetHit), read(res["pebble"], phaseGetHit), 0.5)
-	add("Get hit vs goleveldb", read(s, phaseGetHit), read(res["goleveldb"], phaseGetHit), 0.6)
-	add("Get miss vs goleveldb", read(s, phaseGetMiss), read(res["goleveldb"], phaseGetMiss), 0.25)
-	add("MultiGet per key vs shale Get hit (pinned)", read(s, phaseMultiGet), read(s, phaseGetHit), 0.6)
-	add("MultiGet per key vs shale Get hit (copying)", read(s, phaseMultiGet), read(s, phaseGetHitCopy), 0.6)
-	var fastest fig
-	fastestName := ""
-	for _, e := range []string{"pebble", "goleveldb", "badger"} {
-		if v := read(res[e], phaseNext); v.wall > 0 && (fastest.wall == 0 || v.wall < fastest.wall) {
-			fastest, fastestName = v, e
-		}
-	}
-	add("iterator Next vs fastest peer ("+fastestName+")", read(s, phaseNext), fastest, 0.8)
-	if p := res["pebble"]; p != nil {
-		add("random fill (1 put/write) vs pebble", phaseFig(s.Fill), phaseFig(p.Fill), 0.8)
 	}
 	if len(cfg.threads) > 1 {
 		lo, hi := cfg.threads[0], cfg.threads[len(cfg.threads)-1]
-		a, ok1 := s.read(phaseGetHit, lo)
-		b, ok2 := s.read(phaseGetHit, hi)
-		if ok1 && ok2 {
-			// Throughput ratio hi/lo = time per op lo / time per op hi. CPU
-			// time cannot show scaling; both columns use wall time.
-			ts = append(ts, target{fmt.Sprintf("Get hit throughput, %d→%d threads", lo, hi),
-				fig{a.NsPerOp, a.NsPerOp}, fig{b.NsPerOp, b.NsPerOp}, 1.7, true})
+		a := byName[fmt.Sprintf("GetHit/threads=%d", lo)]
+		b := byName[fmt.Sprintf("GetHit/threads=%d", hi)]
+		ts = append(ts, target{what: fmt.Sprintf("Get hit throughput, %d → %d threads", lo, hi), limit: 1.8, atLeast: true,
+			ratio: sameEngineRatio(a, b)})
+	}
+	return ts
+}
+
+func printTargets(w io.Writer, cfg *config, rep *report) {
+	fmt.Fprintln(w, "\n## The issues' targets (ratios measured within each round)")
+	fmt.Fprintln(w, "\n| target | limit | median (min–max) | verdict |\n|---|---|---|---|")
+	for _, t := range targets(cfg) {
+		var s spread
+		for _, rr := range rep.Rounds {
+			if v, ok := t.ratio(rr); ok {
+				s = append(s, v)
+			}
 		}
-	}
-	if len(ts) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nissue targets (%d thread(s); ratio = shale / reference; verdict on wall time, then CPU time):\n", t1)
-	for _, t := range ts {
 		op := "≤"
-		if t.higher {
+		if t.atLeast {
 			op = "≥"
 		}
-		verdict := func(got float64) string {
-			if t.higher && got < t.limit {
-				return fmt.Sprintf("NOT met (%.2f× short)", t.limit/got)
-			}
-			if !t.higher && got > t.limit {
-				return fmt.Sprintf("NOT met (%.2f× over)", got/t.limit)
-			}
-			return "met"
-		}
-		wall, cpu := t.num.wall/t.den.wall, t.num.cpu/t.den.cpu
-		fmt.Fprintf(w, "  %-50s %s %-5s  wall %-6s %-22s  CPU %-6s %s\n", t.what, op, fmt3(t.limit),
-			fmt3(wall), verdict(wall), fmt3(cpu), verdict(cpu))
+		fmt.Fprintf(w, "| %s | %s %s× | %s | %s |\n", t.what, op, fmt3(t.limit), ratioString(s), verdict(s, t.limit, t.atLeast))
 	}
 }
+
+// verdict judges the median and says whether every round agrees, so that
+// one noisy round can neither pass nor fail a target on its own.
+func verdict(s spread, limit float64, atLeast bool) string {
+	if len(s) == 0 {
+		return "not measured"
+	}
+	meets := func(v float64) bool {
+		if atLeast {
+			return v >= limit
+		}
+		return v <= limit
+	}
+	all, none := true, true
+	for _, v := range s {
+		if meets(v) {
+			none = false
+		} else {
+			all = false
+		}
+	}
+	switch {
+	case meets(s.median()) && all:
+		return "met in every round"
+	case meets(s.median()):
+		return "met at the median, not in every round"
+	case none:
+		return "not met in any round"
+	}
+	return "not met at the median (met in some rounds)"
+}
+
+// statsPairs pools shale's per-inner-round ratios a/b from every round's
+// interleaved comparison.
+func statsPairs(rep *report, a, b string) spread {
+	var s spread
+	for _, rr := range rep.Rounds {
+		r := rr.get("shale", variantMain)
+		if r == nil || r.StatsCost == nil {
+			continue
+		}
+		x, y := r.StatsCost.NsPerOp[a], r.StatsCost.NsPerOp[b]
+		for i := range min(len(x), len(y)) {
+			if y[i] > 0 {
+				s = append(s, x[i]/y[i])
+			}
+		}
+	}
+	return s
+}
+
+func statsValues(rep *report, name string) spread {
+	var s spread
+	for _, rr := range rep.Rounds {
+		if r := rr.get("shale", variantMain); r != nil && r.StatsCost != nil {
+			for _, v := range r.StatsCost.NsPerOp[name] {
+				s = append(s, v/1e3)
+			}
+		}
+	}
+	return s
+}
+
+func printStatsCost(w io.Writer, rep *report) {
+	if len(statsValues(rep, costMissOff)) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n## shale's statistics levels and façade")
+	fmt.Fprintln(w, "\nInside each round's shale child, on copies of its compacted database, candidates measured in turn in a new random order per inner round; statistics levels are switched with `SetLevel` on one database. A ratio pairs two candidates of the same inner round; the spread is over every inner round of every round. \"cached Get\" reads keys from a range a quarter of the block cache's size, so its blocks stay cached.")
+	fmt.Fprintln(w, "\n| comparison | µs/op, first (median, min–max) | µs/op, second | ratio, median (min–max) | target |\n|---|---|---|---|---|")
+	rows := []struct {
+		what, a, b, target string
+		limit              float64
+	}{
+		{"Get miss: default level / disabled", costMissDefault, costMissOff, "≤ 1.10×", 1.10},
+		{"Get miss: A/A control (disabled / disabled)", costMissOffAA, costMissOff, "", 0},
+		{"Get miss: level all / disabled", costMissAll, costMissOff, "", 0},
+		{"cached Get hit: default level / disabled", costCachedDefault, costCachedOff, "≤ 1.02×", 1.02},
+		{"cached Get hit: A/A control", costCachedOffAA, costCachedOff, "", 0},
+		{"Get hit (mostly uncached): default / disabled", costHitDefault, costHitOff, "", 0},
+		{"Get hit: A/A control", costHitOffAA, costHitOff, "", 0},
+		{"Get hit: level all / disabled", costHitAll, costHitOff, "", 0},
+		{"façade: driver.DB.Get / engine.DB.Get, hit", costFacadeHit, costEngineHit, "", 0},
+		{"façade: engine copies A/A", costEngineAA, costEngineHit, "", 0},
+		{"façade: driver.DB.Get / engine.DB.Get, miss", costFacadeMiss, costEngineMiss, "", 0},
+	}
+	for _, r := range rows {
+		s := statsPairs(rep, r.a, r.b)
+		if len(s) == 0 {
+			continue
+		}
+		tgt := r.target
+		if tgt != "" {
+			tgt += ": " + verdict(s, r.limit, false)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.what, statsValues(rep, r.a), statsValues(rep, r.b), ratioString(s), tgt)
+	}
+}
+
+// benchstatName makes a name benchstat accepts: no spaces.
+func benchstatName(s string) string { return strings.ReplaceAll(s, " ", "_") }
+
+// printBenchstat prints every per-round figure as a Go benchmark line
+// (golang.org/x/perf/benchfmt), engine as a sub-benchmark key.
+func printBenchstat(w io.Writer, cfg *config, rep *report) {
+	m := rep.Meta
+	fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/shaledb/shale/bench\ncpu: %s\n", m.GOOS, m.GOARCH, m.CPUModel)
+	fmt.Fprintf(w, "go: %s\ncommit: %s\n", m.GoVersion, m.Commit)
+	for _, f := range figures(cfg) {
+		for _, e := range m.Engines {
+			for _, rr := range rep.Rounds {
+				r := rr.get(e, f.variant)
+				if r == nil {
+					continue
+				}
+				if v, ok := f.value(r); ok {
+					fmt.Fprintf(w, "Benchmark%s/engine=%s 1 %s %s\n", benchstatName(f.bench), e, bsFloat(v*f.bsScale), f.bsUnit)
+				}
+			}
+		}
+	}
+	for _, c := range []string{costHitOff, costHitOffAA, costHitDefault, costHitAll, costMissOff, costMissOffAA, costMissDefault,
+		costMissAll, costCachedOff, costCachedOffAA, costCachedDefault, costEngineHit, costEngineAA, costFacadeHit, costEngineMiss, costFacadeMiss} {
+		for _, v := range statsValues(rep, c) {
+			fmt.Fprintf(w, "BenchmarkShaleInterleaved/%s/engine=shale 1 %s ns/op\n", benchstatName(strings.NewReplacer(",", "", ".", "_", "(", "", ")", "", "/", "-").Replace(c)), bsFloat(v*1e3))
+		}
+	}
+}
+
+func bsFloat(v float64) string { return fmt.Sprintf("%.6g", v) }
 
 func formatSize(n int64) string {
 	switch {
@@ -327,6 +505,8 @@ func formatSize(n int64) string {
 		return fmt.Sprintf("%d GiB", n>>30)
 	case n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
 }

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// runMeta describes the run for the report's header and the JSON file.
+type runMeta struct {
+	Date          string    `json:"date"`
+	EndDate       string    `json:"end_date"`
+	Commit        string    `json:"commit"`
+	CommitNote    string    `json:"commit_note,omitempty"`
+	GOOS          string    `json:"goos"`
+	GOARCH        string    `json:"goarch"`
+	CPUs          int       `json:"cpus"`
+	CPUModel      string    `json:"cpu_model"`
+	RAM           string    `json:"ram"`
+	GoVersion     string    `json:"go_version"`
+	Command       string    `json:"command"`
+	MaxDataBytes  int64     `json:"max_data_bytes"`
+	KeySize       int       `json:"key_size"`
+	ValueSize     int       `json:"value_size"`
+	NumKeys       int       `json:"num_keys"`
+	Dir           string    `json:"dir"`
+	DirKind       string    `json:"dir_kind"`
+	Threads       []int     `json:"threads"`
+	PhaseDuration string    `json:"phase_duration"`
+	LoadAvgBefore string    `json:"loadavg_before"`
+	LoadAvgAfter  string    `json:"loadavg_after"`
+	Load1         []float64 `json:"load1_at_each_child"`
+	Engines       []string  `json:"engines"`
+	RocksDB       string    `json:"rocksdb"`
+	DBBenchRaw    []string  `json:"db_bench_raw,omitempty"`
+}
+
+// job is one child process of a round: an engine in a configuration.
+type job struct{ engine, variant string }
+
+// plannedJobs lists one round's children.
+func plannedJobs(cfg *config, engines []string) []job {
+	var jobs []job
+	for _, v := range variants {
+		switch {
+		case (v == variantRSSEqual || v == variantRSSDefaults) && !cfg.rss:
+			continue
+		case v == variantDBGet && !cfg.dbget:
+			continue
+		}
+		for _, e := range engines {
+			if variantRuns(v, e) {
+				jobs = append(jobs, job{e, v})
+			}
+		}
+	}
+	return jobs
+}
+
+// roundOrder is round r's order of the jobs: a permutation fixed by r,
+// so that no engine always runs first (on a cooler or hotter machine) or
+// always follows the same one.
+func roundOrder(r, n int) []int { return rand.New(rand.NewPCG(uint64(r), 15)).Perm(n) }
+
+func runParent(cfg *config, stdout io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return err
+	}
+	runDir, err := os.MkdirTemp(cfg.dir, "shale-bench-")
+	if err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer func() { _ = os.RemoveAll(runDir) }()
+	}
+	engines := append([]string{}, cfg.engines...)
+	dbBench, why := findDBBench(cfg.rocksdb)
+	rocksNote := "not run: " + why
+	if dbBench != "" {
+		engines = append(engines, engineRocksDB)
+		rocksNote = dbBenchVersion(dbBench)
+	} else {
+		fmt.Fprintf(os.Stderr, "[rocksdb] skipped: %s\n", why)
+	}
+	commit, note := gitCommit()
+	meta := runMeta{
+		Date: time.Now().UTC().Format("2006-01-02 15:04"), Commit: commit, CommitNote: note,
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), CPUModel: cpuModel(), RAM: memTotal(),
+		GoVersion:    runtime.Version(),
+		Command:      "go run . " + strings.Join(os.Args[1:], " "),
+		MaxDataBytes: cfg.maxData, KeySize: keySize, ValueSize: cfg.valueSize, NumKeys: cfg.numKeys(),
+		Dir: cfg.dir, DirKind: fsKind(cfg.dir), Threads: cfg.threads, PhaseDuration: cfg.phaseDuration.String(),
+		LoadAvgBefore: loadAvg(), Engines: engines, RocksDB: rocksNote,
+	}
+	rep := &report{}
+	jobs := plannedJobs(cfg, engines)
+	for r := range cfg.rounds {
+		rr := roundResults{}
+		for i, j := range roundOrder(r, len(jobs)) {
+			jb := jobs[j]
+			meta.Load1 = append(meta.Load1, load1())
+			fmt.Fprintf(os.Stderr, "== round %d/%d, child %d/%d: %s, %s (load %s)\n", r+1, cfg.rounds, i+1, len(jobs),
+				jb.engine, jb.variant, loadAvg())
+			var res *engineResult
+			if jb.engine == engineRocksDB {
+				res, err = runRocksDB(cfg, dbBench, jb.variant, runDir)
+			} else {
+				res, err = runChildProcess(exe, jb, runDir)
+			}
+			if err != nil {
+				return errors.Wrapf(err, "round %d: %s, %s", r+1, jb.engine, jb.variant)
+			}
+			if jb.engine == engineRocksDB && jb.variant == variantMain {
+				meta.DBBenchRaw = res.DBBenchRaw
+			}
+			rr[resultKey(jb.engine, jb.variant)] = res
+		}
+		rep.Rounds = append(rep.Rounds, rr)
+	}
+	meta.LoadAvgAfter = loadAvg()
+	meta.EndDate = time.Now().UTC().Format("15:04")
+	rep.Meta = meta
+	if cfg.jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	var buf bytes.Buffer
+	printReport(&buf, cfg, rep)
+	if cfg.outPath != "" {
+		return os.WriteFile(cfg.outPath, buf.Bytes(), 0o644)
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+// runChildProcess re-executes this binary for one engine and variant and
+// reads its JSON result; its peak RSS is its own.
+func runChildProcess(exe string, jb job, runDir string) (*engineResult, error) {
+	args := append(append([]string{}, os.Args[1:]...), "-engine="+jb.engine, "-variant="+jb.variant, "-dir="+runDir)
+	cmd := exec.Command(exe, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, err
+	}
+	var r engineResult
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		return nil, errors.Wrapf(err, "bad result %q", stdout.String())
+	}
+	return &r, nil
+}
+
+// gitCommit names the commit of the shale module under test, and whether
+// tracked files differ from it (the working tree is shared, so say so).
+func gitCommit() (commit, note string) {
+	out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown", " (not a git checkout)"
+	}
+	commit = strings.TrimSpace(string(out))
+	st, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--untracked-files=no").Output()
+	if err == nil {
+		if n := len(strings.Fields(strings.TrimSpace(string(st)))) / 2; n > 0 {
+			note = fmt.Sprintf(" (plus uncommitted changes in %d tracked files)", n)
+		}
+	}
+	return commit, note
+}
+
+func dbBenchVersion(bin string) string {
+	s := bin
+	if out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", rocksdbPackage).Output(); err == nil {
+		s += fmt.Sprintf(" (Debian %s %s)", rocksdbPackage, strings.TrimSpace(string(out)))
+	}
+	return s
+}
+
+func memTotal() string {
+	kib := int64(0)
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if f := strings.Fields(rest); len(f) > 0 {
+					kib, _ = strconv.ParseInt(f[0], 10, 64)
+				}
+			}
+		}
+	}
+	if kib == 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f GiB", float64(kib)/(1<<20))
+}
+
+func load1() float64 {
+	f := strings.Fields(loadAvg())
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
