@@ -90,3 +90,27 @@ func TestResolveReadDoesNotAllocate(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// BenchmarkResolveRead is the per-call cost of resolving a Get's options at
+// the API boundary: with nothing in the context, with options, and with a
+// context deadline (which adds a clock read).
+func BenchmarkResolveRead(b *testing.B) {
+	bg := context.Background()
+	withOpts := WithReadOptions(bg, ReadOptions{RateLimiterPriority: PriorityUser})
+	withDeadline, cancel := context.WithTimeout(withOpts, time.Hour)
+	defer cancel()
+	for _, bc := range []struct {
+		name string
+		ctx  context.Context
+	}{{"ctx=background", bg}, {"ctx=options", withOpts}, {"ctx=deadline", withDeadline}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, err := ResolveRead(bc.ctx, nil, "Get", ActivityGet)
+				if err != nil || req.IO.Activity != ActivityGet {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
