@@ -217,6 +217,9 @@ func (b *bench) run(ctx context.Context) (err error) {
 	if err := printActivityTable(b.env.stdout, b.db.Statistics()); err != nil {
 		return err
 	}
+	if err := printMetrics(ctx, b.env.stdout, b.db); err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
 	if b.cfg.svg != "" {
 		if err := writeSVGFile(b.cfg.svg, b.results, b.db.Statistics(), b.title()); err != nil {
 			return &exitError{code: exitFailure, err: err}

@@ -74,6 +74,9 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 		rep.Scan = &s
 	}
 	st := db.Statistics()
+	if rep.LSM, err = lsmMetrics(ctx, db); err != nil {
+		return err
+	}
 	if *asJSON {
 		return writeStatsJSON(env.stdout, &rep, st)
 	}
@@ -84,6 +87,9 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 		fmt.Fprintf(w, "scan: %d keys, %s of keys and values in %s\n", s.Keys, formatBytes(s.Bytes),
 			roundDuration(time.Duration(s.ScanMicros)*time.Microsecond))
 		fmt.Fprintf(w, "VerifyChecksum: ok in %s\n", roundDuration(time.Duration(s.VerifyMicros)*time.Microsecond))
+	}
+	if rep.LSM != nil {
+		fmt.Fprintf(w, "\nLSM shape\n%s", rep.LSM)
 	}
 	fmt.Fprintln(w)
 	if *full {
@@ -103,6 +109,8 @@ type statsReport struct {
 	Tables     int         `json:"table_files"`
 	TableBytes int64       `json:"table_bytes"`
 	Scan       *scanResult `json:"scan,omitempty"`
+	// LSM is the driver's LSM metrics, when it reports them.
+	LSM *driver.Metrics `json:"lsm,omitempty"`
 }
 
 type scanResult struct {

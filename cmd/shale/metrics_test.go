@@ -1,0 +1,37 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/shaledb/shale/driver"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStatsPrintsMetrics: shale stats prints the LSM shape, and -json
+// carries it as "lsm".
+func TestStatsPrintsMetrics(t *testing.T) {
+	dir := t.TempDir()
+	makeDB(t, dir, dbSpec{tables: [][2]int{{0, 500}, {500, 1000}}, logged: [2]int{1000, 1100}})
+
+	r := runTool(t, "stats", "-dsn", dir)
+	require.Equal(t, exitOK, r.code, "%s", r)
+	require.Contains(t, r.stdout, "\nLSM shape\nlevel | tables")
+	require.Regexp(t, `(?m)^total \|      2 `, r.stdout, "the two tables")
+	require.Regexp(t, `(?m)^read amp \d+, write amp `, r.stdout)
+
+	r = runTool(t, "stats", "-dsn", dir, "-json")
+	require.Equal(t, exitOK, r.code, "%s", r)
+	var js struct {
+		LSM *driver.Metrics `json:"lsm"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
+	require.NotNil(t, js.LSM)
+	require.Equal(t, 2, js.LSM.Total().Tables)
+}
+
+func TestBenchPrintsMetrics(t *testing.T) {
+	r := runTool(t, "bench", "-dir", t.TempDir(), "-max-data", "64KiB", "-duration-per-phase", "5ms")
+	require.Equal(t, exitOK, r.code, "%s", r)
+	require.Contains(t, r.stdout, "\nLSM shape\nlevel | tables")
+}
