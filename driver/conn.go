@@ -89,17 +89,38 @@ func (c *Conn) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
 	return c.db.beginTx(ctx, c, opts)
 }
 
-// Put is [DB.Put].
+// Put is [DB.Put] with the session's default write options.
 func (c *Conn) Put(ctx context.Context, key, value []byte) error {
 	return c.db.put(ctx, c, key, value)
 }
 
-// Delete is [DB.Delete].
+// Delete is [DB.Delete] with the session's default write options.
 func (c *Conn) Delete(ctx context.Context, key []byte) error {
 	return c.db.delete(ctx, c, key)
 }
 
-// Write is [DB.Write].
+// Write is [DB.Write] with the session's default write options.
 func (c *Conn) Write(ctx context.Context, b *Batch) error {
 	return c.db.write(ctx, c, b)
+}
+
+// DeleteRange is [DB.DeleteRange] with the session's default write options.
+func (c *Conn) DeleteRange(ctx context.Context, start, end []byte) error {
+	return c.db.deleteRange(ctx, c, start, end)
+}
+
+// SyncWAL is [DB.SyncWAL].
+func (c *Conn) SyncWAL(ctx context.Context) error {
+	return c.db.syncWAL(ctx, c)
+}
+
+// NewSnapshot is [DB.NewSnapshot]; the snapshot's reads use the session's
+// default ReadOptions as they are now.
+func (c *Conn) NewSnapshot(ctx context.Context) (*Snapshot, error) {
+	return c.db.newSnapshot(ctx, c)
+}
+
+// Checkpoint is [DB.Checkpoint].
+func (c *Conn) Checkpoint(ctx context.Context, dir string) error {
+	return c.db.checkpoint(ctx, c, dir)
 }

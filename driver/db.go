@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -51,6 +52,9 @@ type DB struct {
 		// rolls back.
 		iters map[*Iterator]struct{}
 		txs   map[*Tx]struct{}
+		// The snapshots whose driver snapshot is not yet released,
+		// which Close releases.
+		snaps map[*Snapshot]struct{}
 	}
 }
 
@@ -213,6 +217,12 @@ func (db *DB) startRead(ctx context.Context, sess *Conn, api string, want ioctx.
 		}
 		defaults = sess.defaults.Load()
 	}
+	return db.startReadWith(ctx, defaults, api, want)
+}
+
+// startReadWith is startRead after the session's check, with the defaults
+// the read merges over (nil: none). Snapshots share it.
+func (db *DB) startReadWith(ctx context.Context, defaults *ioctx.ReadOptions, api string, want ioctx.Activity) (*connState, ioctx.ReadRequest, error) {
 	if err := db.enter(); err != nil {
 		return nil, ioctx.ReadRequest{}, err
 	}
@@ -302,6 +312,39 @@ func (db *DB) Delete(ctx context.Context, key []byte) error {
 // nothing.
 func (db *DB) Write(ctx context.Context, b *Batch) error {
 	return db.write(ctx, nil, b)
+}
+
+// DeleteRange deletes every key k with start <= k < end, in bytewise order,
+// atomically (RocksDB's DeleteRange): one write, whatever the number of
+// keys. An empty or inverted range (start >= end) deletes nothing and
+// returns nil. The slices are not retained. Write options as for Put. An
+// error matching ErrNotSupported when the driver has no range deletions
+// (see [RangeDeleter]).
+func (db *DB) DeleteRange(ctx context.Context, start, end []byte) error {
+	return db.deleteRange(ctx, nil, start, end)
+}
+
+// SyncWAL makes every write acknowledged before the call durable, as if it
+// had been made with Sync (RocksDB's DB::SyncWAL): after it returns nil, a
+// crash, even of the machine, loses none of them. Writes made with
+// DisableWAL are not covered (only a flush makes them durable). An error
+// matching ErrNotSupported when the driver cannot (see [WALSyncer]).
+func (db *DB) SyncWAL(ctx context.Context) error {
+	return db.syncWAL(ctx, nil)
+}
+
+// Checkpoint writes a consistent, openable copy of the database into dir
+// (RocksDB's Checkpoint::CreateCheckpoint): it holds every write
+// acknowledged before the call, DisableWAL writes included, and nothing
+// written after Checkpoint returns; opening dir with the same driver gives
+// that state. dir must not exist, or be an empty directory; an engine
+// hard-links its immutable files where the filesystem allows, so a
+// checkpoint on the same filesystem costs little space. On failure nothing
+// is left at dir and the database is untouched. An empty dir is an error
+// matching ErrInvalidArgument; a driver without checkpoints returns one
+// matching ErrNotSupported (see [Checkpointer]).
+func (db *DB) Checkpoint(ctx context.Context, dir string) error {
+	return db.checkpoint(ctx, nil, dir)
 }
 
 // Flush writes the database's in-memory state to durable files (see
@@ -394,8 +437,8 @@ func (db *DB) Close() error {
 	// with a user of the iterators or transactions.
 	db.mu.Lock()
 	connecting := db.mu.connecting
-	iters, txs := db.mu.iters, db.mu.txs
-	db.mu.iters, db.mu.txs = nil, nil
+	iters, txs, snaps := db.mu.iters, db.mu.txs, db.mu.snaps
+	db.mu.iters, db.mu.txs, db.mu.snaps = nil, nil, nil
 	db.mu.Unlock()
 	if connecting != nil {
 		<-connecting
@@ -405,6 +448,18 @@ func (db *DB) Close() error {
 	}
 	for tx := range txs {
 		_ = tx.tx.Rollback()
+	}
+	for s := range snaps {
+		// The snapshot's iterators were closed above, before it, as
+		// DriverSnapshot's contract asks.
+		s.closed.Store(true)
+		s.mu.Lock()
+		release := !s.mu.released
+		s.mu.released = true
+		s.mu.Unlock()
+		if release {
+			_ = s.snap.Close()
+		}
 	}
 	var errs []error
 	if cs := db.cs.Load(); cs != nil && cs.conn != nil {
@@ -487,6 +542,48 @@ func (db *DB) write(ctx context.Context, sess *Conn, b *Batch) error {
 		return errNoRangeDelBatch
 	}
 	return cs.conn.Write(ctx, writeOptions(ctx, sess), b)
+}
+
+func (db *DB) deleteRange(ctx context.Context, sess *Conn, start, end []byte) error {
+	cs, err := db.start(ctx, sess)
+	if err != nil {
+		return err
+	}
+	defer db.exit()
+	if cs.rangeDeleter == nil {
+		return errNoRangeDel
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return nil
+	}
+	return cs.rangeDeleter.DeleteRange(ctx, writeOptions(ctx, sess), start, end)
+}
+
+func (db *DB) syncWAL(ctx context.Context, sess *Conn) error {
+	cs, err := db.start(ctx, sess)
+	if err != nil {
+		return err
+	}
+	defer db.exit()
+	if cs.walSyncer == nil {
+		return errNoSyncWAL
+	}
+	return cs.walSyncer.SyncWAL(ctx)
+}
+
+func (db *DB) checkpoint(ctx context.Context, sess *Conn, dir string) error {
+	if dir == "" {
+		return errEmptyCheckpointDir
+	}
+	cs, err := db.start(ctx, sess)
+	if err != nil {
+		return err
+	}
+	defer db.exit()
+	if cs.checkpointer == nil {
+		return errNoCheckpoint
+	}
+	return cs.checkpointer.Checkpoint(ctx, dir)
 }
 
 // multiGet is the MultiGet of a session or a transaction: mg's when the
@@ -619,6 +716,7 @@ func (db *DB) beginTx(ctx context.Context, sess *Conn, opts *TxOptions) (*Tx, er
 		tx.defaults = sess.defaults.Load()
 	}
 	tx.multiGetter, _ = dtx.(TxMultiGetter)
+	tx.rangeDeleter, _ = dtx.(TxRangeDeleter)
 	db.mu.Lock()
 	if db.mu.txs == nil {
 		db.mu.txs = make(map[*Tx]struct{})

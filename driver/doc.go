@@ -65,6 +65,37 @@
 // errors.Is(err, ctx.Err()) holds: the façade checks before calling the
 // driver, and drivers check while they work.
 //
+// Reads of a [Snapshot] (from [DB.NewSnapshot]) run the same steps.
+//
+// # Writes
+//
+// Every write — Put, Delete, Write, DeleteRange, on a DB or a Conn — takes
+// its [ioctx.WriteOptions] from the context (ioctx.WithWriteOptions),
+// resolved once by the façade: on a Conn merged over the session's defaults
+// with [ioctx.MergeWrite] (Sync or DisableWAL set in either applies; a
+// priority other than Total in ctx overrides), and passed by value to the
+// driver, which must not look in ctx again. The zero value is RocksDB's
+// default: not synced, written to the WAL, not charged to the rate limiter.
+//
+//   - Sync: the call returns once the write, and every write before it, is on
+//     stable storage. Without it an acknowledged write survives a process
+//     crash once the engine has handed it to the operating system, and may
+//     be lost by a machine crash (see the driver's documentation; the
+//     engine's DSN key sync syncs every write).
+//   - DisableWAL: the write goes to the memtable only and is lost by any
+//     crash until it is flushed ([DB.Flush]); [DB.SyncWAL] does not cover it.
+//   - RateLimiterPriority: the WAL bytes are charged to the rate limiter at
+//     that priority when its mode covers writes.
+//
+// A transaction's commit takes the write options resolved at BeginTx
+// (TxOptions.WriteOptions merged with BeginTx's ctx and the session's).
+// [DB.SyncWAL] makes every acknowledged write durable after the fact.
+//
+// A [Batch] keeps its writes in a compact encoding; a driver reads it back in
+// order with [Batch.Reader], without allocating. A batch holding a range
+// deletion is refused with ErrNotSupported, before anything is written, by a
+// driver that does not implement [RangeDeleter].
+//
 // # Writing a driver
 //
 // A driver implements [Driver] and returns a [DriverConn], which must be
@@ -83,6 +114,11 @@
 //   - [TxBeginner], whose [DriverTx] may implement [TxMultiGetter]: without
 //     it BeginTx returns ErrNotSupported.
 //   - [StatsReporter]: without it DB.Statistics returns nil.
+//   - [RangeDeleter] (DB.DeleteRange, range deletions in a Batch),
+//     [TxRangeDeleter] on a DriverTx (Tx.DeleteRange), [WALSyncer]
+//     (DB.SyncWAL), [Snapshotter] (DB.NewSnapshot; its [DriverSnapshot] may
+//     implement [SnapshotMultiGetter]) and [Checkpointer] (DB.Checkpoint):
+//     without them the DB methods return an error matching ErrNotSupported.
 //
 // The façade finds them once, when it connects, and calls them concurrently,
 // like the DriverConn's own methods. Drivers return errors that
@@ -100,11 +136,11 @@
 //
 // # Concurrency and Close
 //
-// [DB] and [Conn] are safe for concurrent use; [Tx], [Iterator] and [Batch]
-// are not. [DB.Close] marks the DB closed (later calls return ErrClosed),
-// waits for the calls in flight, closes the iterators and rolls back the
-// transactions still open, then closes the driver's connection and
-// Connector. The bookkeeping is an atomic counter of calls in flight and a
+// [DB], [Conn] and [Snapshot] are safe for concurrent use; [Tx], [Iterator]
+// and [Batch] are not. [DB.Close] marks the DB closed (later calls return
+// ErrClosed), waits for the calls in flight, closes the iterators, rolls
+// back the transactions and releases the snapshots still open, then closes
+// the driver's connection and Connector. The bookkeeping is an atomic counter of calls in flight and a
 // closed bit in the same word: no mutex and no allocation per call.
 //
 // # Data source names

@@ -29,9 +29,10 @@ var (
 	ErrCorruption = ioctx.ErrCorruption
 
 	// ErrClosed matches errors from calls on a closed DB (every call after
-	// DB.Close, and a second Close), a closed Conn, and an Iterator closed
-	// by the user or by DB.Close. A Tx rolled back by DB.Close reports it
-	// too; a Tx the user ended reports ErrTxDone instead.
+	// DB.Close, and a second Close), a closed Conn or Snapshot, and an
+	// Iterator closed by the user or by DB.Close. A Tx rolled back by
+	// DB.Close reports it too; a Tx the user ended reports ErrTxDone
+	// instead.
 	ErrClosed = ioctx.ErrClosed
 
 	// ErrConflict is returned by Tx.Commit when another transaction
@@ -41,7 +42,9 @@ var (
 
 	// ErrNotSupported matches errors from a call that needs an optional
 	// capability the driver lacks (Flush, Compact, VerifyChecksum,
-	// VerifyFileChecksums, BeginTx). The message names the capability.
+	// VerifyFileChecksums, BeginTx, DeleteRange and a Write of a batch
+	// holding a range deletion, Tx.DeleteRange, SyncWAL, NewSnapshot,
+	// Checkpoint). The message names the capability.
 	ErrNotSupported = errors.New("driver: not supported")
 
 	// ErrTxDone is returned by every call on a Tx after its Commit or
@@ -62,11 +65,21 @@ var (
 	errReadOnlyPut error = ioctx.ClassError("driver: Put in a read-only transaction", ErrInvalidArgument, nil)
 	errReadOnlyDel error = ioctx.ClassError("driver: Delete in a read-only transaction", ErrInvalidArgument, nil)
 
+	errReadOnlyDelRange   error = ioctx.ClassError("driver: DeleteRange in a read-only transaction", ErrInvalidArgument, nil)
+	errEmptyCheckpointDir error = ioctx.ClassError("driver: Checkpoint into an empty directory name", ErrInvalidArgument, nil)
+	errSnapshotClosed     error = ioctx.ClassError("driver: snapshot is closed", ErrClosed, nil)
+
 	errNoFlush       error = notSupported("Flush", "Flusher")
 	errNoCompact     error = notSupported("Compact", "Compacter")
 	errNoVerify      error = notSupported("VerifyChecksum", "Verifier")
 	errNoVerifyFiles error = notSupported("VerifyFileChecksums", "Verifier")
 	errNoTx          error = notSupported("BeginTx", "TxBeginner")
+	errNoRangeDel    error = notSupported("DeleteRange", "RangeDeleter")
+	errNoSyncWAL     error = notSupported("SyncWAL", "WALSyncer")
+	errNoSnapshot    error = notSupported("NewSnapshot", "Snapshotter")
+	errNoCheckpoint  error = notSupported("Checkpoint", "Checkpointer")
+	errNoTxRangeDel  error = ioctx.ClassError("driver: Tx.DeleteRange is not supported by this driver "+
+		"(its transaction does not implement driver.TxRangeDeleter)", ErrNotSupported, nil)
 
 	errNoRangeDelBatch error = ioctx.ClassError("driver: Write of a batch holding a range deletion is not supported by this driver "+
 		"(its connection does not implement driver.RangeDeleter); nothing was written", ErrNotSupported, nil)

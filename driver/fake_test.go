@@ -34,12 +34,14 @@ type fakeConn struct {
 	version    map[string]uint64 // seq of each key's last committed write
 	seq        uint64
 	calls      []call
+	snapCloses int                  // DriverSnapshot.Close calls
 	writeOpts  []ioctx.WriteOptions // the options of each write, in order
 	violations []string
 	closed     bool
 	closes     int
 	openIters  int
 	openTxs    int
+	openSnaps  int
 
 	// getHook, when set, runs at the start of Get (outside mu); tests
 	// use it to block a Get.
@@ -173,8 +175,9 @@ func (c *fakeConn) Close() error {
 	if c.closed {
 		c.violations = append(c.violations, "second Close")
 	}
-	if c.openIters != 0 || c.openTxs != 0 {
-		c.violations = append(c.violations, fmt.Sprintf("Close with %d iterators and %d transactions open", c.openIters, c.openTxs))
+	if c.openIters != 0 || c.openTxs != 0 || c.openSnaps != 0 {
+		c.violations = append(c.violations, fmt.Sprintf("Close with %d iterators, %d transactions and %d snapshots open",
+			c.openIters, c.openTxs, c.openSnaps))
 	}
 	c.closed = true
 	return c.closeErr
@@ -186,6 +189,7 @@ type fullConn struct {
 	skipMultiGet atomic.Bool // MultiGet returns ErrSkip
 	stats        *statistics.Statistics
 	txMultiGet   bool // transactions implement TxMultiGetter
+	snapMultiGet bool // snapshots implement SnapshotMultiGetter
 }
 
 var (
@@ -195,7 +199,117 @@ var (
 	_ Verifier      = (*fullConn)(nil)
 	_ TxBeginner    = (*fullConn)(nil)
 	_ StatsReporter = (*fullConn)(nil)
+	_ RangeDeleter  = (*fullConn)(nil)
+	_ WALSyncer     = (*fullConn)(nil)
+	_ Snapshotter   = (*fullConn)(nil)
+	_ Checkpointer  = (*fullConn)(nil)
 )
+
+func (c *fullConn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
+	return c.write(ctx, "DeleteRange", wo, []Op{{Kind: OpDeleteRange, Key: start, Value: end}})
+}
+
+func (c *fullConn) SyncWAL(ctx context.Context) error {
+	c.record("SyncWAL", ioctx.ReadRequest{}, nil)
+	return ctx.Err()
+}
+
+func (c *fullConn) Checkpoint(ctx context.Context, dir string) error {
+	c.record("Checkpoint", ioctx.ReadRequest{}, []byte(dir))
+	return ctx.Err()
+}
+
+func (c *fullConn) NewSnapshot(ctx context.Context) (DriverSnapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checkLocked("NewSnapshot")
+	c.openSnaps++
+	s := &fakeSnapshot{c: c.fakeConn, data: make(map[string][]byte, len(c.data))}
+	for k, v := range c.data {
+		s.data[k] = v
+	}
+	if c.snapMultiGet {
+		return &fullSnapshot{s}, nil
+	}
+	return s, nil
+}
+
+// fakeSnapshot is a copy of the data at NewSnapshot. It flags reads after
+// its Close and a Close while its iterators are open.
+type fakeSnapshot struct {
+	c      *fakeConn
+	data   map[string][]byte
+	iters  atomic.Int32
+	closed atomic.Bool
+}
+
+func (s *fakeSnapshot) check(method string) {
+	if s.closed.Load() {
+		s.c.mu.Lock()
+		s.c.violations = append(s.c.violations, "Snapshot."+method+" after its Close")
+		s.c.mu.Unlock()
+	}
+}
+
+func (s *fakeSnapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	s.check("Get")
+	s.c.record("Snapshot.Get", req, key)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v, ok := s.data[string(key)]
+	if !ok {
+		return nil, notFound(key)
+	}
+	return append([]byte{}, v...), nil
+}
+
+func (s *fakeSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error) {
+	s.check("NewIterator")
+	s.c.record("Snapshot.NewIterator", req, nil)
+	s.c.mu.Lock()
+	s.c.openIters++
+	s.c.mu.Unlock()
+	s.iters.Add(1)
+	it := newFakeIter(ctx, s.c, s.data, nil, opts)
+	it.snap = s
+	return it, nil
+}
+
+func (s *fakeSnapshot) Close() error {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.c.checkLocked("Snapshot.Close")
+	if s.closed.Swap(true) {
+		s.c.violations = append(s.c.violations, "second Snapshot.Close")
+	}
+	if n := s.iters.Load(); n != 0 {
+		s.c.violations = append(s.c.violations, fmt.Sprintf("Snapshot.Close with %d iterators open", n))
+	}
+	s.c.openSnaps--
+	s.c.snapCloses++
+	return nil
+}
+
+// fullSnapshot adds SnapshotMultiGetter.
+type fullSnapshot struct{ *fakeSnapshot }
+
+var _ SnapshotMultiGetter = (*fullSnapshot)(nil)
+
+func (s *fullSnapshot) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
+	s.check("MultiGet")
+	s.c.record("Snapshot.MultiGet", req, nil)
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		if v, ok := s.data[string(k)]; ok {
+			vals[i] = append([]byte{}, v...)
+		}
+	}
+	return vals, nil
+}
 
 func newFullConn() *fullConn { return &fullConn{fakeConn: newFakeConn()} }
 
@@ -393,6 +507,7 @@ type fakeIter struct {
 	ctx  context.Context
 	c    *fakeConn
 	tx   *fakeTx
+	snap *fakeSnapshot // the snapshot read, if any
 	keys []string
 	vals map[string][]byte
 	pos  int // -1 before the first, len(keys) after the last
@@ -489,6 +604,9 @@ func (it *fakeIter) Close() error {
 	it.c.mu.Lock()
 	it.c.openIters--
 	it.c.mu.Unlock()
+	if it.snap != nil {
+		it.snap.iters.Add(-1)
+	}
 	return nil
 }
 

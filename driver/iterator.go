@@ -7,7 +7,7 @@ import (
 	"github.com/shaledb/shale/ioctx"
 )
 
-// Iterator walks the keys of a DB or a Tx in order, within its bounds.
+// Iterator walks the keys of a DB, a Tx or a Snapshot in order, within its bounds.
 //
 //	it, err := db.NewIterator(ctx, nil)
 //	if err != nil { ... }
@@ -40,7 +40,8 @@ import (
 // concurrently with it.
 type Iterator struct {
 	db   *DB
-	tx   *Tx // the transaction the iterator reads, if any
+	tx   *Tx       // the transaction the iterator reads, if any
+	snap *Snapshot // the snapshot the iterator reads, if any
 	iter Iter
 	// ctx is kept, as sql.Rows keeps its, because the iterator's moves
 	// take no context of their own; done is ctx.Done() (nil when ctx can
@@ -222,6 +223,11 @@ func (it *Iterator) closeEntered() error {
 	it.db.untrackIter(it)
 	if it.tx != nil {
 		it.tx.untrackIter(it)
+	}
+	if it.snap != nil {
+		if serr := it.snap.iterClosed(); err == nil {
+			err = serr
+		}
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/shaledb/shale/ioctx"
@@ -24,10 +25,12 @@ type Tx struct {
 	db          *DB
 	tx          DriverTx
 	multiGetter TxMultiGetter
-	defaults    *ioctx.ReadOptions // the Conn's at begin; nil for a DB's Tx
-	opts        TxOptions
-	done        bool
-	iters       []*Iterator // open iterators, closed before Commit/Rollback
+	// rangeDeleter is tx as a TxRangeDeleter, nil when it is not one.
+	rangeDeleter TxRangeDeleter
+	defaults     *ioctx.ReadOptions // the Conn's at begin; nil for a DB's Tx
+	opts         TxOptions
+	done         bool
+	iters        []*Iterator // open iterators, closed before Commit/Rollback
 }
 
 // enter enters the DB for a call on the transaction, refusing one after
@@ -137,7 +140,31 @@ func (tx *Tx) Delete(ctx context.Context, key []byte) error {
 	return tx.tx.Delete(ctx, key)
 }
 
-// Commit closes the transaction's open iterators and commits it. The
+// DeleteRange deletes every key in [start, end) in the transaction; an
+// empty or inverted range deletes nothing. An error matching
+// ErrInvalidArgument in a read-only transaction, one matching
+// ErrNotSupported when the driver's transactions cannot (see
+// [TxRangeDeleter]). The slices are not retained.
+func (tx *Tx) DeleteRange(ctx context.Context, start, end []byte) error {
+	if err := tx.start(ctx); err != nil {
+		return err
+	}
+	defer tx.db.exit()
+	switch {
+	case tx.opts.ReadOnly:
+		return errReadOnlyDelRange
+	case tx.rangeDeleter == nil:
+		return errNoTxRangeDel
+	case bytes.Compare(start, end) >= 0:
+		return nil
+	}
+	return tx.rangeDeleter.DeleteRange(ctx, start, end)
+}
+
+// Commit closes the transaction's open iterators and commits it, with the
+// write options resolved at BeginTx (TxOptions.WriteOptions merged with
+// those of BeginTx's ctx and, for a Conn's transaction, the session's): the
+// commit takes no context of its own. The
 // transaction is over whatever Commit returns: an error matching
 // ErrConflict means it was rolled back.
 func (tx *Tx) Commit() error {
