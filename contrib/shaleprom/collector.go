@@ -28,6 +28,20 @@
 // statistics (DB.Statistics() is nil: statistics=false, or a driver without
 // them) exports nothing.
 //
+// From stats_level=except_time_for_mutex up, the statistics of each tag
+// (ioctx.Tag) the database has seen are exported with the label tag:
+// shale_tag_file_read_seconds (a histogram), shale_tag_bytes_read_total,
+// shale_tag_block_cache_hit_total, shale_tag_block_cache_miss_total and
+// shale_tag_rate_limiter_wait_seconds_total.
+//
+// When the driver reports LSM metrics (driver.DB.Metrics), each scrape also
+// reads them once and exports them as shale_lsm_* gauges, the per-level ones
+// with the label level (shale_lsm_level_tables{level="0"}), and as counters
+// those that count since the database was opened (bytes compactions read
+// from and wrote into each level, bytes flushed, compactions, flushes and
+// write stalls). What the driver does not report is not exported; neither is
+// anything after the database is closed.
+//
 // The statistics carry no rate-limiter priority, so the rate-limiter counters
 // (shale_rate_limiter_requests_read_total and the like) have no priority
 // label: they count every priority together.
@@ -55,13 +69,16 @@ type collector struct {
 	histograms [statistics.NumHistograms]*prometheus.Desc
 	// bounds are the "le" bounds of each histogram.
 	bounds [statistics.NumHistograms][]float64
+	// extra are the tag and LSM families.
+	extra extraDescs
 }
 
 // NewCollector returns a Collector of db's statistics, each metric with the
 // constant labels constLabels (nil for none), such as {"db": "orders"} to
 // tell databases apart in one registry. A constant label named "activity"
-// clashes with shale_file_read_seconds's own label: registering the
-// collector then fails. db must not be nil.
+// clashes with shale_file_read_seconds's own label, and one named "tag" or
+// "level" with the tag and LSM families': registering the collector then
+// fails. db must not be nil.
 //
 // Each scrape calls db.Statistics(), which connects the database if nothing
 // has yet (as database/sql connects on first use); after db.Close the
@@ -73,6 +90,7 @@ func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Colle
 	c := &collector{
 		db:    db,
 		level: prometheus.NewDesc(levelFamily, levelHelp, nil, constLabels),
+		extra: newExtraDescs(constLabels),
 	}
 	for t := range statistics.NumTickers {
 		f := tickerFamily(t)
@@ -114,6 +132,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d
 		}
 	}
+	c.extra.describe(ch)
 }
 
 // Collect reads the statistics once and sends the level, and every ticker
@@ -121,6 +140,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 // label clashing with "activity") is sent as an invalid metric, which fails
 // the scrape with its error rather than the process with a panic.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	c.collectLSM(ch)
 	s := c.db.Statistics()
 	if s == nil {
 		return
@@ -137,6 +157,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for i := range e.Histograms {
 		ch <- c.histogram(&e.Histograms[i])
 	}
+	c.collectTags(ch, e.Tags)
 }
 
 func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64) prometheus.Metric {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shaledb/shale/statistics"
 	"github.com/stretchr/testify/require"
 )
@@ -152,4 +153,23 @@ func TestREADMEListsEveryFamily(t *testing.T) {
 	for _, a := range fileReadActivity {
 		require.Contains(t, string(readme), "`"+a+"`", "README.md does not list the activity %s", a)
 	}
+}
+
+// TestREADMEListsExtraFamilies: the tag and LSM families are in the README
+// too.
+func TestREADMEListsExtraFamilies(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	d := newExtraDescs(nil)
+	ch := make(chan *prometheus.Desc, 64)
+	d.describe(ch)
+	close(ch)
+	n := 0
+	for desc := range ch {
+		m := regexp.MustCompile(`fqName: "([a-z0-9_]+)"`).FindStringSubmatch(desc.String())
+		require.NotNil(t, m, desc.String())
+		require.Contains(t, string(readme), "`"+m[1]+"`", "README.md does not list %s", m[1])
+		n++
+	}
+	require.Equal(t, int(statistics.NumTagTickers)+1+23, n, "the tag tickers, the tag histogram, 6 per-level and 17 other LSM families")
 }
