@@ -365,8 +365,12 @@ func (c *conn) checkSize(op string, r proto.Message) error {
 }
 
 // Put sets key with one Put RPC. etcd's writes are durable when
-// acknowledged, so the write options change nothing.
-func (c *conn) Put(ctx context.Context, _ ioctx.WriteOptions, key, value []byte) error {
+// acknowledged: of the write options only DisableWAL matters, and is refused
+// (see write.go).
+func (c *conn) Put(ctx context.Context, wo ioctx.WriteOptions, key, value []byte) error {
+	if err := checkWriteOptions(wo); err != nil {
+		return err
+	}
 	r := &pb.PutRequest{Key: c.key(key), Value: value}
 	if err := c.checkSize("Put", r); err != nil {
 		return err
@@ -381,7 +385,10 @@ func (c *conn) Put(ctx context.Context, _ ioctx.WriteOptions, key, value []byte)
 }
 
 // Delete removes key with one DeleteRange RPC.
-func (c *conn) Delete(ctx context.Context, _ ioctx.WriteOptions, key []byte) error {
+func (c *conn) Delete(ctx context.Context, wo ioctx.WriteOptions, key []byte) error {
+	if err := checkWriteOptions(wo); err != nil {
+		return err
+	}
 	r := &pb.DeleteRangeRequest{Key: c.key(key)}
 	return c.write(ctx, "Delete", 1, len(key), func(ctx context.Context) error {
 		resp, err := c.kv.DeleteRange(ctx, r, c.callOpts...)
@@ -392,32 +399,36 @@ func (c *conn) Delete(ctx context.Context, _ ioctx.WriteOptions, key []byte) err
 	})
 }
 
-// Write applies ops as one Txn of the last op of each key (etcd refuses a
-// Txn that writes a key twice). A batch of more distinct keys than
-// max_txn_ops, or larger than max_request_bytes, fails before anything is
-// sent. The batch never holds a range deletion: conn does not implement
-// driver.RangeDeleter.
-func (c *conn) Write(ctx context.Context, _ ioctx.WriteOptions, b *driver.Batch) error {
+// Write applies the batch as one Txn holding its effect as foldOps computes
+// it (the last write of each key, range deletions merged and cut around the
+// puts that follow them), so that etcd, which refuses a Txn that writes a
+// key twice or puts a key one of its deletions covers, accepts it and the
+// batch keeps its in-order meaning. A batch whose Txn would hold more than
+// max_txn_ops operations, or be larger than max_request_bytes, fails before
+// anything is sent.
+func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, b *driver.Batch) error {
+	if err := checkWriteOptions(wo); err != nil {
+		return err
+	}
 	ops := make([]driver.Op, 0, b.Len())
 	br := b.Reader()
 	for op, ok := br.Next(); ok; op, ok = br.Next() {
 		ops = append(ops, op)
 	}
-	ops = lastPerKey(ops)
-	if len(ops) > c.cfg.MaxTxnOps {
-		return invalidArgument(fmt.Sprintf("etcd: Write: the batch writes %d distinct keys, more than max_txn_ops=%d "+
-			"(the server's --max-txn-ops)", len(ops), c.cfg.MaxTxnOps))
+	points, ranges := foldOps(ops)
+	if n := len(points) + len(ranges); n > c.cfg.MaxTxnOps {
+		what := "the batch writes"
+		if len(ranges) == 0 {
+			what = "the batch writes distinct keys in"
+		}
+		return c.tooManyOps("Write", n, what)
 	}
-	r := &pb.TxnRequest{Success: make([]*pb.RequestOp, len(ops))}
-	n := 0
-	for i, op := range ops {
-		r.Success[i] = c.writeOp(op.Key, op.Value, op.Kind == driver.OpDelete)
-		n += len(op.Key) + len(op.Value)
-	}
+	txnOps, n := c.txnOps(points, ranges)
+	r := &pb.TxnRequest{Success: txnOps}
 	if err := c.checkSize("Write", r); err != nil {
 		return err
 	}
-	return c.write(ctx, "Write", len(ops), n, func(ctx context.Context) error {
+	return c.write(ctx, "Write", len(txnOps), n, func(ctx context.Context) error {
 		resp, err := c.kv.Txn(ctx, r, c.callOpts...)
 		if err == nil {
 			c.pins.observe(resp.GetHeader().GetRevision())
@@ -434,25 +445,6 @@ func (c *conn) writeOp(key, value []byte, del bool) *pb.RequestOp {
 	}
 	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{
 		RequestPut: &pb.PutRequest{Key: c.key(key), Value: value}}}
-}
-
-// lastPerKey returns the last op of each key of ops, in the order of those
-// last ops. It returns ops itself when no key repeats.
-func lastPerKey(ops []driver.Op) []driver.Op {
-	last := make(map[string]int, len(ops))
-	for i, op := range ops {
-		last[string(op.Key)] = i
-	}
-	if len(last) == len(ops) {
-		return ops
-	}
-	out := make([]driver.Op, 0, len(last))
-	for i, op := range ops {
-		if last[string(op.Key)] == i {
-			out = append(out, op)
-		}
-	}
-	return out
 }
 
 // currentRevision returns the cluster's current revision, with one

@@ -28,12 +28,29 @@ import (
 // transaction saw.) Keys read only through iterators are not compared: scans
 // see a consistent snapshot, but a key added or changed in a scanned range
 // does not fail the Commit.
+//
+// A DeleteRange of the transaction hides the snapshot's keys in its range
+// from the transaction's reads, and erases the transaction's earlier writes
+// there; its later writes there stand. At Commit it becomes the Txn's
+// DeleteRange requests (cut around the transaction's puts, as a batch's,
+// see foldOps) and one comparison over the whole range: every key in it must
+// have a ModRevision no later than the begin revision, so a key created or
+// changed in the range by anyone since fails the Commit with ErrConflict.
+// etcd evaluates that comparison by visiting every key of the range, so a
+// DeleteRange costs the Commit time in proportion to the keys the range
+// holds (one comparison, whatever their number, against max_txn_ops). A key
+// of the range that someone else deleted since begin is not a conflict: the
+// transaction deletes it too, and the outcome is the one of the
+// transaction committed after that deletion.
 type tx struct {
 	c   *conn
 	rev int64
 	pin *pin
 	// writes are the transaction's writes, the last per key.
 	writes map[string]txWrite
+	// ranges are the transaction's range deletions, merged: sorted and
+	// disjoint.
+	ranges []keyRange
 	// reads are the ModRevisions at rev of the keys read from the
 	// snapshot (0: absent); nil for a read-only transaction.
 	reads map[string]int64
@@ -45,13 +62,21 @@ type txWrite struct {
 }
 
 var (
-	_ driver.DriverTx      = (*tx)(nil)
-	_ driver.TxMultiGetter = (*tx)(nil)
+	_ driver.DriverTx       = (*tx)(nil)
+	_ driver.TxMultiGetter  = (*tx)(nil)
+	_ driver.TxRangeDeleter = (*tx)(nil)
 )
 
 // BeginTx reads the current revision, which the transaction reads at and
-// pins until it ends. ctx is for that read only.
+// pins until it ends. ctx is for that read only. A read-write transaction
+// whose commit would have to skip the WAL (TxOptions.WriteOptions.DisableWAL)
+// is refused, as such a write is (see write.go).
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
+	if !opts.ReadOnly {
+		if err := checkWriteOptions(opts.WriteOptions); err != nil {
+			return nil, err
+		}
+	}
 	pn := c.pins.add()
 	rev, err := c.currentRevision(ctx, "BeginTx")
 	if err != nil {
@@ -89,6 +114,9 @@ func (t *tx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte
 		}
 		return append([]byte{}, w.value...), nil
 	}
+	if covered(t.ranges, key) {
+		return nil, errNotFound
+	}
 	kv, err := t.c.timedGet(ctx, req, "Tx.Get", key, t.rev)
 	if err != nil {
 		return nil, err
@@ -111,6 +139,9 @@ func (t *tx) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte)
 			if !w.del {
 				vals[i] = append([]byte{}, w.value...)
 			}
+			continue
+		}
+		if covered(t.ranges, k) {
 			continue
 		}
 		fetch, at = append(fetch, k), append(at, i)
@@ -149,7 +180,7 @@ func (t *tx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver
 		ws = append(ws, txEntry{key: kb, txWrite: w})
 	}
 	slices.SortFunc(ws, func(a, b txEntry) int { return bytes.Compare(a.key, b.key) })
-	return &txIter{snap: snap, ws: ws}, nil
+	return &txIter{snap: snap, ws: ws, ranges: slices.Clone(t.ranges)}, nil
 }
 
 func (t *tx) Put(_ context.Context, key, value []byte) error {
@@ -159,6 +190,22 @@ func (t *tx) Put(_ context.Context, key, value []byte) error {
 
 func (t *tx) Delete(_ context.Context, key []byte) error {
 	t.writes[string(key)] = txWrite{del: true}
+	return nil
+}
+
+// DeleteRange records a deletion of [start, end): the transaction's writes
+// in the range are erased, and the snapshot's keys in it hidden from its
+// reads. Nothing is sent before Commit.
+func (t *tx) DeleteRange(_ context.Context, start, end []byte) error {
+	if bytes.Compare(start, end) >= 0 {
+		return nil
+	}
+	for k := range t.writes {
+		if inRange(k, start, end) {
+			delete(t.writes, k)
+		}
+	}
+	t.ranges = mergeRanges(append(t.ranges, keyRange{bytes.Clone(start), bytes.Clone(end)}))
 	return nil
 }
 
@@ -175,7 +222,7 @@ func (t *tx) Rollback() error {
 // connection) is an error matching ErrOutcomeUnknown, never a success.
 func (t *tx) Commit() error {
 	defer t.Rollback()
-	if len(t.writes) == 0 {
+	if len(t.writes) == 0 && len(t.ranges) == 0 {
 		return nil // nothing to apply, and the reads were one snapshot
 	}
 	ctx := context.Background()
@@ -189,15 +236,16 @@ func (t *tx) Commit() error {
 		}
 	}
 	slices.Sort(keys)
-	if len(keys) > t.c.cfg.MaxTxnOps {
-		return invalidArgument(fmt.Sprintf("etcd: Commit: the transaction read and wrote %d keys, more than "+
-			"max_txn_ops=%d (the server's --max-txn-ops): etcd cannot compare them in one Txn", len(keys), t.c.cfg.MaxTxnOps))
+	if len(keys)+len(t.ranges) > t.c.cfg.MaxTxnOps {
+		return invalidArgument(fmt.Sprintf("etcd: Commit: the transaction read and wrote %d keys and deleted %d "+
+			"ranges, more than max_txn_ops=%d (the server's --max-txn-ops): etcd cannot compare them in one Txn",
+			len(keys), len(t.ranges), t.c.cfg.MaxTxnOps))
 	}
 	if err := t.readWrittenRevisions(ctx, keys); err != nil {
 		return err
 	}
 	r := &pb.TxnRequest{}
-	n := 0
+	var points []driver.Op
 	for _, k := range keys {
 		ek := t.c.key([]byte(k))
 		r.Compare = append(r.Compare, &pb.Compare{Key: ek, Target: pb.Compare_MOD, Result: pb.Compare_EQUAL,
@@ -205,9 +253,28 @@ func (t *tx) Commit() error {
 		r.Failure = append(r.Failure, &pb.RequestOp{Request: &pb.RequestOp_RequestRange{
 			RequestRange: &pb.RangeRequest{Key: ek, KeysOnly: true}}})
 		if w, ok := t.writes[k]; ok {
-			r.Success = append(r.Success, t.c.writeOp([]byte(k), w.value, w.del))
-			n += len(k) + len(w.value)
+			kind := driver.OpPut
+			if w.del {
+				kind = driver.OpDelete
+			}
+			points = append(points, driver.Op{Kind: kind, Key: []byte(k), Value: w.value})
 		}
+	}
+	for _, rg := range t.ranges {
+		// No key of the range changed since the begin revision; the
+		// failure branch lists the ones that did.
+		ek, eEnd := t.c.key(rg.start), t.c.key(rg.end)
+		r.Compare = append(r.Compare, &pb.Compare{Key: ek, RangeEnd: eEnd, Target: pb.Compare_MOD,
+			Result: pb.Compare_LESS, TargetUnion: &pb.Compare_ModRevision{ModRevision: t.rev + 1}})
+		r.Failure = append(r.Failure, &pb.RequestOp{Request: &pb.RequestOp_RequestRange{
+			RequestRange: &pb.RangeRequest{Key: ek, RangeEnd: eEnd, KeysOnly: true, MinModRevision: t.rev + 1,
+				Limit: 8}}})
+	}
+	var n int
+	r.Success, n = t.c.txnOps(points, cutRanges(t.ranges, points))
+	if len(r.Success) > t.c.cfg.MaxTxnOps {
+		// The ranges cut around the puts inside them.
+		return t.c.tooManyOps("Commit", len(r.Success), "the transaction's writes take")
 	}
 	if err := t.c.checkSize("Commit", r); err != nil {
 		return err
@@ -228,6 +295,7 @@ func (t *tx) Commit() error {
 		t.c.stats.RecordTick(statistics.TxnConflicts, 1)
 		return t.conflict(keys, resp)
 	}
+
 	return nil
 }
 
@@ -275,7 +343,13 @@ func (t *tx) conflict(keys []string, resp *pb.TxnResponse) error {
 	var changed []string
 	for i, r := range resp.Responses {
 		if i >= len(keys) {
-			break
+			// A range's Range: the keys written in it since begin.
+			rg := t.ranges[i-len(keys)]
+			for _, kv := range r.GetResponseRange().GetKvs() {
+				changed = append(changed, fmt.Sprintf("%q (in the deleted range [%q, %q), written at revision %d)",
+					t.c.userKey(kv.Key), rg.start, rg.end, kv.ModRevision))
+			}
+			continue
 		}
 		var mod int64
 		if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 {
@@ -304,6 +378,9 @@ type txIter struct {
 	snapOK bool
 	ws     []txEntry
 	wi     int
+	// ranges are the transaction's range deletions when the iterator was
+	// made (sorted, disjoint): the snapshot's keys in them are hidden.
+	ranges []keyRange
 	// fromW says the key shown is ws[wi]'s.
 	fromW   bool
 	forward bool
@@ -429,9 +506,37 @@ func (t *txIter) settle() bool {
 				return true
 			}
 		}
+		if t.skipRange() {
+			continue
+		}
 		t.fromW, t.valid, t.key, t.value = false, true, t.snap.Key(), t.snap.Value()
 		return true
 	}
+}
+
+// skipRange moves the snapshot iterator past the range deletion covering
+// its key, if one does, with one seek (not key by key), and reports whether
+// it moved.
+func (t *txIter) skipRange() bool {
+	k := t.snap.Key()
+	i, found := slices.BinarySearchFunc(t.ranges, k, func(r keyRange, k []byte) int {
+		switch {
+		case bytes.Compare(r.end, k) <= 0:
+			return -1
+		case bytes.Compare(r.start, k) > 0:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return false
+	}
+	if t.forward {
+		t.snapOK = t.snap.SeekGE(t.ranges[i].end)
+	} else {
+		t.snapOK = t.snap.SeekLT(t.ranges[i].start)
+	}
+	return true
 }
 
 func (t *txIter) Key() []byte {
