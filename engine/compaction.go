@@ -11,6 +11,7 @@ import (
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/merging"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/readpath"
@@ -152,6 +153,7 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs tableOutputs, err error) {
 	var iters []base.InternalIterator
 	var refs []readpath.TableRef
+	var tombstones []rangedel.Tombstone // the inputs' range tombstones
 	defer func() {
 		for _, r := range refs {
 			r.Release()
@@ -171,6 +173,7 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 				return nil, errors.Wrapf(err, "engine: compaction input %s", f.FileNum)
 			}
 			refs = append(refs, ref)
+			tombstones = ref.Reader.RangeDeletions().Tombstones(tombstones)
 			it, err := ref.Reader.NewIter(ctx, compactionReadEnv, nil, nil)
 			if err != nil {
 				for _, it := range iters {
@@ -185,6 +188,11 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 	snapshots := d.mu.snapshots.seqNums()
 	d.mu.Unlock()
 	ci := compact.NewIter(merging.NewIter(iters...), snapshots, c.KeyNotExistsBeyondOutputLevel)
+	// Range tombstones drop the points they cover and go to the outputs,
+	// each output taking those below the next output's first key.
+	dels := rangedel.New(tombstones)
+	ci.SetRangeDels(dels)
+	splitter := compact.NewRangeDelSplitter(dels, snapshots, c.Bottommost)
 	// tw is the output being written, if any.
 	var tw *tableWriter
 	defer func() {
@@ -206,9 +214,16 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 			readBytes += f.Size
 		}
 	}
-	finish := func() error {
+	// finish finishes the current output; next is the first user key of the
+	// next output, nil for the last.
+	finish := func(next []byte) error {
 		out := tw
 		tw = nil
+		for _, f := range splitter.Take(next) {
+			if err := out.w.AddRangeDeletion(f); err != nil {
+				return err
+			}
+		}
 		if err := out.finish(); err != nil {
 			return err
 		}
@@ -231,7 +246,7 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 				if !stop {
 					c.FinishOutput()
 				}
-				if err := finish(); err != nil {
+				if err := finish(kv.K.UserKey); err != nil {
 					return outputs, err
 				}
 			}
@@ -249,8 +264,14 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 	if err := ci.Error(); err != nil {
 		return outputs, errors.Wrap(err, "engine: reading compaction inputs")
 	}
+	if tw == nil && !splitter.Empty() {
+		// Every point was dropped, but tombstones remain to be kept.
+		if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow); err != nil {
+			return outputs, err
+		}
+	}
 	if tw != nil {
-		if err := finish(); err != nil {
+		if err := finish(nil); err != nil {
 			return outputs, err
 		}
 	}

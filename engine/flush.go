@@ -12,14 +12,16 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// flushMemTable writes mem to a new L0 table, dropping versions no snapshot
-// can see, and opens and checks it with activity (Flush in the background,
+// flushMemTable writes mem to a new L0 table, with its range tombstones,
+// dropping versions no snapshot can see, and opens and checks it with activity (Flush in the background,
 // DBOpen during recovery). It returns the table's writer, whose reservation
 // the caller ends once the version edit naming the table is applied (or
 // failed); nil means mem held nothing to write.
 func (d *DB) flushMemTable(ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum) (*tableWriter, error) {
 	it := compact.NewIter(mem.NewIter(nil, nil), snapshots, nil)
-	tw, err := d.writeTableFrom(ctx, it, ioctx.PriorityHigh)
+	// The memtable's range tombstones go to the table as they are; the
+	// points they cover are dropped by compactions, which see every source.
+	tw, err := d.writeTableFrom(ctx, it, mem.RangeDeletions().Fragments(), ioctx.PriorityHigh)
 	if err = errors.CombineErrors(err, it.Close()); err == nil && tw != nil {
 		err = d.openAndCheckTable(ctx, tw.meta, 0, activity, ioctx.PriorityTotal)
 	}

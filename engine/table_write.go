@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
@@ -99,6 +100,7 @@ func (tw *tableWriter) finish() error {
 		Largest:        meta.Largest,
 		SmallestSeqNum: meta.SmallestSeqNum,
 		LargestSeqNum:  meta.LargestSeqNum,
+		HasRangeDels:   meta.NumRangeDeletions > 0,
 	}
 	if !tw.d.opts.DisableFileChecksums {
 		tw.meta.FileChecksum = binary.BigEndian.AppendUint32(nil, meta.FileChecksum)
@@ -215,20 +217,26 @@ func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata,
 }
 
 // writeTableFrom writes the entries of it (already filtered by the caller)
-// to one new table and returns its finished writer, holding the
-// reservation; nil means it was empty.
+// and the range tombstones dels (may be nil) to one new table and returns
+// its finished writer, holding the reservation; nil means both were empty.
 func (d *DB) writeTableFrom(ctx context.Context, it interface {
 	First() *base.InternalKV
 	Next() *base.InternalKV
 	Error() error
-}, pri ioctx.Priority) (*tableWriter, error) {
+}, dels []rangedel.Fragment, pri ioctx.Priority) (*tableWriter, error) {
 	kv := it.First()
-	if kv == nil {
+	if kv == nil && len(dels) == 0 {
 		return nil, it.Error()
 	}
 	tw, err := d.newTableWriter(ctx, pri)
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range dels {
+		if err = tw.w.AddRangeDeletion(f); err != nil {
+			tw.abandon()
+			return nil, err
+		}
 	}
 	for ; kv != nil; kv = it.Next() {
 		if err = tw.w.Add(kv.K, kv.V); err != nil {

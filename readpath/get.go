@@ -120,7 +120,22 @@ func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base
 func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq base.SeqNum) (Value, error) {
 	st := v.Stats
 	for _, m := range v.Mems {
-		data, kind, found := m.Get(key, seq)
+		var data []byte
+		var kind base.Kind
+		var found bool
+		if dels := m.RangeDeletions(); dels == nil {
+			data, kind, found = m.Get(key, seq)
+		} else {
+			// A covering tombstone newer than the newest point hides it;
+			// and, newer sources holding newer sequence numbers of a key,
+			// no older source can hold a visible point above it.
+			tseq, _ := dels.Covering(key, seq)
+			var pseq base.SeqNum
+			data, kind, pseq, found = m.GetEntry(key, seq)
+			if tseq > 0 && (!found || pseq < tseq) {
+				data, kind, found = nil, base.KindRangeDelete, true
+			}
+		}
 		if !found {
 			continue
 		}
@@ -193,7 +208,17 @@ func getFromTable(
 	if err != nil {
 		return Value{}, true, errors.Wrapf(err, "readpath: Get: acquiring table %s", f.FileNum)
 	}
-	data, kind, found, pin, err := t.Reader.GetHash(ctx, *env, key, h, seq)
+	dels := t.Reader.RangeDeletions()
+	data, kind, pseq, found, pin, err := t.Reader.GetHashSeq(ctx, *env, key, h, seq)
+	if dels != nil && err == nil {
+		// As for a memtable: a covering tombstone above the point (or with
+		// no point) decides the Get.
+		if tseq, _ := dels.Covering(key, seq); tseq > 0 && (!found || pseq < tseq) {
+			pin.Release()
+			t.Release()
+			return Value{}, true, base.ErrNotFound
+		}
+	}
 	switch {
 	case err != nil:
 		t.Release()
@@ -222,17 +247,23 @@ func levelHitTicker(level int) statistics.Ticker {
 
 // containsKey reports whether key is within f's user-key range.
 func containsKey(f *manifest.FileMetadata, key []byte) bool {
-	return bytes.Compare(f.Smallest.UserKey, key) <= 0 && bytes.Compare(key, f.Largest.UserKey) <= 0
+	if bytes.Compare(f.Smallest.UserKey, key) > 0 {
+		return false
+	}
+	c := bytes.Compare(key, f.Largest.UserKey)
+	// A range-deletion sentinel largest key excludes its user key.
+	return c < 0 || (c == 0 && !f.Largest.IsExclusiveSentinel())
 }
 
 // findFile returns the index of the first file of a sorted, non-overlapping
-// level whose largest user key is >= key: the only one that can hold key.
+// level whose largest user key is >= key (> key for a range-deletion
+// sentinel, which excludes its user key): the only one that can hold key.
 // It is a hand-written binary search so that nothing escapes to the heap.
 func findFile(files []*manifest.FileMetadata, key []byte) int {
 	lo, hi := 0, len(files)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(files[m].Largest.UserKey, key) < 0 {
+		if c := bytes.Compare(files[m].Largest.UserKey, key); c < 0 || (c == 0 && files[m].Largest.IsExclusiveSentinel()) {
 			lo = m + 1
 		} else {
 			hi = m

@@ -7,6 +7,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/merging"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/statistics"
 )
@@ -159,11 +160,16 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	}
 	it.levels = make([]levelIter, 0, n)
 	children := make([]base.InternalIterator, 0, len(v.Mems)+n)
+	var sets []*rangedel.Set // each child's range tombstones, when any exist
+	hasDels := viewHasRangeDels(v)
 	for _, m := range v.Mems {
 		// An empty memtable, the mutable one after a flush, is left out: it
 		// can only receive writes numbered above seq, which are hidden.
 		if !m.Empty() {
 			children = append(children, m.NewIter(it.lower, it.upper))
+			if hasDels {
+				sets = append(sets, m.RangeDeletions())
+			}
 		}
 	}
 	if vers := v.Version; vers != nil {
@@ -178,6 +184,15 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	}
 	for i := range it.levels {
 		children = append(children, &it.levels[i])
+		if hasDels && it.err == nil {
+			l := &it.levels[i]
+			set, err := tableRangeDels(ctx, v, env, l.level, l.files, it.lower, it.upper)
+			it.err = err
+			sets = append(sets, set)
+		}
+	}
+	if hasDels && it.err == nil {
+		wrapRangeDels(children, sets, seq)
 	}
 	if len(children) == 1 {
 		// The Iterator never moves it while exhausted, nor after an error

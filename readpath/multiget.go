@@ -161,7 +161,20 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 	for i := range ms.keys {
 		k := &ms.keys[i]
 		for _, m := range v.Mems {
-			data, kind, found := m.Get(k.key, seq)
+			var data []byte
+			var kind base.Kind
+			var found bool
+			if dels := m.RangeDeletions(); dels == nil {
+				data, kind, found = m.Get(k.key, seq)
+			} else {
+				// As in Get: a covering tombstone above the point decides.
+				tseq, _ := dels.Covering(k.key, seq)
+				var pseq base.SeqNum
+				data, kind, pseq, found = m.GetEntry(k.key, seq)
+				if tseq > 0 && (!found || pseq < tseq) {
+					data, kind, found = nil, base.KindRangeDelete, true
+				}
+			}
 			if !found {
 				continue
 			}
@@ -317,13 +330,22 @@ func (ms *mgState) finish(ctx context.Context) error {
 		// The found values share the table reference through h, which the
 		// round holds one reference of until it is done with the table.
 		var h *holder
+		dels := g.ref.Reader.RangeDeletions()
 		for b := g.start; b < g.end; b++ {
 			mk := &ms.batch[b]
 			k := &ms.keys[ms.batchKey[b]]
+			var tseq base.SeqNum
+			if dels != nil && mk.Err == nil {
+				tseq, _ = dels.Covering(mk.Key, mk.Seq)
+			}
 			switch {
 			case mk.Err != nil:
 				mk.Pin.Release()
 				k.state, k.err = keyFailed, errors.Wrapf(mk.Err, "readpath: MultiGet in table %s", g.f.FileNum)
+			case tseq > 0 && (!mk.Found || mk.EntrySeq < tseq):
+				// A covering tombstone above the point decides, as in Get.
+				mk.Pin.Release()
+				k.state = keyAbsent
 			case !mk.Found:
 			case mk.Kind != base.KindSet:
 				mk.Pin.Release()

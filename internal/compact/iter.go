@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/rangedel"
 )
 
 // Stats counts what an Iter dropped. The names follow RocksDB's tickers. A
@@ -53,6 +54,9 @@ type Iter struct {
 	prevTrailer uint64 // trailer of the last entry of key that was read
 	stripe      int    // stripe of the last entry of key kept or dropped as newer
 	skipKey     bool   // the rest of key is obsolete: its tombstone was dropped
+
+	// rangeDels are the compaction's range tombstones, nil when none.
+	rangeDels *rangedel.Set
 
 	err   error
 	stats Stats
@@ -127,6 +131,12 @@ func (i *Iter) next(kv *base.InternalKV) *base.InternalKV {
 		// kv is the newest entry of key in its stripe.
 		if stripe == 0 && kv.K.Kind() == base.KindDelete && i.elide != nil && i.elide(i.key) {
 			i.skipKey = true
+			i.stats.DroppedObsolete++
+			continue
+		}
+		if i.coveredInStripe(kv, stripe) {
+			// The older entries of key in this stripe go as newer-shadowed
+			// ones; those of older stripes are checked on their own.
 			i.stats.DroppedObsolete++
 			continue
 		}

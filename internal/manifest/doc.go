@@ -55,6 +55,14 @@
 //	                       varint smallest seqnum, varint largest seqnum,
 //	                       bytes file checksum (at most 64),
 //	                       bytes checksum function name (at most 64)
+//	101  new file with     the layout of 100, for a table that has range
+//	     range tombstones  tombstones (FileMetadata.HasRangeDels)
+//
+// A table's smallest and largest keys may be range tombstone keys (kind
+// base.KindRangeDelete), the largest the exclusive-end sentinel, whose
+// sequence number is not checked against the file's range; a level's next
+// file may start at a sentinel's user key. MANIFESTs written before range
+// deletions hold neither tag 101 nor such keys and decode as before.
 //
 // Tags 2, 3, 4 and 6 are LevelDB's. Tag 100 is shale's: LevelDB's new-file
 // record (7) has neither sequence numbers nor a checksum. Each of tags 2-4

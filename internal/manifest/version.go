@@ -45,6 +45,10 @@ type FileMetadata struct {
 	// FileChecksumFunc names the checksum function; "" means unknown, and
 	// verification skips the file.
 	FileChecksumFunc string
+	// HasRangeDels records that the table has a range deletion block, so
+	// that readers learn which tables' tombstones to load without opening
+	// every table. Encoded as the new-file tag (101 instead of 100).
+	HasRangeDels bool
 
 	// CompactionInProgress is runtime state, never encoded: whether a
 	// compaction has the file among its inputs. It is guarded by the
@@ -82,6 +86,8 @@ type Version struct {
 	Levels [NumLevels][]*FileMetadata
 
 	refs atomic.Int32
+	// rangeDels caches HasRangeDels: 0 not computed, 1 no, 2 yes.
+	rangeDels atomic.Uint32
 
 	// vs is the VersionSet whose live list holds the version, or nil for a
 	// version built by hand (tests). prev and next link the live list and are
@@ -118,6 +124,30 @@ func (v *Version) Unref() {
 
 // Refs returns the number of references, for tests and debugging.
 func (v *Version) Refs() int32 { return v.refs.Load() }
+
+// HasRangeDels reports whether any file of the version has range
+// tombstones (FileMetadata.HasRangeDels). It scans the files once and caches
+// the answer, so a reader's "no tombstones here" check is one atomic load.
+func (v *Version) HasRangeDels() bool {
+	switch v.rangeDels.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	has := false
+	for _, files := range v.Levels {
+		for _, f := range files {
+			has = has || f.HasRangeDels
+		}
+	}
+	if has {
+		v.rangeDels.Store(2)
+	} else {
+		v.rangeDels.Store(1)
+	}
+	return has
+}
 
 // NumFiles returns the number of files in level.
 func (v *Version) NumFiles(level int) int { return len(v.Levels[level]) }
@@ -234,7 +264,9 @@ func checkLevel(level int, files []*FileMetadata, seen map[FileNum]int) error {
 			}
 			continue
 		}
-		if bytes.Compare(prev.Largest.UserKey, f.Smallest.UserKey) >= 0 {
+		// A range-deletion sentinel excludes its user key: a table whose
+		// tombstones end at k may precede one that starts at k.
+		if c := bytes.Compare(prev.Largest.UserKey, f.Smallest.UserKey); c > 0 || (c == 0 && !prev.Largest.IsExclusiveSentinel()) {
 			return errors.Newf("manifest: L%d files overlap or are out of order: %s before %s", level, prev, f)
 		}
 	}
@@ -249,6 +281,11 @@ func checkFile(f *FileMetadata) error {
 		return errors.Newf("file %s: smallest seqnum %d > largest seqnum %d", f, f.SmallestSeqNum, f.LargestSeqNum)
 	}
 	for _, k := range [2]base.InternalKey{f.Smallest, f.Largest} {
+		if k.IsExclusiveSentinel() {
+			// Bounds a range tombstone's end; its sequence number is none
+			// of the file's.
+			continue
+		}
 		if s := k.SeqNum(); s < f.SmallestSeqNum || s > f.LargestSeqNum {
 			return errors.Newf("file %s: key %s outside seqnum range %d-%d", f, k, f.SmallestSeqNum, f.LargestSeqNum)
 		}

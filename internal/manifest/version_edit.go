@@ -24,6 +24,9 @@ const (
 	tagLastSeqNum     = 4
 	tagDeletedFile    = 6
 	tagNewFile        = 100
+	// tagNewFileRangeDels is tagNewFile for a table with range tombstones
+	// (FileMetadata.HasRangeDels); same layout.
+	tagNewFileRangeDels = 101
 )
 
 // maxChecksumLen bounds FileMetadata.FileChecksum, and maxChecksumFuncLen
@@ -135,7 +138,11 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	}
 	for _, nf := range e.NewFiles {
 		f := nf.Meta
-		dst = binary.AppendUvarint(dst, tagNewFile)
+		if f.HasRangeDels {
+			dst = binary.AppendUvarint(dst, tagNewFileRangeDels)
+		} else {
+			dst = binary.AppendUvarint(dst, tagNewFile)
+		}
 		dst = binary.AppendUvarint(dst, uint64(nf.Level))
 		dst = binary.AppendUvarint(dst, uint64(f.FileNum))
 		dst = binary.AppendUvarint(dst, f.Size)
@@ -204,11 +211,12 @@ func (e *VersionEdit) Decode(data []byte) error {
 				return d.errorf(start, "file %s deleted from L%d twice", df.FileNum, level)
 			}
 			e.DeleteFile(level, df.FileNum)
-		case tagNewFile:
+		case tagNewFile, tagNewFileRangeDels:
 			nf, err := d.newFile(start)
 			if err != nil {
 				return err
 			}
+			nf.Meta.HasRangeDels = tag == tagNewFileRangeDels
 			e.NewFiles = append(e.NewFiles, nf)
 		default:
 			return d.errorf(start, "unknown tag %d", tag)
@@ -309,7 +317,8 @@ func (d *decoder) key(what string) (base.InternalKey, error) {
 	if !ok {
 		return base.InternalKey{}, d.errorf(off, "%s of %d bytes is shorter than a key trailer", what, len(b))
 	}
-	if !k.Valid() {
+	// A table's bounds may be range tombstone keys (see package sstable).
+	if !k.Valid() && k.Kind() != base.KindRangeDelete {
 		return base.InternalKey{}, d.errorf(off, "%s has unknown kind %d", what, k.Trailer&0xff)
 	}
 	return k.Clone(), nil

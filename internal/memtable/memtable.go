@@ -322,19 +322,27 @@ func applyBound(b *batch.Batch) uint64 {
 // base.KindDelete with a nil value. The value points into the arena: it must
 // not be modified, and it is valid as long as the memtable is alive.
 func (m *MemTable) Get(key []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool) {
+	value, kind, _, found = m.GetEntry(key, seq)
+	return value, kind, found
+}
+
+// GetEntry is Get that also returns the entry's sequence number, which a
+// reader compares with the range tombstones covering key.
+func (m *MemTable) GetEntry(key []byte, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool) {
 	_, next := m.seek(base.MakeSearchKey(key, min(seq, base.MaxSeqNum)))
 	if next == 0 {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	nd := m.arena.node(next)
 	if !bytes.Equal(m.arena.bytes(nd.keyOffset, nd.keySize), key) {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	kind = base.Kind(nd.trailer & 0xff)
+	entrySeq = base.SeqNum(nd.trailer >> 8)
 	if kind != base.KindSet {
-		return nil, kind, true
+		return nil, kind, entrySeq, true
 	}
-	return m.arena.bytes(nd.keyOffset+nd.keySize, nd.valueSize), kind, true
+	return m.arena.bytes(nd.keyOffset+nd.keySize, nd.valueSize), kind, entrySeq, true
 }
 
 // ApproximateSize returns the arena bytes in use, including the memtable's

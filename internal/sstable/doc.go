@@ -86,8 +86,9 @@
 // index block is then empty).
 //
 // A table's smallest and largest keys, which the writer reports and the
-// MANIFEST records, cover its tombstones: a tombstone's start contributes
-// (start, MaxSeqNum, KindMax) and its exclusive end the sentinel
+// MANIFEST records, cover its tombstones: the first fragment's start
+// contributes (start, its highest seq, KindRangeDelete) and the last one's
+// exclusive end the sentinel
 // (end, MaxSeqNum, KindRangeDelete), which sorts before every entry of end,
 // so a table whose tombstones end where the next table of its level starts
 // does not overlap it.

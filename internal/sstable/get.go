@@ -58,12 +58,15 @@ func (r *Reader) GetHash(ctx context.Context, env ReadEnv, key []byte, h uint32,
 // number, which a reader compares with the range tombstones covering key.
 func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
 	st := r.opts.Stats
+	env.IO.Perf.AddTableConsulted()
 	if r.filter != nil {
 		if !bloom.MayContainHash(r.filter, h) {
 			st.RecordTick(statistics.BloomFilterUseful, 1)
+			env.IO.Perf.AddFilterCheck(false)
 			return nil, 0, 0, false, BlockPin{}, nil
 		}
 		st.RecordTick(statistics.BloomFilterFullPositive, 1)
+		env.IO.Perf.AddFilterCheck(true)
 	}
 	gs := getStates.Get().(*getState)
 	gs.key = appendSearchKey(gs.key[:0], key, seq)

@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/sstable/block"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -105,7 +106,8 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 }
 
 func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
-	r.multiGetBlocks(ms, keys)
+	env.IO.Perf.AddTableConsulted()
+	r.multiGetBlocks(ms, keys, env.IO.Perf)
 	if err := r.multiGetRead(ctx, env, ms); err != nil {
 		// Only cache hits are pinned yet: one reference per key.
 		for b := range ms.blocks {
@@ -121,7 +123,7 @@ func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys [
 
 // multiGetBlocks runs the filter and the index over the keys and lists the
 // blocks they need, in file order.
-func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) {
+func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.PerfContext) {
 	st := r.opts.Stats
 	x := r.index
 	b := -1 // the index entry of the last key's block; -1 before the first
@@ -140,9 +142,11 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey) {
 		if r.filter != nil {
 			if !bloom.MayContainHash(r.filter, k.Hash) {
 				st.RecordTick(statistics.BloomFilterUseful, 1)
+				perf.AddFilterCheck(false)
 				continue
 			}
 			st.RecordTick(statistics.BloomFilterFullPositive, 1)
+			perf.AddFilterCheck(true)
 		}
 		ms.key = appendSearchKey(ms.key[:0], k.Key, k.Seq)
 		// Search keys increase with the keys, so the index only moves
@@ -175,11 +179,13 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 				blk.data = hd.Value()
 				blk.pin = r.sharedPin(hd, blk.keys)
 				st.RecordTick(statistics.BlockCacheHit, 1)
+				fileio.NoteCacheHit(st, env.IO)
 				st.RecordTick(statistics.BlockCacheDataHit, 1)
 				st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(blk.data)))
 				continue
 			}
 			st.RecordTick(statistics.BlockCacheMiss, 1)
+			fileio.NoteCacheMiss(st, env.IO)
 			st.RecordTick(statistics.BlockCacheDataMiss, 1)
 		}
 		if !blockWithin(blk.h, r.dataEnd) || blk.h.Length > maxBlockLen {

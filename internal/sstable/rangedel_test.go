@@ -41,7 +41,7 @@ func TestRangeDelBlock(t *testing.T) {
 	frags := []rangedel.Fragment{frag("a", "b", 9), frag("b", "f", 7, 2)}
 	data, meta := writeWithRangeDels(t, es, frags)
 	require.Equal(t, uint64(2), meta.NumRangeDeletions)
-	require.Equal(t, base.MakeSearchKey([]byte("a"), base.MaxSeqNum), meta.Smallest)
+	require.Equal(t, base.MakeInternalKey([]byte("a"), 9, base.KindRangeDelete), meta.Smallest)
 	require.Equal(t, base.MakeRangeDeleteSentinel([]byte("f")), meta.Largest)
 	require.True(t, meta.Largest.IsExclusiveSentinel())
 	require.Equal(t, base.SeqNum(2), meta.SmallestSeqNum)
@@ -72,7 +72,7 @@ func TestRangeDelBlock(t *testing.T) {
 // (a flushed memtable holding only a DeleteRange).
 func TestRangeDelOnlyTable(t *testing.T) {
 	data, meta := writeWithRangeDels(t, nil, []rangedel.Fragment{frag("k", "p", 5)})
-	require.Equal(t, base.MakeSearchKey([]byte("k"), base.MaxSeqNum), meta.Smallest)
+	require.Equal(t, base.MakeInternalKey([]byte("k"), 5, base.KindRangeDelete), meta.Smallest)
 	require.Equal(t, base.MakeRangeDeleteSentinel([]byte("p")), meta.Largest)
 	r := openTable(t, data, openConfig{})
 	require.Equal(t, 1, r.RangeDeletions().Len())

@@ -456,6 +456,7 @@ func (r *Reader) readRaw(
 	if err != nil {
 		return nil, 0, err
 	}
+	io.Perf.AddBlockRead(n)
 	if verify && r.footer.Checksum != checksum.None {
 		r.opts.Stats.RecordTick(statistics.BlockChecksumComputeCount, 1)
 		if err := block.ValidateChecksum(r.footer.Checksum, raw, r.name, h.Offset); err != nil {
@@ -545,11 +546,13 @@ func (r *Reader) readData(
 		if hd, ok := c.Get(r.cacheKey(h)); ok {
 			v := hd.Value()
 			st.RecordTick(statistics.BlockCacheHit, 1)
+			fileio.NoteCacheHit(st, env.IO)
 			st.RecordTick(statistics.BlockCacheDataHit, 1)
 			st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(v)))
 			return v, BlockPin{h: hd}, locCache, nil
 		}
 		st.RecordTick(statistics.BlockCacheMiss, 1)
+		fileio.NoteCacheMiss(st, env.IO)
 		st.RecordTick(statistics.BlockCacheDataMiss, 1)
 	}
 	fill := c != nil && env.FillCache

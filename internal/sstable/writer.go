@@ -67,7 +67,7 @@ type WriterMetadata struct {
 	Size uint64
 	// Smallest and Largest are the table's first and last internal keys;
 	// they own their memory. With range tombstones they cover the
-	// tombstones too: a tombstone's start as (start, MaxSeqNum, KindMax),
+	// tombstones too: a tombstone's start as (start, seq, KindRangeDelete),
 	// its exclusive end as the sentinel base.MakeRangeDeleteSentinel(end)
 	// when no point key at or after end is larger.
 	Smallest, Largest base.InternalKey
@@ -367,7 +367,8 @@ func (w *Writer) widenBounds() {
 	if len(w.rangeDels) == 0 {
 		return
 	}
-	lo := base.MakeSearchKey(w.rangeDels[0].Start, base.MaxSeqNum)
+	first := &w.rangeDels[0]
+	lo := base.MakeInternalKey(first.Start, first.Seqs[0], base.KindRangeDelete)
 	hi := base.MakeRangeDeleteSentinel(w.rangeDels[len(w.rangeDels)-1].End)
 	if w.meta.NumEntries == 0 || base.CompareInternal(lo, w.meta.Smallest) < 0 {
 		w.meta.Smallest = lo.Clone()

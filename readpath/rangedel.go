@@ -1,0 +1,161 @@
+package readpath
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/sstable"
+)
+
+// Range tombstones on the iterator path.
+//
+// Each child of the merged iterator is one source: a memtable, an L0 table,
+// or a level >= 1. A source's range tombstones are loaded when the Iterator
+// is made (a memtable's fragmented Set, each table's block, which its reader
+// keeps), and a child that any tombstone can affect is wrapped in a
+// delFilter that hides the entries a visible tombstone deletes, before the
+// merge. This relies on the LSM invariant that, for any one user key, a newer
+// source holds higher sequence numbers than an older one (flushes and
+// compactions keep it, compactions by truncating tombstones to their output
+// tables' bounds): a visible tombstone of a newer source that covers an
+// entry deletes it, and every other entry of the child up to the
+// tombstone's end, so the child seeks past the covering fragment (forward to
+// its end, backward before its start) instead of stepping through what it
+// deletes. A tombstone of the child's own source deletes only the entries
+// below its sequence number, which the child steps over one by one.
+//
+// A view without tombstones (no memtable has one and no table of the
+// version, manifest.Version.HasRangeDels) builds no filter: its iterators
+// are exactly what they were before range deletions.
+
+// delFilter hides the entries of one child that visible tombstones delete.
+// It implements base.InternalIterator.
+type delFilter struct {
+	iter base.InternalIterator
+	seq  base.SeqNum
+	// own is the source's own tombstones, newer those of the newer sources
+	// (nil entries left out).
+	own   *rangedel.Set
+	newer []*rangedel.Set
+}
+
+var _ base.InternalIterator = (*delFilter)(nil)
+
+// forward moves forward from kv to the first entry no tombstone deletes.
+func (f *delFilter) forward(kv *base.InternalKV) *base.InternalKV {
+outer:
+	for kv != nil {
+		p := kv.K.SeqNum()
+		if p > f.seq {
+			return kv // invisible: the Iterator skips it
+		}
+		for _, s := range f.newer {
+			if tseq, fr := s.Covering(kv.K.UserKey, f.seq); tseq > p {
+				kv = f.iter.SeekGE(fr.End)
+				continue outer
+			}
+		}
+		if tseq, _ := f.own.Covering(kv.K.UserKey, f.seq); tseq > p {
+			kv = f.iter.Next()
+			continue
+		}
+		return kv
+	}
+	return nil
+}
+
+// backward is forward going backward.
+func (f *delFilter) backward(kv *base.InternalKV) *base.InternalKV {
+outer:
+	for kv != nil {
+		p := kv.K.SeqNum()
+		if p > f.seq {
+			return kv
+		}
+		for _, s := range f.newer {
+			if tseq, fr := s.Covering(kv.K.UserKey, f.seq); tseq > p {
+				kv = f.iter.SeekLT(fr.Start)
+				continue outer
+			}
+		}
+		if tseq, _ := f.own.Covering(kv.K.UserKey, f.seq); tseq > p {
+			kv = f.iter.Prev()
+			continue
+		}
+		return kv
+	}
+	return nil
+}
+
+func (f *delFilter) SeekGE(key []byte) *base.InternalKV { return f.forward(f.iter.SeekGE(key)) }
+func (f *delFilter) SeekLT(key []byte) *base.InternalKV { return f.backward(f.iter.SeekLT(key)) }
+func (f *delFilter) First() *base.InternalKV            { return f.forward(f.iter.First()) }
+func (f *delFilter) Last() *base.InternalKV             { return f.backward(f.iter.Last()) }
+func (f *delFilter) Next() *base.InternalKV             { return f.forward(f.iter.Next()) }
+func (f *delFilter) Prev() *base.InternalKV             { return f.backward(f.iter.Prev()) }
+func (f *delFilter) Error() error                       { return f.iter.Error() }
+func (f *delFilter) Close() error                       { return f.iter.Close() }
+
+// viewHasRangeDels reports whether any memtable or table of v has range
+// tombstones: one atomic load per memtable and one for the version.
+func viewHasRangeDels(v *View) bool {
+	for _, m := range v.Mems {
+		if m.NumRangeDeletions() > 0 {
+			return true
+		}
+	}
+	return v.Version != nil && v.Version.HasRangeDels()
+}
+
+// tableRangeDels returns the union of the tombstones of those of files that
+// have any and overlap [lower, upper), acquiring each (a table cache hit
+// once open) only for as long as it takes to read its reader's Set, which
+// lives on the Go heap.
+func tableRangeDels(
+	ctx context.Context, v *View, env sstable.ReadEnv, level int, files []*manifest.FileMetadata, lower, upper []byte,
+) (*rangedel.Set, error) {
+	var sets []*rangedel.Set
+	for _, f := range files {
+		if !f.HasRangeDels || !overlapsBounds(f, lower, upper) {
+			continue
+		}
+		t, err := v.Tables.Acquire(ctx, env, f, level)
+		if err != nil {
+			return nil, errors.Wrapf(err, "readpath: iterator: acquiring table %s of L%d for its range tombstones", f.FileNum, level)
+		}
+		if s := t.Reader.RangeDeletions(); s != nil {
+			sets = append(sets, s)
+		}
+		t.Release()
+	}
+	switch len(sets) {
+	case 0:
+		return nil, nil
+	case 1:
+		return sets[0], nil
+	}
+	var ts []rangedel.Tombstone
+	for _, s := range sets {
+		ts = s.Tombstones(ts)
+	}
+	return rangedel.New(ts), nil
+}
+
+// wrapRangeDels wraps the children whose entries tombstones may delete;
+// sets[i] is child i's own tombstones.
+func wrapRangeDels(children []base.InternalIterator, sets []*rangedel.Set, seq base.SeqNum) {
+	filters := make([]delFilter, len(children))
+	var newer []*rangedel.Set
+	for i, c := range children {
+		if sets[i] != nil || len(newer) > 0 {
+			filters[i] = delFilter{iter: c, seq: seq, own: sets[i], newer: newer[:len(newer):len(newer)]}
+			children[i] = &filters[i]
+		}
+		if sets[i] != nil {
+			newer = append(newer, sets[i])
+		}
+	}
+}
