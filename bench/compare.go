@@ -42,6 +42,10 @@ type runMeta struct {
 	Load1         []float64 `json:"load1_at_each_child"`
 	Engines       []string  `json:"engines"`
 	RocksDB       string    `json:"rocksdb"`
+	CacheBytes    int64     `json:"cache_bytes"`
+	MemtableBytes int64     `json:"memtable_bytes"`
+	BatchKeys     int       `json:"batch_keys"`
+	Warmup        string    `json:"warmup"`
 	DBBenchRaw    []string  `json:"db_bench_raw,omitempty"`
 }
 
@@ -105,6 +109,7 @@ func runParent(cfg *config, stdout io.Writer) error {
 		MaxDataBytes: cfg.maxData, KeySize: keySize, ValueSize: cfg.valueSize, NumKeys: cfg.numKeys(),
 		Dir: cfg.dir, DirKind: fsKind(cfg.dir), Threads: cfg.threads, PhaseDuration: cfg.phaseDuration.String(),
 		LoadAvgBefore: loadAvg(), Engines: engines, RocksDB: rocksNote,
+		CacheBytes: cfg.cacheSize, MemtableBytes: cfg.memtableSize, BatchKeys: cfg.batchKeys, Warmup: cfg.warmup.String(),
 	}
 	rep := &report{}
 	jobs := plannedJobs(cfg, engines)
@@ -143,13 +148,42 @@ func runParent(cfg *config, stdout io.Writer) error {
 			return err
 		}
 	}
+	return writeReport(cfg, rep, stdout)
+}
+
+func writeReport(cfg *config, rep *report, stdout io.Writer) error {
 	var buf bytes.Buffer
 	printReport(&buf, cfg, rep)
 	if cfg.outPath != "" {
 		return os.WriteFile(cfg.outPath, buf.Bytes(), 0o644)
 	}
-	_, err = stdout.Write(buf.Bytes())
+	_, err := stdout.Write(buf.Bytes())
 	return err
+}
+
+// reportFromJSON prints the report of an earlier run's -json file: the
+// figures are that run's; the settings the file records override the
+// flags (files written before they were recorded need the run's flags).
+func reportFromJSON(cfg *config, stdout io.Writer) error {
+	b, err := os.ReadFile(cfg.fromJSON)
+	if err != nil {
+		return err
+	}
+	rep := &report{}
+	if err := json.Unmarshal(b, rep); err != nil {
+		return errors.Wrapf(err, "%s", cfg.fromJSON)
+	}
+	m := rep.Meta
+	if len(m.Threads) > 0 {
+		cfg.threads = m.Threads
+	}
+	if m.CacheBytes > 0 {
+		cfg.cacheSize, cfg.memtableSize, cfg.batchKeys = m.CacheBytes, m.MemtableBytes, m.BatchKeys
+	}
+	if d, err := time.ParseDuration(m.Warmup); err == nil {
+		cfg.warmup = d
+	}
+	return writeReport(cfg, rep, stdout)
 }
 
 // runChildProcess re-executes this binary for one engine and variant and

@@ -46,6 +46,7 @@ type config struct {
 	batchKeys     int
 	rss           bool
 	dbget         bool
+	fromJSON      string
 }
 
 func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
@@ -77,6 +78,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.rocksdb, "rocksdb", "auto", "RocksDB's db_bench: auto (run it when installed), install (apt-get install "+rocksdbPackage+" when missing), off")
 	fs.IntVar(&c.batchKeys, "batch-keys", 1000000, "keys in the one-batch write of issue 12 (shale and Pebble; 0: skip)")
 	fs.BoolVar(&c.rss, "rss", true, "measure peak RSS in extra children: 4 MiB memtables, and each engine's defaults")
+	fs.StringVar(&c.fromJSON, "from-json", "", "measure nothing: print the report of an earlier run's -json file (with that run's flags)")
 	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -196,7 +198,11 @@ func main() {
 		}
 		return
 	}
-	if err := runParent(cfg, os.Stdout); err != nil {
+	run := runParent
+	if cfg.fromJSON != "" {
+		run = reportFromJSON
+	}
+	if err := run(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -125,4 +128,23 @@ readmissing  :       0.396 micros/op 2517044 ops/sec 1.003 seconds 2523999 opera
 	require.Equal(t, 202047.0, figs[1].usPerOp)
 	require.Equal(t, "readmissing", figs[3].name)
 	require.EqualValues(t, 2523999, figs[3].ops)
+}
+
+// TestReportFromJSON re-renders a -json file: the figures come from the
+// file, and the settings it records win over the flags.
+func TestReportFromJSON(t *testing.T) {
+	rep := &report{Meta: runMeta{Engines: []string{"shale", "pebble"}, Threads: []int{1}, CacheBytes: 8 << 20,
+		MemtableBytes: 4 << 20, BatchKeys: 10, Warmup: "1s"}, Rounds: syntheticRounds()}
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "run.json")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	cfg, err := parseFlags([]string{"-from-json=" + path, "-threads=1,8"})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, reportFromJSON(cfg, &buf))
+	s := buf.String()
+	require.Contains(t, s, "| Get hit (µs/op) | 2.00 (1.00–3.00) | 2.00 (2.00–2.00)<br>**1.00× (0.500–1.50)** |")
+	require.Contains(t, s, "8 MiB block cache, 4 MiB memtable")
+	require.NotContains(t, s, "8 threads")
 }
