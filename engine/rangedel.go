@@ -3,6 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/statistics"
 )
 
 // DeleteRange adds a deletion of every key in [start, end): one range
@@ -28,4 +36,110 @@ func (d *DB) DeleteRange(ctx context.Context, start, end []byte) error {
 	b.Reset()
 	batchPool.Put(b)
 	return err
+}
+
+// DeleteRange buffers a deletion of every key in [start, end). The
+// transaction's own reads stop seeing the range at once (except keys it
+// writes again afterwards), and Commit fails with ErrConflict if anything
+// was written in the range since the transaction began. An empty or
+// inverted range is a no-op.
+func (tx *Tx) DeleteRange(ctx context.Context, start, end []byte) error {
+	if err := tx.checkWrite(ctx); err != nil {
+		return err
+	}
+	if bytes.Compare(start, end) < 0 {
+		tx.b.DeleteRange(start, end)
+	}
+	return nil
+}
+
+// rangeDels returns the transaction's range deletions as a Set of copies, or
+// nil when it has none.
+func (tx *Tx) rangeDels() *rangedel.Set {
+	if tx.index.NumRangeDeletions() == 0 {
+		return nil
+	}
+	var ts []rangedel.Tombstone
+	tx.index.RangeDeletions(func(start, end []byte) bool {
+		ts = append(ts, rangedel.Tombstone{Start: bytes.Clone(start), End: bytes.Clone(end), Seq: 1})
+		return true
+	})
+	return rangedel.New(ts)
+}
+
+// checkRangeConflict checks one record of the transaction against the
+// writes committed since it began: for a range deletion, any write in its
+// range; for a point write, any write of the key, range deletions included.
+func (tx *Tx) checkRangeConflict(v *readpath.View, kind base.Kind, key, value []byte) error {
+	start, end := key, value
+	if kind != base.KindRangeDelete {
+		end = append(append(make([]byte, 0, len(key)+1), key...), 0)
+	}
+	found, err := readpath.WrittenAfter(context.Background(), v, conflictCheckReadEnv, start, end, tx.snap.seq)
+	if err != nil {
+		return errors.Wrapf(err, "engine: checking [%q, %q) for conflicts", start, end)
+	}
+	if found {
+		tx.db.stats.RecordTick(statistics.TxnConflicts, 1)
+		return base.Mark(errors.Newf("engine: [%q, %q) was written after the transaction began at %d",
+			start, end, tx.snap.seq), ErrConflict)
+	}
+	return nil
+}
+
+// skipDeletedRange moves the snapshot side past a key the transaction's
+// range deletions hide, seeking past the covering range, and reports
+// whether it moved.
+func (t *TxIterator) skipDeletedRange() bool {
+	if t.dels == nil {
+		return false
+	}
+	_, f := t.dels.Covering(t.db.Key(), base.MaxSeqNum)
+	if f == nil {
+		return false
+	}
+	if t.forward {
+		t.dbOK = t.db.SeekGE(f.End)
+	} else {
+		t.dbOK = t.db.SeekLT(f.Start)
+	}
+	return true
+}
+
+// checkTableBounds checks a table's MANIFEST bounds against its contents:
+// its first and last point entries (nil when it has none) widened by its
+// range tombstones, as sstable.Writer computes them. It is what the
+// consistency check (check.go) needs for tables with range tombstones, whose
+// bounds are not their first and last point keys.
+func checkTableBounds(level int, f *manifest.FileMetadata, r *sstable.Reader, first, last *base.InternalKV) error {
+	var smallest, largest base.InternalKey
+	var ok bool
+	if first != nil {
+		smallest, largest, ok = first.K, last.K, true
+	}
+	if frags := r.RangeDeletions().Fragments(); len(frags) > 0 {
+		lo := base.MakeInternalKey(frags[0].Start, frags[0].Seqs[0], base.KindRangeDelete)
+		hi := base.MakeRangeDeleteSentinel(frags[len(frags)-1].End)
+		if !ok || base.CompareInternal(lo, smallest) < 0 {
+			smallest = lo
+		}
+		if !ok || base.CompareInternal(hi, largest) > 0 {
+			largest = hi
+		}
+		ok = true
+	}
+	switch {
+	case !ok:
+		return base.CorruptionErrorf("engine: check: L%d table %s is empty", level, f.FileNum)
+	case base.CompareInternal(smallest, f.Smallest) != 0:
+		return base.CorruptionErrorf("engine: check: L%d table %s starts at %s, the MANIFEST says %s",
+			level, f.FileNum, smallest, f.Smallest)
+	case base.CompareInternal(largest, f.Largest) != 0:
+		return base.CorruptionErrorf("engine: check: L%d table %s ends at %s, the MANIFEST says %s",
+			level, f.FileNum, largest, f.Largest)
+	case f.HasRangeDels != (r.RangeDeletions() != nil):
+		return base.CorruptionErrorf("engine: check: L%d table %s: the MANIFEST says range tombstones %v, the table %v",
+			level, f.FileNum, f.HasRangeDels, r.RangeDeletions() != nil)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/batch"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/readpath"
@@ -30,6 +31,9 @@ var ErrTxDone = base.Mark(errors.New("engine: transaction has already been commi
 // indexed batch, and at Commit checks that no key it wrote was written by
 // anyone else since it began: if one was, Commit returns an error marked
 // ErrConflict and applies nothing. Otherwise its writes apply atomically.
+// A range deletion in a Tx hides the range from its own reads, and
+// conflicts with any write committed in the range since the Tx began; a
+// concurrent range deletion over a key the Tx writes conflicts too.
 //
 // A Tx is not safe for concurrent use.
 type Tx struct {
@@ -192,6 +196,7 @@ func (tx *Tx) newIteratorImpl(call readCall, opts *IterOptions) *TxIterator {
 	return &TxIterator{
 		db:    tx.db.newIteratorImpl(call, opts, tx.snap.seq),
 		batch: tx.index.NewIter(lower, upper),
+		dels:  tx.rangeDels(),
 	}
 }
 
@@ -223,13 +228,22 @@ func (tx *Tx) checkConflicts() error {
 	defer rs.unref()
 	env := conflictCheckReadEnv
 	r := tx.b.Reader()
+	// With range tombstones anywhere, a key's newest write may be a range
+	// deletion: ask whether anything was written in its range since.
+	ranged := readpath.HasRangeDels(&rs.view)
 	for {
-		_, key, _, ok, err := r.Next()
+		kind, key, value, ok, err := r.Next()
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return nil
+		}
+		if kind == base.KindRangeDelete || ranged {
+			if err := tx.checkRangeConflict(&rs.view, kind, key, value); err != nil {
+				return err
+			}
+			continue
 		}
 		seq, found, err := readpath.LatestSeqNum(context.Background(), &rs.view, env, key)
 		if err != nil {
@@ -260,8 +274,11 @@ func (tx *Tx) Rollback() error {
 type TxIterator struct {
 	db    *Iterator
 	batch base.InternalIterator
-	bkv   *base.InternalKV
-	dbOK  bool
+	// dels are the transaction's range deletions (as of the iterator's
+	// creation), which hide snapshot keys; nil when it has none.
+	dels *rangedel.Set
+	bkv  *base.InternalKV
+	dbOK bool
 	// fromBatch says the current key comes from the batch.
 	fromBatch bool
 	valid     bool
@@ -370,6 +387,9 @@ func (t *TxIterator) settle() bool {
 		}
 		if t.fromBatch && t.bkv.K.Kind() == base.KindDelete {
 			t.advance(t.forward)
+			continue
+		}
+		if !t.fromBatch && t.skipDeletedRange() {
 			continue
 		}
 		t.valid = true

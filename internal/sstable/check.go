@@ -45,6 +45,7 @@ type checker struct {
 	blocks, entries, deletions uint64
 	rawKeySize, rawValueSize   uint64
 	minSeq, maxSeq             base.SeqNum
+	seqSeen                    bool // a range tombstone's seq set minSeq, maxSeq
 }
 
 func (c *checker) corrupt(h block.Handle, format string, args ...any) error {
@@ -118,6 +119,16 @@ func (c *checker) visit(sep []byte, h block.Handle, data []byte) error {
 func (c *checker) finish() error {
 	r := c.r
 	p := &r.props
+	// The sequence number properties cover the range tombstones too.
+	for _, f := range r.rangeDels.Fragments() {
+		for _, q := range [2]base.SeqNum{f.Seqs[0], f.Seqs[len(f.Seqs)-1]} {
+			if c.entries == 0 && !c.seqSeen {
+				c.minSeq, c.maxSeq = q, q
+			}
+			c.seqSeen = true
+			c.minSeq, c.maxSeq = min(c.minSeq, q), max(c.maxSeq, q)
+		}
+	}
 	var filterSize uint64
 	for _, m := range r.metaHandles {
 		if m.name == MetaFilterName {
