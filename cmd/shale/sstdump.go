@@ -23,8 +23,9 @@ const sstDumpUsage = `sst dump [-blocks] [-keys N] [-hex] FILE.sst`
 const sstDumpDoc = `
 Prints a table file: its footer (checksum type, metaindex and index block
 handles, format version), its properties, its index (one entry per data
-block: the block's handle and its separator key) and its first N entries as
-key#seq,KIND -> value. With -blocks it also reads every data block, checks
+block: the block's handle and its separator key), its range deletions (one
+fragment a line: [start, end) #seqs, highest first) and its first N entries
+as key#seq,KIND -> value. With -blocks it also reads every data block, checks
 its checksum and prints its compression and entry count, and reports every
 damaged block rather than stopping at the first.
 
@@ -110,6 +111,7 @@ func (d *sstDumper) dump(ctx context.Context, fs vfs.FS, name string, blocks boo
 	if err != nil {
 		return err
 	}
+	d.dumpRangeDels(r)
 	if keys != 0 {
 		if err := d.dumpEntries(ctx, r, env, keys); err != nil {
 			return err
@@ -182,6 +184,24 @@ func (d *sstDumper) checkDataBlock(ctx context.Context, fr *fileio.Reader, foote
 		return "", err
 	}
 	return fmt.Sprintf("checksum ok, %s, %d bytes decoded, %d entries", comp, len(data), entries), nil
+}
+
+// dumpRangeDels prints the range deletion block, if the table has one: one
+// fragment a line, [start, end) and its tombstones' sequence numbers.
+func (d *sstDumper) dumpRangeDels(r *sstable.Reader) {
+	frags := r.RangeDeletions().Fragments()
+	if len(frags) == 0 {
+		return
+	}
+	fmt.Fprintf(d.w, "range deletions (%d fragments)\n", len(frags))
+	for _, f := range frags {
+		seqs := make([]string, len(f.Seqs))
+		for i, q := range f.Seqs {
+			seqs[i] = q.String()
+		}
+		fmt.Fprintf(d.w, "  [%s, %s) #%s\n", d.bytes(f.Start), d.bytes(f.End), strings.Join(seqs, ","))
+	}
+	fmt.Fprintln(d.w)
 }
 
 // dumpEntries prints the first n entries (all when n < 0).

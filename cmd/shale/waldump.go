@@ -122,6 +122,8 @@ func (d *walDumper) dump(fs vfs.FS, name string) error {
 				}
 			case base.KindDelete:
 				fmt.Fprintf(d.w, "  DEL %s\n", formatKey(key, d.hex))
+			case base.KindRangeDelete:
+				fmt.Fprintf(d.w, "  DELRANGE [%s, %s)\n", formatKey(key, d.hex), formatKey(value, d.hex))
 			default:
 				fmt.Fprintf(d.w, "  %s %s\n", kind, formatKey(key, d.hex))
 			}
