@@ -150,6 +150,22 @@ var cases = []testCase{
 		"another database is opened and written: the driver never hands out memory it frees", testHeldSlices},
 	{"ConnSession", "a Conn's default ReadOptions apply to its reads (rate-limiter charging included), " +
 		"per-call context options override them, and Conn.Close leaves the DB open", testConnSession},
+	{"DeleteRange", "DeleteRange and a batch's range deletions delete exactly [start, end), in order within a " +
+		"batch (covering earlier writes of the batch, never later ones); empty and inverted ranges are no-ops; " +
+		"Get, MultiGet and iterators agree, across flushes, compactions and a reopen", testDeleteRange},
+	{"TxDeleteRange", "a transaction's DeleteRange hides the range from its reads, erases its earlier writes " +
+		"there and not its later ones, applies at Commit, and conflicts with another writer's put into the range " +
+		"after BeginTx", testTxDeleteRange},
+	{"WriteOptions", "writes whose context, session or transaction carries WriteOptions{Sync: true} succeed as " +
+		"any write does; DisableWAL is honoured or refused with ErrNotSupported, writing nothing", testWriteOptions},
+	{"SyncWAL", "SyncWAL returns nil, honours its context, and the writes before it survive a reopen", testSyncWAL},
+	{"Snapshot", "a snapshot reads the database as of NewSnapshot through Get, MultiGet and iterators, whatever " +
+		"is written, deleted, flushed or compacted later; its iterators outlive its Close; after Close its calls " +
+		"fail with ErrClosed", testSnapshot},
+	{"Checkpoint", "Checkpoint writes a copy holding every write before it and none after, which the same driver " +
+		"opens as a database of its own; an empty or used directory is refused", testCheckpoint},
+	{"BatchReadBack", "a Batch reads back its writes in order (kind, key, value) with Reader and Replay, Len and " +
+		"Size count them, and a replayed batch writes the same", testBatchReadBack},
 	{"Concurrency", "goroutines mixing reads, writes, batches and flushes leave exactly the state the " +
 		"committed writes describe, and reads see only values that were written", testConcurrency},
 }

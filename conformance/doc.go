@@ -203,6 +203,46 @@
 //     capabilities and statistics, a session with default priority User has its
 //     reads charged, a call's priority overrides a session's Total, and the
 //     DB's own reads are not charged.
+//   - DeleteRange (driver.RangeDeleter; without it, checks that
+//     DeleteRange and a Write of a batch holding a range deletion fail with
+//     ErrNotSupported having written nothing, then skips): keys that are
+//     prefixes of one another; empty and inverted ranges; [b, c) keeps c;
+//     a range from the empty key; a batch mixing puts, deletes and
+//     overlapping range deletions, applied in order; Get, MultiGet and
+//     bounded scans both ways after each, and after a Flush; 30 random
+//     batches with range deletions, flushes and compactions against the
+//     model; a reopen.
+//   - TxDeleteRange (driver.TxBeginner, driver.TxRangeDeleter): a
+//     transaction's DeleteRange hides [b, d) from its Get, MultiGet and
+//     scans, erases its put of b made before it, keeps its put of c made
+//     after it, is invisible to others until Commit and applied by it; a
+//     put by another writer into the range after BeginTx makes Commit fail
+//     with ErrConflict applying nothing, a put outside it does not.
+//   - WriteOptions: Put, Delete, Write and DeleteRange (if available) with
+//     WriteOptions{Sync: true} in the context, through a Conn whose
+//     defaults carry it, and a transaction begun with it, succeed and are
+//     visible; a Put with DisableWAL succeeds, or fails with
+//     ErrNotSupported having written nothing.
+//   - SyncWAL (driver.WALSyncer): returns nil after writes, twice; fails
+//     with a cancelled context; the writes survive a reopen.
+//   - Snapshot (driver.Snapshotter): a snapshot of 100 keys reads them,
+//     through Get, MultiGet (duplicates included) and bounded and
+//     unbounded scans both ways, after a later batch, a range deletion (if
+//     available), Flush and Compact, which the DB itself sees; an iterator
+//     opened before Snapshot.Close reads the snapshot after it; after
+//     Close, Get, NewIterator and a second Close match ErrClosed; a
+//     snapshot left open is closed by DB.Close.
+//   - Checkpoint (driver.Checkpointer): after flushed and unflushed
+//     writes, Checkpoint("") is refused, Checkpoint(dir) succeeds, and a
+//     second one into the now used dir fails; when the DSN's path is a
+//     directory, the DSN pointed at dir opens a database holding exactly
+//     the writes before the checkpoint, which shares nothing with the
+//     original.
+//   - BatchReadBack: a Batch's Reader and Replay give its writes back in
+//     order with their kinds, keys and values (an inverted DeleteRange is
+//     not recorded), Len and Size count them, a batch replayed into another
+//     has the same Len and Size and writes the same (without its range
+//     deletion, for a driver that has none), and Reset empties it.
 //   - Concurrency: four goroutines mix puts, deletes, batches, transactions
 //     (if available), Gets (reading their own writes), MultiGets, bounded
 //     scans and Flushes (if available) on keys of their own; every value

@@ -24,9 +24,16 @@ func (m *model) del(k []byte)    { delete(m.m, string(k)) }
 // apply records the writes of a batch, in order.
 func (m *model) apply(ops []op) {
 	for _, o := range ops {
-		if o.del {
+		switch {
+		case o.rangeEnd != nil:
+			for k := range m.m {
+				if k >= string(o.key) && k < string(o.rangeEnd) {
+					delete(m.m, k)
+				}
+			}
+		case o.del:
 			m.del(o.key)
-		} else {
+		default:
 			m.put(o.key, o.value)
 		}
 	}
@@ -46,19 +53,24 @@ func (m *model) scan(lower, upper []byte) []kv {
 	return kvs
 }
 
-// op is one write of a generated workload.
+// op is one write of a generated workload: a put, a delete (del), or a
+// deletion of [key, rangeEnd) (rangeEnd not nil).
 type op struct {
 	del        bool
 	key, value []byte
+	rangeEnd   []byte
 }
 
 // batch returns ops as a driver.Batch.
 func batch(ops []op) *driver.Batch {
 	b := new(driver.Batch)
 	for _, o := range ops {
-		if o.del {
+		switch {
+		case o.rangeEnd != nil:
+			b.DeleteRange(o.key, o.rangeEnd)
+		case o.del:
 			b.Delete(o.key)
-		} else {
+		default:
 			b.Put(o.key, o.value)
 		}
 	}

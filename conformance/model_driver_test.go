@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,8 +18,9 @@ import (
 // in-memory database that passes the suite, skipping only what it cannot
 // do (it has no files to corrupt). It implements every optional interface
 // of a DriverConn, but not DriverContext, nor TxMultiGetter on its
-// transactions: a Tx's MultiGet takes the façade's fallback, a loop of
-// Tx.Get with the MultiGet tag, which the statistics cases then check. The suite's own tests run against it, and the broken
+// transactions, nor SnapshotMultiGetter on its snapshots: a Tx's or a
+// snapshot's MultiGet takes the façade's fallback, a loop of Get with the
+// MultiGet tag, which the statistics and snapshot cases then check. The suite's own tests run against it, and the broken
 // drivers of broken_test.go wrap it.
 //
 // The model keeps every version of every key, so snapshots, iterators and
@@ -48,16 +50,22 @@ type modelDriver struct {
 func newModelDriver() *modelDriver { return &modelDriver{stores: make(map[string]*modelStore)} }
 
 var (
-	_ driver.Driver        = (*modelDriver)(nil)
-	_ driver.DriverConn    = (*modelConn)(nil)
-	_ driver.MultiGetter   = (*modelConn)(nil)
-	_ driver.Flusher       = (*modelConn)(nil)
-	_ driver.Compacter     = (*modelConn)(nil)
-	_ driver.Verifier      = (*modelConn)(nil)
-	_ driver.TxBeginner    = (*modelConn)(nil)
-	_ driver.StatsReporter = (*modelConn)(nil)
-	_ driver.DriverTx      = (*modelTx)(nil)
-	_ driver.Iter          = (*modelIter)(nil)
+	_ driver.Driver         = (*modelDriver)(nil)
+	_ driver.DriverConn     = (*modelConn)(nil)
+	_ driver.MultiGetter    = (*modelConn)(nil)
+	_ driver.Flusher        = (*modelConn)(nil)
+	_ driver.Compacter      = (*modelConn)(nil)
+	_ driver.Verifier       = (*modelConn)(nil)
+	_ driver.TxBeginner     = (*modelConn)(nil)
+	_ driver.StatsReporter  = (*modelConn)(nil)
+	_ driver.RangeDeleter   = (*modelConn)(nil)
+	_ driver.WALSyncer      = (*modelConn)(nil)
+	_ driver.Snapshotter    = (*modelConn)(nil)
+	_ driver.Checkpointer   = (*modelConn)(nil)
+	_ driver.DriverTx       = (*modelTx)(nil)
+	_ driver.TxRangeDeleter = (*modelTx)(nil)
+	_ driver.DriverSnapshot = (*modelSnapshot)(nil)
+	_ driver.Iter           = (*modelIter)(nil)
 )
 
 // Open opens the model database at the DSN's path. Keys: statistics
@@ -183,17 +191,31 @@ func (s *modelStore) scanAt(seq uint64, lower, upper []byte) []kv {
 }
 
 // applyLocked writes ops at one new sequence number, so they become
-// visible together. s.mu must be held.
+// visible together, in order: a range deletion writes a deletion of every
+// key in its range, which a later write of the batch replaces. s.mu must
+// be held.
 func (s *modelStore) applyLocked(ops []driver.Op) {
 	s.seq++
 	for _, o := range ops {
-		k := string(o.Key)
-		vs := s.keys[k]
-		if n := len(vs); n > 0 && vs[n-1].seq == s.seq {
-			vs = vs[:n-1] // an earlier write of the same batch: the later one wins
+		if o.Kind == driver.OpDeleteRange {
+			for k := range s.keys {
+				if k >= string(o.Key) && k < string(o.Value) {
+					s.writeLocked(k, version{seq: s.seq, deleted: true})
+				}
+			}
+			continue
 		}
-		s.keys[k] = append(vs, version{seq: s.seq, value: string(o.Value), deleted: o.Kind == driver.OpDelete})
+		s.writeLocked(string(o.Key), version{seq: s.seq, value: string(o.Value), deleted: o.Kind == driver.OpDelete})
 	}
+}
+
+// writeLocked appends v to k's versions, replacing one of the same batch.
+func (s *modelStore) writeLocked(k string, v version) {
+	vs := s.keys[k]
+	if n := len(vs); n > 0 && vs[n-1].seq == v.seq {
+		vs = vs[:n-1] // an earlier write of the same batch: the later one wins
+	}
+	s.keys[k] = append(vs, v)
 }
 
 // tableBytes returns the size of the pretend tables: the bytes of every
@@ -312,8 +334,7 @@ func (c *modelConn) Delete(ctx context.Context, _ ioctx.WriteOptions, key []byte
 	return c.apply(ctx, []driver.Op{{Kind: driver.OpDelete, Key: key}})
 }
 
-// Write reads the batch with its Reader. It never sees a range deletion:
-// the model does not implement driver.RangeDeleter.
+// Write reads the batch with its Reader.
 func (c *modelConn) Write(ctx context.Context, _ ioctx.WriteOptions, b *driver.Batch) error {
 	ops := make([]driver.Op, 0, b.Len())
 	r := b.Reader()
@@ -321,6 +342,53 @@ func (c *modelConn) Write(ctx context.Context, _ ioctx.WriteOptions, b *driver.B
 		ops = append(ops, op)
 	}
 	return c.apply(ctx, ops)
+}
+
+func (c *modelConn) DeleteRange(ctx context.Context, _ ioctx.WriteOptions, start, end []byte) error {
+	return c.apply(ctx, []driver.Op{{Kind: driver.OpDeleteRange, Key: start, Value: end}})
+}
+
+// SyncWAL has nothing to sync: the model keeps everything in memory, for
+// the life of the process.
+func (c *modelConn) SyncWAL(ctx context.Context) error { return ctx.Err() }
+
+// NewSnapshot remembers the current sequence number.
+func (c *modelConn) NewSnapshot(ctx context.Context) (driver.DriverSnapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.store.mu.RLock()
+	defer c.store.mu.RUnlock()
+	return &modelSnapshot{c: c, seq: c.store.seq}, nil
+}
+
+// Checkpoint copies the database as of now to a store kept under dir, which
+// it creates (so a DSN naming dir opens the copy), and which must not exist
+// or be empty.
+func (c *modelConn) Checkpoint(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("model: checkpoint directory %s is not empty: %w", dir, driver.ErrInvalidArgument)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	c.store.mu.RLock()
+	cp := &modelStore{seq: c.store.seq, keys: make(map[string][]version, len(c.store.keys)),
+		tables: c.store.tables, flushedSeq: c.store.flushedSeq}
+	for k, vs := range c.store.keys {
+		cp.keys[k] = slices.Clone(vs)
+	}
+	c.store.mu.RUnlock()
+	c.driver.mu.Lock()
+	defer c.driver.mu.Unlock()
+	if _, ok := c.driver.stores[dir]; ok {
+		return fmt.Errorf("model: a database exists at %s: %w", dir, driver.ErrInvalidArgument)
+	}
+	c.driver.stores[dir] = cp
+	return nil
 }
 
 func (c *modelConn) apply(ctx context.Context, ops []driver.Op) error {
@@ -430,6 +498,15 @@ type modelTx struct {
 	c      *modelConn
 	snap   uint64
 	writes map[string]driver.Op
+	// ranges are the transaction's range deletions, [start, end) each;
+	// its writes in a range are those made after the range's deletion.
+	ranges [][2]string
+}
+
+// inRanges reports whether one of the transaction's range deletions covers
+// k.
+func (tx *modelTx) inRanges(k string) bool {
+	return slices.ContainsFunc(tx.ranges, func(r [2]string) bool { return k >= r[0] && k < r[1] })
 }
 
 func (tx *modelTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
@@ -441,6 +518,9 @@ func (tx *modelTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) (
 			return nil, fmt.Errorf("model: key %q (deleted in the transaction): %w", key, driver.ErrNotFound)
 		}
 		return append([]byte{}, w.Value...), nil
+	}
+	if tx.inRanges(string(key)) {
+		return nil, fmt.Errorf("model: key %q (in a range the transaction deleted): %w", key, driver.ErrNotFound)
 	}
 	start := time.Now()
 	tx.c.store.mu.RLock()
@@ -467,7 +547,9 @@ func (tx *modelTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts 
 	tx.c.fileReads(req, tables, size, start)
 	merged := make(map[string]string, len(base))
 	for _, p := range base {
-		merged[p.k] = p.v
+		if !tx.inRanges(p.k) {
+			merged[p.k] = p.v
+		}
 	}
 	for k, w := range tx.writes {
 		if opts.LowerBound != nil && k < string(opts.LowerBound) || opts.UpperBound != nil && k >= string(opts.UpperBound) {
@@ -503,11 +585,41 @@ func (tx *modelTx) Delete(ctx context.Context, key []byte) error {
 	return nil
 }
 
+// DeleteRange erases the transaction's writes in the range, and hides the
+// snapshot's keys there from its reads.
+func (tx *modelTx) DeleteRange(ctx context.Context, start, end []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for k := range tx.writes {
+		if k >= string(start) && k < string(end) {
+			delete(tx.writes, k)
+		}
+	}
+	tx.ranges = append(tx.ranges, [2]string{string(start), string(end)})
+	return nil
+}
+
+// Commit fails if a key the transaction wrote, or any key in a range it
+// deleted, was written by anyone after its snapshot; otherwise it applies
+// the range deletions, then the writes (each made after the deletions
+// covering its key), at one sequence number.
 func (tx *modelTx) Commit() error {
 	s := tx.c.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ops := make([]driver.Op, 0, len(tx.writes))
+	ops := make([]driver.Op, 0, len(tx.ranges)+len(tx.writes))
+	for _, r := range tx.ranges {
+		for k := range s.keys {
+			if k >= r[0] && k < r[1] {
+				if seq := s.lastWrite(k); seq > tx.snap {
+					return fmt.Errorf("model: key %q, in the range [%q, %q) the transaction deleted, was written at "+
+						"sequence %d, after the transaction's snapshot at %d: %w", k, r[0], r[1], seq, tx.snap, driver.ErrConflict)
+				}
+			}
+		}
+		ops = append(ops, driver.Op{Kind: driver.OpDeleteRange, Key: []byte(r[0]), Value: []byte(r[1])})
+	}
 	for k, w := range tx.writes {
 		if seq := s.lastWrite(k); seq > tx.snap {
 			return fmt.Errorf("model: key %q was written at sequence %d, after the transaction's snapshot at %d: %w",
@@ -557,3 +669,42 @@ func (it *modelIter) Key() []byte            { return []byte(it.kvs[it.pos].k) }
 func (it *modelIter) Value() []byte          { return []byte(it.kvs[it.pos].v) }
 func (it *modelIter) Error() error           { return it.err }
 func (it *modelIter) Close() error           { return nil }
+
+// modelSnapshot reads the store at a sequence number. The model keeps every
+// version, so it holds nothing.
+type modelSnapshot struct {
+	c   *modelConn
+	seq uint64
+}
+
+func (sn *modelSnapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	if err := beginRead(ctx, req); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	sn.c.store.mu.RLock()
+	v, found, fromTable := sn.c.store.getAt(string(key), sn.seq)
+	sn.c.store.mu.RUnlock()
+	if fromTable {
+		sn.c.fileReads(req, 1, blockSize, start)
+	}
+	if !found {
+		return nil, fmt.Errorf("model: key %q: %w", key, driver.ErrNotFound)
+	}
+	return []byte(v), nil
+}
+
+func (sn *modelSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
+	if err := beginRead(ctx, req); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	sn.c.store.mu.RLock()
+	kvs := sn.c.store.scanAt(sn.seq, opts.LowerBound, opts.UpperBound)
+	tables, size := sn.c.store.tables, sn.c.store.tableBytes()
+	sn.c.store.mu.RUnlock()
+	sn.c.fileReads(req, tables, size, start)
+	return &modelIter{ctx: ctx, kvs: kvs, pos: -1}, nil
+}
+
+func (sn *modelSnapshot) Close() error { return nil }
