@@ -205,7 +205,9 @@ func (t *tx) DeleteRange(_ context.Context, start, end []byte) error {
 			delete(t.writes, k)
 		}
 	}
-	t.ranges = mergeRanges(append(t.ranges, keyRange{bytes.Clone(start), bytes.Clone(end)}))
+	// Never nil, even for an empty start: the iterators seek to it, and
+	// a nil SeekLT key means "the last key".
+	t.ranges = mergeRanges(append(t.ranges, keyRange{append([]byte{}, start...), append([]byte{}, end...)}))
 	return nil
 }
 
