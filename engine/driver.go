@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/vfs"
@@ -140,6 +139,10 @@ var (
 	_ driver.Verifier      = (*conn)(nil)
 	_ driver.TxBeginner    = (*conn)(nil)
 	_ driver.StatsReporter = (*conn)(nil)
+	_ driver.RangeDeleter  = (*conn)(nil)
+	_ driver.WALSyncer     = (*conn)(nil)
+	_ driver.Snapshotter   = (*conn)(nil)
+	_ driver.Checkpointer  = (*conn)(nil)
 )
 
 func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
@@ -186,13 +189,76 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batc
 			b.Put(op.Key, op.Value)
 		case driver.OpDelete:
 			b.Delete(op.Key)
+		case driver.OpDeleteRange:
+			b.DeleteRange(op.Key, op.Value)
 		default:
-			// The façade sends range deletions only to a RangeDeleter.
-			return base.Mark(errors.Newf("engine: Write: unsupported batch operation %s", op.Kind), driver.ErrNotSupported)
+			return base.AssertionFailedf("engine: Write: unknown batch operation %s", op.Kind)
 		}
 	}
 	return c.db.writeOpts(ctx, &b.b, wo, nil)
 }
+
+// DeleteRange writes one range tombstone with the façade's write options.
+func (c *conn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
+	b := batchPool.Get().(*Batch)
+	b.DeleteRange(start, end)
+	err := c.db.writeOpts(ctx, &b.b, wo, nil)
+	b.Reset()
+	batchPool.Put(b)
+	return err
+}
+
+func (c *conn) SyncWAL(ctx context.Context) error { return c.db.SyncWAL(ctx) }
+
+func (c *conn) Checkpoint(ctx context.Context, dir string) error { return c.db.Checkpoint(ctx, dir) }
+
+func (c *conn) NewSnapshot(ctx context.Context) (driver.DriverSnapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := c.db.NewSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return driverSnapshot{s}, nil
+}
+
+// driverSnapshot adapts a Snapshot; its reads take the façade's resolved
+// requests and call the implementations at the snapshot's sequence number.
+type driverSnapshot struct{ s *Snapshot }
+
+var (
+	_ driver.DriverSnapshot      = driverSnapshot{}
+	_ driver.SnapshotMultiGetter = driverSnapshot{}
+)
+
+func (ds driverSnapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	call, err := ds.s.startRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer call.done()
+	return ds.s.db.getCopyImpl(call, key, ds.s.seq)
+}
+
+func (ds driverSnapshot) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
+	call, err := ds.s.startRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer call.done()
+	return ds.s.db.multiGetImpl(call, keys, ds.s.seq)
+}
+
+func (ds driverSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
+	call, err := ds.s.startRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return ds.s.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq), nil
+}
+
+func (ds driverSnapshot) Close() error { return ds.s.Close() }
 
 func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
 	call, err := c.db.startRead(ctx, req)

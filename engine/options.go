@@ -263,7 +263,9 @@ type Options struct {
 
 	// RateLimiter is charged for file reads made at a priority other than
 	// PriorityTotal: user reads that ask for it and compaction reads (at
-	// PriorityLow). Nil charges nothing.
+	// PriorityLow); and, when its mode covers writes, for table writes and
+	// for the WAL bytes of writes whose WriteOptions.RateLimiterPriority is
+	// not Total. Nil charges nothing.
 	RateLimiter ratelimit.Limiter
 
 	// MmapReads maps table files read-only and serves block reads by slicing

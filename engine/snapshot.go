@@ -1,20 +1,31 @@
 package engine
 
 import (
+	"context"
+	"sync/atomic"
+
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/ioctx"
 )
 
 // Snapshot is a consistent point-in-time view of the database: reads through
 // it see exactly the writes acknowledged before it was taken. Compactions
 // keep every version a snapshot can see until it is closed. Safe for
 // concurrent use; Close it when done.
+//
+// Its reads (Get, MultiGet, NewIterator, in iterator.go) follow the
+// database's: the context's ReadOptions apply, checked and tagged with the
+// API's activity. An iterator opened on a snapshot keeps reading it after
+// the snapshot's Close (it holds the table files it reads).
 type Snapshot struct {
 	db  *DB
 	seq base.SeqNum
 	// prev and next link the DB's snapshot list, guarded by db.mu.
 	prev, next *Snapshot
 	closed     bool
+	// released mirrors closed for reads, which do not take db.mu.
+	released atomic.Bool
 }
 
 // snapshotList is a doubly linked list of open snapshots in creation order,
@@ -83,6 +94,18 @@ func (s *Snapshot) Close() error {
 		return base.Mark(errors.New("engine: snapshot already closed"), ErrClosed)
 	}
 	s.closed = true
+	s.released.Store(true)
 	d.mu.snapshots.remove(s)
 	return nil
 }
+
+// startRead checks the snapshot and the database and starts a read with
+// the resolved request (the driver adapter's reads: the façade resolved it).
+func (s *Snapshot) startRead(ctx context.Context, req ioctx.ReadRequest) (readCall, error) {
+	if s.released.Load() {
+		return readCall{}, errSnapshotClosed
+	}
+	return s.db.startRead(ctx, req)
+}
+
+var errSnapshotClosed = base.Mark(errors.New("engine: read of a closed snapshot"), ErrClosed)

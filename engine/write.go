@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -42,7 +43,28 @@ func (b *Batch) Len() int { return b.b.Len() }
 func (b *Batch) Reset() { b.b.Reset() }
 
 // WriteOptions control one write: ioctx's, so the driver façade's resolved
-// options pass through unchanged. Options.Sync makes every write sync.
+// options pass through unchanged.
+//
+//   - Sync: the write returns once its WAL record, and every earlier one, is
+//     fsynced. Options.Sync (the DSN key sync) makes every WAL write sync.
+//     Concurrent writes commit in groups: a group is synced when any of its
+//     writes asked, and a sync write never joins a group led by an unsynced
+//     one. Without Sync, an acknowledged write is in the WAL's buffer and
+//     reaches the operating system a few microseconds later (see walFile):
+//     a process crash (kill -9) can lose the last unsynced writes, a
+//     machine crash the ones the OS had not written back; never a synced
+//     write, nor any write before a synced one.
+//   - DisableWAL: the write goes to the memtable only, with a sequence
+//     number like any other. It is lost by any crash until its memtable is
+//     flushed (Flush, or a full memtable), also when later writes to the WAL
+//     are synced or SyncWAL is called; recovery replays the WAL's records
+//     around the gap it leaves. Sync together with DisableWAL is an error
+//     marked ErrInvalidArgument, as in RocksDB; Options.Sync does not apply.
+//   - RateLimiterPriority: a priority other than Total charges the batch's
+//     encoded size (its WAL record's payload) to Options.RateLimiter at that
+//     priority, when the limiter's mode covers writes, before the write
+//     joins the commit queue: a write waits for the limiter on its own,
+//     never holding up the writes queued with it. The wait honours ctx.
 type WriteOptions = ioctx.WriteOptions
 
 // maxGroupBytes bounds a commit group, so one leader does not make a small
@@ -53,6 +75,9 @@ const maxGroupBytes = 1 << 20
 type writer struct {
 	batch *batch.Batch
 	sync  bool
+	// noWAL skips the WAL (WriteOptions.DisableWAL); such writes commit
+	// in groups of their own.
+	noWAL bool
 	// precommit runs in the leader before sequence numbers are assigned,
 	// with every earlier write applied; a writer with one commits alone.
 	// Transactions check for conflicts in it.
@@ -133,12 +158,20 @@ func (d *DB) writeOpts(ctx context.Context, b *batch.Batch, wo WriteOptions, pre
 	if err := d.checkWritable(ctx); err != nil {
 		return err
 	}
-	sync := wo.Sync || d.opts.Sync
+	if wo.Sync && wo.DisableWAL {
+		return errSyncWithoutWAL
+	}
+	sync := !wo.DisableWAL && (wo.Sync || d.opts.Sync)
 	if b.Empty() && precommit == nil {
 		return nil
 	}
+	if !wo.DisableWAL {
+		if err := d.chargeWAL(ctx, wo.RateLimiterPriority, b.Len()); err != nil {
+			return err
+		}
+	}
 	w := writerPool.Get().(*writer)
-	*w = writer{batch: b, sync: sync, precommit: precommit, ctx: ctx}
+	*w = writer{batch: b, sync: sync, noWAL: wo.DisableWAL, precommit: precommit, ctx: ctx}
 	w.cond.L = &d.mu.Mutex
 	sw := d.stats.StartStopWatch(statistics.DBWrite, statistics.HistogramNone)
 
@@ -185,7 +218,8 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 		for _, next := range d.mu.writers[1:] {
 			// A writer without a batch is a Flush waiting to lead; writers
 			// with a precommit check commit alone.
-			if next.batch == nil || next.precommit != nil || (next.sync && !w.sync) || size+next.batch.Len() > maxGroupBytes {
+			if next.batch == nil || next.precommit != nil || (next.sync && !w.sync) || next.noWAL != w.noWAL ||
+				size+next.batch.Len() > maxGroupBytes {
 				break
 			}
 			size += next.batch.Len()
@@ -205,7 +239,7 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	d.mu.lastSeq += base.SeqNum(count)
 	mem := d.mu.mem
 	d.mu.Unlock()
-	inWAL, err := d.commitGroup(group, first, mem, syncWAL)
+	inWAL, err := d.commitGroup(group, first, mem, syncWAL, w.noWAL)
 	d.mu.Lock()
 	if err != nil {
 		if inWAL {
@@ -221,10 +255,17 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	return group, nil
 }
 
-// commitGroup writes the group's batches to the WAL as one record and applies
-// them to mem. It runs without d.mu; only the leader calls it. inWAL reports
-// that the error is the WAL's, in which case no batch was applied.
-func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) (inWAL bool, err error) {
+// commitGroup writes the group's batches to the WAL as one record, unless
+// noWAL, and applies them to mem. It runs without d.mu; only the leader calls
+// it. inWAL reports that the error is the WAL's, in which case no batch was
+// applied.
+func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL, noWAL bool) (inWAL bool, err error) {
+	if noWAL {
+		for _, g := range group {
+			d.stats.RecordTick(statistics.BytesWritten, uint64(g.batch.Len()))
+		}
+		return false, d.applyGroup(group, first, mem)
+	}
 	var rec *batch.Batch
 	if len(group) == 1 {
 		rec = group[0].batch
@@ -254,15 +295,88 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 	d.stats.RecordTick(statistics.WALFileBytes, uint64(n))
 	d.stats.RecordTick(statistics.WriteWithWAL, uint64(len(group)))
 	d.stats.RecordTick(statistics.BytesWritten, uint64(n))
-	d.stats.RecordTick(statistics.NumberKeysWritten, uint64(rec.Count()))
+	return false, d.applyGroup(group, first, mem)
+}
+
+// applyGroup applies the group's batches to mem, the first at sequence
+// number first.
+func (d *DB) applyGroup(group []*writer, first base.SeqNum, mem *memTable) error {
 	seq := first
 	for _, g := range group {
 		if err := mem.Apply(g.batch, seq); err != nil {
-			return false, errors.Wrap(err, "engine: applying a batch to the memtable")
+			return errors.Wrap(err, "engine: applying a batch to the memtable")
 		}
 		seq += base.SeqNum(g.batch.Count())
+		d.stats.RecordTick(statistics.NumberKeysWritten, uint64(g.batch.Count()))
 	}
-	return false, nil
+	return nil
+}
+
+// errSyncWithoutWAL is RocksDB's answer to a write that asks for both.
+var errSyncWithoutWAL = base.InvalidArgumentf("engine: Sync writes have to enable the WAL (WriteOptions.Sync with DisableWAL)")
+
+// chargeWAL charges n bytes of WAL at pri to the rate limiter, in pieces of
+// at most its burst, when pri is charged and the limiter covers writes. It
+// honours ctx: an error for which errors.Is(err, ctx.Err()) holds.
+func (d *DB) chargeWAL(ctx context.Context, pri ioctx.Priority, n int) error {
+	lim := d.opts.RateLimiter
+	if lim == nil || !pri.Charged() || !lim.IsRateLimited(ratelimit.OpWrite) {
+		return nil
+	}
+	burst := lim.SingleBurstBytes()
+	for rest := int64(n); rest > 0; rest -= burst {
+		if err := lim.Request(ctx, min(rest, burst), pri, d.stats, ratelimit.OpWrite); err != nil {
+			return errors.Wrap(err, "engine: rate limiter wait for a WAL write")
+		}
+	}
+	return nil
+}
+
+// SyncWAL makes every write acknowledged before the call durable, as if it
+// had been made with Sync (RocksDB's DB::SyncWAL): it waits for the writes
+// queued before it, then fsyncs the WAL (earlier WALs were synced when the
+// memtable switched). Writes made with DisableWAL are not covered. A ctx
+// already done fails the call; the wait and the fsync are not interrupted.
+func (d *DB) SyncWAL(ctx context.Context) error {
+	if err := d.checkWritable(ctx); err != nil {
+		return err
+	}
+	// Queue as a writer with no batch, like Flush: only the queue head
+	// touches the WAL.
+	w := writerPool.Get().(*writer)
+	*w = writer{ctx: ctx}
+	w.cond.L = &d.mu.Mutex
+	d.mu.Lock()
+	d.mu.writers = append(d.mu.writers, w)
+	for d.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	err := d.syncWALLocked()
+	d.finishGroupLocked(d.mu.writers[:1], err)
+	d.mu.Unlock()
+	writerPool.Put(w)
+	return err
+}
+
+// syncWALLocked fsyncs the current WAL; the caller is the queue head and
+// holds d.mu, which is released for the IO.
+func (d *DB) syncWALLocked() error {
+	if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
+		return e
+	}
+	if d.commit.log == nil {
+		return nil
+	}
+	d.mu.Unlock()
+	start := time.Now()
+	err := d.commit.log.Sync()
+	d.mu.Lock()
+	if err != nil {
+		return d.walFailedLocked(errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum))
+	}
+	d.stats.RecordTick(statistics.WALFileSynced, 1)
+	d.stats.ReportTimeToHistogram(statistics.WALFileSyncMicros, uint64(time.Since(start).Microseconds()))
+	return nil
 }
 
 // finishGroupLocked wakes the group's writers with err and hands leadership
