@@ -460,3 +460,32 @@ func TestTxDeleteRange(t *testing.T) {
 		}
 	}
 }
+
+// TestTxDeleteRangeFromStart: a transaction's range deletion from the
+// empty key (given as nil) hides the keys below its end from scans in both
+// directions.
+func TestTxDeleteRangeFromStart(t *testing.T) {
+	c := freshConn(t, "")
+	for _, k := range []string{"a", "b", "c"} {
+		if err := c.Put(bg, ioctx.WriteOptions{}, []byte(k), []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dt, err := c.BeginTx(bg, driver.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dt.Rollback()
+	if err := dt.(*tx).DeleteRange(bg, nil, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	for _, reverse := range []bool{false, true} {
+		it, err := dt.NewIterator(bg, ioctx.ReadRequest{}, driver.IterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := scanIter(t, it, reverse), []string{"b=0", "c=0"}; !slices.Equal(got, want) {
+			t.Errorf("scan (reverse %v) after Tx.DeleteRange(nil, b) = %q; want %q", reverse, got, want)
+		}
+	}
+}
