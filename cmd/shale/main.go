@@ -62,6 +62,7 @@ func init() {
 		{"bench", "fill, compact and time every read API; print the per-activity histograms", runBench},
 		{"stats", "open a database read-only and print its statistics", runStats},
 		{"verify", "verify the block (and whole-file) checksums of a database", runVerify},
+		{"checkpoint", "write a consistent, openable copy of a database into a new directory", runCheckpoint},
 		{"sst dump", "print a table file: footer, properties, index, entries", runSSTDump},
 		{"wal dump", "print a write-ahead log: records and their operations", runWALDump},
 		{"dsn", "print the DSN parameter table", runDSN},

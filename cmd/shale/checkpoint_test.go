@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/shaledb/shale/engine"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	makeDB(t, dir, dbSpec{tables: [][2]int{{0, 500}, {500, 1000}}, logged: [2]int{1000, 1100}, deleted: []int{3}})
+	before, err := os.ReadDir(dir)
+	require.NoError(t, err)
+
+	dest := filepath.Join(t.TempDir(), "cp")
+	r := runTool(t, "checkpoint", dir, dest)
+	require.Equal(t, exitOK, r.code, "%s", r)
+	require.Regexp(t, `^checkpoint of .* written to .*/cp: \d+ files, `, r.stdout)
+	require.Empty(t, r.stderr)
+
+	after, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, len(before), len(after), "the source is opened read-only and not changed")
+
+	ctx := context.Background()
+	db, err := engine.Open(dest, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	for i := range 1100 {
+		v, err := db.Get(ctx, testKey(i))
+		if i == 3 {
+			require.ErrorIs(t, err, engine.ErrNotFound)
+			continue
+		}
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, testValue(i), v)
+	}
+	require.NoError(t, db.Check(ctx))
+
+	// DEST must be new or empty; nothing is left behind on failure.
+	r = runTool(t, "checkpoint", dir, dest)
+	require.Equal(t, exitUsage, r.code, "%s", r)
+	require.Regexp(t, `^shale checkpoint: .*not empty`, r.stderr)
+
+	r = runTool(t, "checkpoint", filepath.Join(dir, "missing"), filepath.Join(t.TempDir(), "cp"))
+	require.Equal(t, exitFailure, r.code, "%s", r)
+
+	for _, args := range [][]string{{"checkpoint"}, {"checkpoint", dir}, {"checkpoint", dir, dest, "x"}} {
+		r = runTool(t, args...)
+		require.Equal(t, exitUsage, r.code, "%s", r)
+		require.Regexp(t, `^shale checkpoint: want DIR and DEST`, r.stderr)
+	}
+	r = runTool(t, "help", "checkpoint")
+	require.Equal(t, exitOK, r.code)
+	require.Contains(t, r.stdout, "Usage: shale checkpoint DIR DEST")
+}
