@@ -87,6 +87,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-rocksdb=maybe"}, "want auto, install or off"},
 		{[]string{"-variant=big"}, "-variant"},
 		{[]string{"-batch-keys=-1"}, "-batch-keys"},
+		{[]string{"-pebble-cache=some"}, "want blocks or total"},
 		{[]string{"-threads=0"}, "bad thread count"},
 		{[]string{"-max-data=12XB"}, "bad size"},
 		{[]string{"-max-data=1KiB"}, "holds only"},

@@ -137,7 +137,8 @@ func variantRuns(variant, engine string) bool {
 
 // storeConfigFor is the configuration of variant.
 func storeConfigFor(cfg *config, variant string) storeConfig {
-	scfg := storeConfig{cacheSize: cfg.cacheSize, memtableSize: cfg.memtableSize, bloomBits: 10, shaleStats: cfg.stats}
+	scfg := storeConfig{cacheSize: cfg.cacheSize, memtableSize: cfg.memtableSize, bloomBits: 10, shaleStats: cfg.stats,
+		pebbleCacheTotal: cfg.pebbleCache == "total"}
 	switch variant {
 	case variantRSSEqual:
 		scfg.memtableSize = rssEqualMemtable

@@ -46,6 +46,8 @@ type runMeta struct {
 	MemtableBytes int64     `json:"memtable_bytes"`
 	BatchKeys     int       `json:"batch_keys"`
 	Warmup        string    `json:"warmup"`
+	Note          string    `json:"note,omitempty"`
+	PebbleCache   string    `json:"pebble_cache,omitempty"`
 	DBBenchRaw    []string  `json:"db_bench_raw,omitempty"`
 }
 
@@ -109,7 +111,7 @@ func runParent(cfg *config, stdout io.Writer) error {
 		MaxDataBytes: cfg.maxData, KeySize: keySize, ValueSize: cfg.valueSize, NumKeys: cfg.numKeys(),
 		Dir: cfg.dir, DirKind: fsKind(cfg.dir), Threads: cfg.threads, PhaseDuration: cfg.phaseDuration.String(),
 		LoadAvgBefore: loadAvg(), Engines: engines, RocksDB: rocksNote,
-		CacheBytes: cfg.cacheSize, MemtableBytes: cfg.memtableSize, BatchKeys: cfg.batchKeys, Warmup: cfg.warmup.String(),
+		Note: cfg.note, PebbleCache: cfg.pebbleCache, CacheBytes: cfg.cacheSize, MemtableBytes: cfg.memtableSize, BatchKeys: cfg.batchKeys, Warmup: cfg.warmup.String(),
 	}
 	rep := &report{}
 	jobs := plannedJobs(cfg, engines)
@@ -182,6 +184,9 @@ func reportFromJSON(cfg *config, stdout io.Writer) error {
 	}
 	if d, err := time.ParseDuration(m.Warmup); err == nil {
 		cfg.warmup = d
+	}
+	if cfg.note != "" {
+		rep.Meta.Note = cfg.note
 	}
 	return writeReport(cfg, rep, stdout)
 }

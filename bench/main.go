@@ -47,6 +47,8 @@ type config struct {
 	rss           bool
 	dbget         bool
 	fromJSON      string
+	note          string
+	pebbleCache   string
 }
 
 func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
@@ -79,6 +81,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.batchKeys, "batch-keys", 1000000, "keys in the one-batch write of issue 12 (shale and Pebble; 0: skip)")
 	fs.BoolVar(&c.rss, "rss", true, "measure peak RSS in extra children: 4 MiB memtables, and each engine's defaults")
 	fs.StringVar(&c.fromJSON, "from-json", "", "measure nothing: print the report of an earlier run's -json file (with that run's flags)")
+	fs.StringVar(&c.pebbleCache, "pebble-cache", "blocks", "Pebble's cache: blocks (cache + 2 × memtable, since Pebble charges its memtables to the cache: its blocks get -cache) or total (exactly -cache, memtables charged)")
+	fs.StringVar(&c.note, "note", "", "a sentence for the report's header (e.g. why the run is small)")
 	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -130,6 +134,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.batchKeys < 0 {
 		return nil, errors.Newf("-batch-keys %d: want 0 (skip) or more", c.batchKeys)
+	}
+	if c.pebbleCache != "blocks" && c.pebbleCache != "total" {
+		return nil, errors.Newf("-pebble-cache=%q: want blocks or total", c.pebbleCache)
 	}
 	switch c.rocksdb {
 	case "auto", "install", "off":

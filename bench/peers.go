@@ -32,7 +32,7 @@ func openPebble(dir string, cfg storeConfig) (*pebbleStore, error) {
 		}
 		return &pebbleStore{db: db}, nil
 	}
-	cache := pebble.NewCache(cfg.cacheSize)
+	cache := pebble.NewCache(cfg.pebbleCacheSize())
 	defer cache.Unref()
 	opts := &pebble.Options{
 		Cache:              cache,

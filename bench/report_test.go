@@ -148,3 +148,16 @@ func TestReportFromJSON(t *testing.T) {
 	require.Contains(t, s, "8 MiB block cache, 4 MiB memtable")
 	require.NotContains(t, s, "8 threads")
 }
+
+func TestPebbleCacheSize(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  storeConfig
+		want int64
+	}{
+		{storeConfig{cacheSize: 32 << 20, memtableSize: 64 << 20}, 160 << 20},
+		{storeConfig{cacheSize: 32 << 20, memtableSize: 4 << 20}, 40 << 20},
+		{storeConfig{cacheSize: 32 << 20, memtableSize: 64 << 20, pebbleCacheTotal: true}, 32 << 20},
+	} {
+		require.Equal(t, tc.want, tc.cfg.pebbleCacheSize(), "%+v", tc.cfg)
+	}
+}

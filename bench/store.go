@@ -57,6 +57,21 @@ type storeConfig struct {
 	// mmap case): mmap reads, no block cache, no compression, restart
 	// interval 1, checksums verified. Only shale and RocksDB offer it.
 	dbgetShape bool
+	// pebbleCacheTotal gives Pebble a cache of exactly cacheSize. Pebble
+	// charges its memtables to its block cache (Cache.Reserve of each
+	// memtable's size, the mutable one and one kept for recycling), so
+	// with 64 MiB memtables and a 32 MiB cache it caches no blocks at all.
+	// By default Pebble's cache is cacheSize + 2 × memtableSize, so that
+	// its blocks get as much cache as the other engines' do.
+	pebbleCacheTotal bool
+}
+
+// pebbleCacheSize is the capacity of Pebble's cache for cfg.
+func (cfg storeConfig) pebbleCacheSize() int64 {
+	if cfg.pebbleCacheTotal {
+		return cfg.cacheSize
+	}
+	return cfg.cacheSize + 2*cfg.memtableSize
 }
 
 var engineNames = []string{"shale", "pebble", "goleveldb", "badger"}

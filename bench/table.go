@@ -227,6 +227,16 @@ func printReport(w io.Writer, cfg *config, rep *report) {
 		fmt.Fprintf(w, "- **taken under load**: other work was running on this machine (1-minute load average up to %s on %d cores); treat differences inside the spread as noise\n",
 			fmt3(slices.Max(m.Load1)), m.CPUs)
 	}
+	switch m.PebbleCache {
+	case "blocks":
+		fmt.Fprintf(w, "- Pebble's cache: %s + 2 × the memtable size, because Pebble charges its memtables (the mutable one and one kept for recycling) to its block cache; its blocks get about the same cache as the others' (`-pebble-cache=total` gives it exactly %s)\n",
+			formatSize(cfg.cacheSize), formatSize(cfg.cacheSize))
+	case "total":
+		fmt.Fprintf(w, "- Pebble's cache: exactly %s, with its memtables charged to it: with memtables as large as the cache it caches (almost) no blocks\n", formatSize(cfg.cacheSize))
+	}
+	if m.Note != "" {
+		fmt.Fprintf(w, "- note: %s\n", m.Note)
+	}
 	if m.RocksDB != "" {
 		fmt.Fprintf(w, "- RocksDB: %s\n", m.RocksDB)
 	}
