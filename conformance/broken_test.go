@@ -319,7 +319,35 @@ var (
 	brokenMistagged     = registerBroken("conformance-broken-get-via-multiget", func(c *modelConn) driver.DriverConn { return getViaMultiGetConn{c} })
 	brokenNoConflicts   = registerBroken("conformance-broken-no-conflicts", func(c *modelConn) driver.DriverConn { return lastWriterWinsConn{c} })
 	brokenLiveIter      = registerBroken("conformance-broken-live-iterator", func(c *modelConn) driver.DriverConn { return liveIterConn{c} })
+	brokenInclusive     = registerBroken("conformance-broken-inclusive-range", func(c *modelConn) driver.DriverConn { return inclusiveRangeConn{c} })
+	brokenLiveSnapshot  = registerBroken("conformance-broken-live-snapshot", func(c *modelConn) driver.DriverConn { return liveSnapshotConn{c} })
 )
+
+// inclusiveRangeConn's DeleteRange deletes its end key too.
+type inclusiveRangeConn struct{ *modelConn }
+
+func (c inclusiveRangeConn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
+	return c.modelConn.DeleteRange(ctx, wo, start, append(slices.Clip(end), 0))
+}
+
+// liveSnapshotConn's snapshots read the database as it is now.
+type liveSnapshotConn struct{ *modelConn }
+
+func (c liveSnapshotConn) NewSnapshot(ctx context.Context) (driver.DriverSnapshot, error) {
+	return liveSnapshot{c.modelConn}, nil
+}
+
+type liveSnapshot struct{ c *modelConn }
+
+func (s liveSnapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
+	return s.c.Get(ctx, req, key)
+}
+
+func (s liveSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest, o driver.IterOptions) (driver.Iter, error) {
+	return s.c.NewIterator(ctx, req, o)
+}
+
+func (liveSnapshot) Close() error { return nil }
 
 func TestBrokenDrivers(t *testing.T) {
 	for _, tc := range []struct {
@@ -356,6 +384,10 @@ func TestBrokenDrivers(t *testing.T) {
 		{brokenDropsPriority, []string{"RateLimiterCharging"},
 			[]string{"DB.Get with ReadOptions{RateLimiterPriority: PriorityUser} read table files but charged the " +
 				"rate limiter 0 requests, 0 bytes"}},
+		{brokenInclusive, []string{"DeleteRange"},
+			[]string{`after DeleteRange("b", "c") (the end is exclusive): Get("c") failed`, `want "vc"`}},
+		{brokenLiveSnapshot, []string{"Snapshot"},
+			[]string{"in a snapshot taken before later writes", `Get("key00005") = "new"; want "old"`}},
 		{brokenDropsPriority, []string{"ConnSession"},
 			[]string{"Conn.Get on a session with default priority User charged the rate limiter 0 requests, 0 bytes"}},
 	} {
@@ -389,7 +421,7 @@ func TestBrokenDrivers(t *testing.T) {
 // fail pass against the unbroken model on the same recorder.
 func TestModelOnRecorder(t *testing.T) {
 	for _, name := range []string{"CRUD", "BatchAtomicity", "MultiGet", "IteratorBounds", "IteratorSnapshot", "StatisticsPerActivity",
-		"TxConflict", "ContextCancel", "RateLimiterCharging", "ConnSession"} {
+		"TxConflict", "ContextCancel", "RateLimiterCharging", "ConnSession", "DeleteRange", "Snapshot"} {
 		t.Run(name, func(t *testing.T) {
 			r := runRecorded(t, modelDriverName, caseNamed(t, name), func(t *testing.T) string { return t.TempDir() })
 			require.False(t, r.Failed(), "errors: %s", strings.Join(r.errors, "\n"))
