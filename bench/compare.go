@@ -107,7 +107,7 @@ func runParent(cfg *config, stdout io.Writer) error {
 		Date: time.Now().UTC().Format("2006-01-02 15:04"), Commit: commit, CommitNote: note,
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), CPUModel: cpuModel(), RAM: memTotal(),
 		GoVersion:    runtime.Version(),
-		Command:      "go run . " + strings.Join(os.Args[1:], " "),
+		Command:      "go run . " + shellJoin(os.Args[1:]),
 		MaxDataBytes: cfg.maxData, KeySize: keySize, ValueSize: cfg.valueSize, NumKeys: cfg.numKeys(),
 		Dir: cfg.dir, DirKind: fsKind(cfg.dir), Threads: cfg.threads, PhaseDuration: cfg.phaseDuration.String(),
 		LoadAvgBefore: loadAvg(), Engines: engines, RocksDB: rocksNote,
@@ -232,6 +232,19 @@ func dbBenchVersion(bin string) string {
 		s += fmt.Sprintf(" (Debian %s %s)", rocksdbPackage, strings.TrimSpace(string(out)))
 	}
 	return s
+}
+
+// shellJoin joins args so that a shell reads them back: an argument with
+// spaces or quotes is single-quoted.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\;&|()<>*?") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }
 
 func memTotal() string {

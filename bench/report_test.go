@@ -161,3 +161,8 @@ func TestPebbleCacheSize(t *testing.T) {
 		require.Equal(t, tc.want, tc.cfg.pebbleCacheSize(), "%+v", tc.cfg)
 	}
 }
+
+func TestShellJoin(t *testing.T) {
+	require.Equal(t, `-rounds 5 -note 'under load; it'\''s small' -out RESULTS.md`,
+		shellJoin([]string{"-rounds", "5", "-note", "under load; it's small", "-out", "RESULTS.md"}))
+}
