@@ -56,11 +56,47 @@
 // Get, Put and Delete are one RPC each. A found empty value is a non-nil
 // empty slice.
 //
-// Write sends a batch as one Txn holding the last write of each key (etcd
-// refuses a Txn that writes a key twice): it applies entirely or not at
-// all. A batch of more distinct keys than max_txn_ops, or larger than
-// max_request_bytes, fails with an error matching ErrInvalidArgument that
-// names the limit, before anything is sent.
+// Write sends a batch as one Txn: it applies entirely or not at all. etcd
+// refuses a Txn that writes a key twice or puts a key one of its deletions
+// covers, so the Txn holds the batch's effect rather than its list: the last
+// write of each key, and its range deletions merged and cut around the keys
+// put after them (a put before a range deletion covering it is dropped, as
+// the deletion erases it). A batch whose Txn would hold more operations than
+// max_txn_ops, or that is larger than max_request_bytes, fails with an error
+// matching ErrInvalidArgument that names the limit, before anything is sent.
+//
+// DeleteRange is one etcd DeleteRange RPC of [start, end) within the
+// namespace: one write, whatever the number of keys.
+//
+// # Durability and write options
+//
+// A write that returns was committed by a quorum of members, each of which
+// appended it to its write-ahead log and, unless the cluster runs with
+// --unsafe-no-fsync, fsynced it first. So every write is what
+// WriteOptions.Sync asks for, and Sync changes nothing; SyncWAL has nothing
+// to sync and returns nil once a linearizable read shows the cluster
+// reachable with a leader. WriteOptions.DisableWAL asks for a write that
+// skips the log, which etcd cannot do: a Put, Delete, DeleteRange or Write
+// with it, or a read-write BeginTx whose commit would carry it, fails with an
+// error matching driver.ErrNotSupported and writes nothing, rather than
+// silently being durable. WriteOptions.RateLimiterPriority changes nothing
+// (the rate limiter charges reads only).
+//
+// # Snapshots and checkpoints
+//
+// NewSnapshot reads the current revision (one linearizable read) and pins
+// it: the snapshot's Get, MultiGet and iterators read at that revision,
+// from etcd's history. Compact of this DB stays below it until the snapshot
+// and its iterators are closed; a compaction by anyone else past it makes
+// the snapshot's reads fail with an error matching [ErrSnapshotCompacted].
+// An open snapshot costs the cluster the history it keeps from compaction.
+//
+// Checkpoint is not implemented (DB.Checkpoint returns an error matching
+// driver.ErrNotSupported): the contract is a copy in a directory that the
+// same driver opens as a database, and an etcd DB is a namespace of a
+// cluster, not a directory. etcd's own backup, a snapshot of a member's
+// whole key space (every namespace) that etcdutl restores into a new
+// cluster, is `etcdctl snapshot save` (the client's Maintenance.Snapshot).
 //
 // MultiGet sends Txns of at most max_txn_ops Ranges; every Txn after the
 // first reads at the first's revision, so the result is one snapshot, in
@@ -84,8 +120,16 @@
 // then, as etcd compares an absent key — and fails, applying nothing, with
 // an error matching driver.ErrConflict that names the keys that changed.
 // Keys only scanned by the transaction's iterators are not compared. A
-// transaction touching more keys than max_txn_ops cannot commit (etcd
-// compares them in one Txn); it fails with ErrInvalidArgument. A Commit, or
+// transaction's DeleteRange hides its range from the transaction's reads
+// and adds to Commit one comparison over the whole range — every key in it
+// must have a ModRevision no later than the begin revision — so a key that
+// another writer created or changed in the range since BeginTx is a
+// conflict (a key it deleted there is not: the transaction deletes it too,
+// with the same outcome). etcd evaluates that comparison by visiting every
+// key of the range, so it costs the Commit time in proportion to the keys
+// the range holds. A transaction touching more keys (plus deleted ranges)
+// than max_txn_ops cannot commit (etcd compares them in one Txn); it fails
+// with ErrInvalidArgument. A Commit, or
 // a write, whose outcome is unknown — it timed out, its context was
 // cancelled, or the connection was lost after it was sent — fails with an
 // error matching [ErrOutcomeUnknown], never as a success.
