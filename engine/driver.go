@@ -320,8 +320,9 @@ type driverTx struct {
 }
 
 var (
-	_ driver.DriverTx      = (*driverTx)(nil)
-	_ driver.TxMultiGetter = (*driverTx)(nil)
+	_ driver.DriverTx       = (*driverTx)(nil)
+	_ driver.TxMultiGetter  = (*driverTx)(nil)
+	_ driver.TxRangeDeleter = (*driverTx)(nil)
 )
 
 func (t *driverTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
@@ -364,6 +365,10 @@ func (t *driverTx) Put(ctx context.Context, key, value []byte) error {
 }
 
 func (t *driverTx) Delete(ctx context.Context, key []byte) error { return t.tx.Delete(ctx, key) }
+
+func (t *driverTx) DeleteRange(ctx context.Context, start, end []byte) error {
+	return t.tx.DeleteRange(ctx, start, end)
+}
 
 func (t *driverTx) Commit() error { return t.tx.Commit() }
 

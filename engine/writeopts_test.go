@@ -273,3 +273,40 @@ func TestDriverSnapshot(t *testing.T) {
 	_, err = db.NewSnapshot(bgCtx)
 	require.NoError(t, err)
 }
+
+// TestDriverDeleteRange: DB.DeleteRange, a Batch's range deletion and
+// Tx.DeleteRange reach the engine through the façade.
+func TestDriverDeleteRange(t *testing.T) {
+	db := driver.OpenDB(NewConnector(crashedDir, smallOptions(vfs.NewMem())))
+	defer db.Close()
+	for i := range 20 {
+		require.NoError(t, db.Put(bgCtx, key(i), []byte("v")))
+	}
+	require.NoError(t, db.DeleteRange(bgCtx, key(2), key(5)))
+	var b driver.Batch
+	b.Put(key(100), []byte("v"))
+	b.DeleteRange(key(8), key(10))
+	b.Put(key(9), []byte("again")) // after the range deletion: it stays
+	require.NoError(t, db.Write(bgCtx, &b))
+	tx, err := db.BeginTx(bgCtx, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx.DeleteRange(bgCtx, key(12), key(14)))
+	require.NoError(t, tx.Commit())
+	require.NoError(t, db.Flush(bgCtx))
+
+	it, err := db.NewIterator(bgCtx, nil)
+	require.NoError(t, err)
+	var got []string
+	for ok := it.First(); ok; ok = it.Next() {
+		got = append(got, string(it.Key()))
+	}
+	require.NoError(t, it.Close())
+	var want []string
+	for _, i := range []int{0, 1, 5, 6, 7, 9, 10, 11, 14, 15, 16, 17, 18, 19, 100} {
+		want = append(want, string(key(i)))
+	}
+	require.Equal(t, want, got)
+	v, err := db.Get(bgCtx, key(9))
+	require.NoError(t, err)
+	require.Equal(t, "again", string(v))
+}
