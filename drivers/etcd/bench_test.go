@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -132,4 +133,32 @@ func BenchmarkHashKV(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(resp.Count), "keys")
+}
+
+// BenchmarkDeleteRange10k deletes a range of 10,000 keys: one DeleteRange
+// RPC, one Raft round. Writing the keys back (20 batches) is not timed.
+func BenchmarkDeleteRange10k(b *testing.B) {
+	const n = 10000
+	db := openDB(b, "")
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for start := 0; start < n; start += 500 {
+			var batch driver.Batch
+			for j := start; j < start+500; j++ {
+				batch.Put(benchKey(j), make([]byte, 100))
+			}
+			if err := db.Write(bg, &batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if err := db.DeleteRange(bg, benchKey(0), benchKey(n)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if _, err := db.Get(bg, benchKey(n/2)); !errors.Is(err, driver.ErrNotFound) {
+		b.Fatalf("after DeleteRange, Get = %v; want ErrNotFound", err)
+	}
+	b.ReportMetric(n, "keys/op")
 }
