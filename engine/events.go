@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/memtable"
 )
 
 // EventListener is told about the database's background work: flushes and
@@ -406,4 +409,86 @@ func severityName(s bgSeverity) string {
 		return "fatal"
 	}
 	return "none"
+}
+
+// The helpers below turn the engine's own values into events, so that each
+// call site in flush.go, compaction.go, write.go, open.go and bgerror.go is
+// one line.
+
+// flushEvent is a flush in progress, for endFlushEvent.
+type flushEvent struct {
+	info  FlushInfo
+	start time.Time
+}
+
+// startFlushEvent reports the start of a background flush of mem.
+func (d *DB) startFlushEvent(mem *memtable.MemTable) flushEvent {
+	ev := flushEvent{info: FlushInfo{InputBytes: uint64(mem.ApproximateSize()), InputEntries: uint64(mem.Count())},
+		start: time.Now()}
+	d.notifyFlushBegin(ev.info)
+	return ev
+}
+
+// endFlushEvent reports the end of the flush ev: its table (tw, nil when
+// the memtable held nothing to write) when err is nil.
+func (d *DB) endFlushEvent(ev flushEvent, tw *tableWriter, err error) {
+	info := ev.info
+	info.Duration = time.Since(ev.start)
+	info.Err = err
+	if err == nil && tw != nil && tw.meta != nil {
+		out := TableInfo{FileNum: uint64(tw.meta.FileNum), Level: 0, Size: tw.meta.Size, Reason: "flush"}
+		d.notifyTableCreated(out)
+		info.Output = &out
+	}
+	d.notifyFlushEnd(info)
+}
+
+// compactionEvent is a compaction in progress, for endCompactionEvent.
+type compactionEvent struct {
+	info  CompactionInfo
+	start time.Time
+}
+
+// startCompactionEvent reports the start of compaction c.
+func (d *DB) startCompactionEvent(c *compact.Compaction) compactionEvent {
+	info := CompactionInfo{Level: c.Level, OutputLevel: c.OutputLevel, TrivialMove: c.TrivialMove, Manual: c.Manual}
+	info.Inputs = append(tableInfos(c.Level, c.Inputs[0]), tableInfos(c.OutputLevel, c.Inputs[1])...)
+	if !c.TrivialMove {
+		for _, t := range info.Inputs {
+			info.BytesRead += t.Size
+		}
+	}
+	d.notifyCompactionBegin(info)
+	return compactionEvent{info: info, start: time.Now()}
+}
+
+// endCompactionEvent reports the end of the compaction ev, whose outputs
+// (none for a trivial move) are installed when err is nil.
+func (d *DB) endCompactionEvent(ev compactionEvent, outputs tableOutputs, err error) {
+	info := ev.info
+	info.Duration = time.Since(ev.start)
+	info.Err = err
+	if err == nil {
+		for _, tw := range outputs {
+			if tw.meta == nil {
+				continue
+			}
+			out := TableInfo{FileNum: uint64(tw.meta.FileNum), Level: info.OutputLevel, Size: tw.meta.Size, Reason: "compaction"}
+			d.notifyTableCreated(out)
+			info.Outputs = append(info.Outputs, out)
+			info.BytesWritten += out.Size
+		}
+	} else {
+		info.BytesRead = 0
+	}
+	d.notifyCompactionEnd(info)
+}
+
+// removeObsoleteFile deletes the obsolete file name (of kind and number
+// num) for deleteObsoleteFiles, and reports a table's deletion.
+func (d *DB) removeObsoleteFile(kind manifest.FileKind, num manifest.FileNum, name string) {
+	err := d.fs.Remove(filepath.Join(d.dirname, name))
+	if kind == manifest.FileKindTable {
+		d.notifyTableDeleted(num, err)
+	}
 }
