@@ -49,6 +49,13 @@ var examples = []struct {
 		`^foreground Gets: [1-9]\d*, `,
 		`^  shale.rate.limiter.requests.read +[1-9]\d*$`,
 	}},
+	{"backup", []string{
+		`^batch: 6 writes, \d+ bytes$`,
+		`^sessions: 2 live, 5 in the snapshot$`,
+		`^account:alice: balance=70 now, balance=100 in the snapshot$`,
+		`^a second Checkpoint into the same directory is refused$`,
+		`^backup: 2 sessions, account:alice balance=70, account:bob not found$`,
+	}},
 	{"transactions", []string{
 		`^transfer 30: inside the transaction alice=70 bob=80; outside alice=100$`,
 		`^after Commit: alice=70$`,
