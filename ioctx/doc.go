@@ -29,6 +29,16 @@
 // here. Compare activities by name ([Activity.String]) or with
 // [Activity.RocksDBValue], never by number across the two systems.
 //
+// # Writes
+//
+// A write carries [WriteOptions] in its context ([WithWriteOptions]): Sync,
+// DisableWAL and the rate-limiter priority of its WAL bytes. The façade reads
+// them once per call with [WriteOptionsFrom], merges them over a session's
+// defaults with [MergeWrite] (a flag set in either applies, a priority other
+// than Total overrides), and passes the result by value to the driver, which
+// never looks in the context again. The zero value is RocksDB's default
+// WriteOptions: not synced, WAL on, not charged.
+//
 // This package imports only the standard library, so every layer of shale
 // may use its types.
 package ioctx

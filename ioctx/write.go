@@ -18,8 +18,10 @@ type WriteOptions struct {
 
 	// DisableWAL applies the write to the memtable only. Such a write is
 	// lost by any crash until the memtable holding it is flushed to a table
-	// file; a later synced write does not make it durable. Sync has no
-	// effect on it.
+	// file; a later synced write does not make it durable. Setting Sync as
+	// well is an error matching ErrInvalidArgument (RocksDB: "Sync writes
+	// has to enable WAL"); a database's own sync-every-write setting does
+	// not apply to it.
 	DisableWAL bool
 
 	// RateLimiterPriority is the priority at which the write's WAL bytes are
