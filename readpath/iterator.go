@@ -138,9 +138,11 @@ type Iterator struct {
 }
 
 // NewIterator returns an Iterator over v's entries visible at seq (those with
-// sequence numbers <= seq) within opts' bounds. It opens no table: the first
-// positioning call does, through v.Tables, with env. The caller must Close
-// it.
+// sequence numbers <= seq) within opts' bounds. It opens no table (the first
+// positioning call does, through v.Tables, with env), except, when v has
+// range tombstones, the tables within the bounds that have some, to read
+// their tombstones (a failure there is the Iterator's Error). The caller
+// must Close it.
 //
 // Every write numbered <= seq must already be in v's memtables, as it is
 // when seq is a sequence number the engine has published: the Iterator
