@@ -215,7 +215,6 @@ func TestEventHelpers(t *testing.T) {
 	require.Empty(t, moved.Outputs)
 	require.NoError(t, rec.infos[10].(TableDeleteInfo).Err)
 	require.Error(t, rec.infos[11].(TableDeleteInfo).Err)
-
 }
 
 // TestEventsFromEngine checks the whole chain once the call sites are in

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/invariants"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTaggedReadAllocations: at LevelAll, a Get, a MultiGet and an iterator
+// carrying a tag and a PerfContext allocate what they do without them
+// (GetPinned nothing; a copying Get its copy), through the engine and
+// through the façade, and fill the sink and the tag's statistics.
+func TestTaggedReadAllocations(t *testing.T) {
+	if invariants.RaceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	tag := ioctx.MustRegisterTag("engine-test-tagged", ioctx.TagOptions{})
+	opts := smallOptions(nil)
+	opts.BlockCacheSize = 64 << 20
+	st := statistics.New(statistics.LevelAll)
+	opts.Statistics = st
+	db, _ := openTestDB(t, opts)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 3000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = key(i)
+		require.NoError(t, db.Put(ctx, keys[i], value(rng, 100)))
+	}
+	require.NoError(t, db.Flush(ctx))
+	perf := &ioctx.PerfContext{}
+	tctx := ioctx.WithReadOptions(ctx, ioctx.ReadOptions{Tag: tag, Perf: perf})
+	for _, k := range keys { // warm the cache, and the tag's statistics
+		v, err := db.GetPinned(tctx, k)
+		require.NoError(t, err)
+		v.Release()
+	}
+	c := perf.Counts()
+	require.Positive(t, c.TablesConsulted)
+	require.Positive(t, c.BlockCacheMisses)
+	require.Positive(t, c.FileReads)
+	ts := st.Tag(tag.RocksDBValue(), tag.String())
+	require.NotNil(t, ts)
+	require.Positive(t, ts.TickerCount(statistics.TagBytesRead))
+	require.Positive(t, ts.HistogramSnapshot().Count)
+
+	i := 0
+	allocs := testing.AllocsPerRun(2000, func() {
+		v, err := db.GetPinned(tctx, keys[i%n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Release()
+		i += 13
+	})
+	require.Zero(t, allocs, "GetPinned with a tag and a sink")
+	require.Positive(t, ts.TickerCount(statistics.TagBlockCacheHit))
+
+	fdb := driver.OpenDB(&connector{db: db})
+	allocs = testing.AllocsPerRun(2000, func() {
+		if _, err := fdb.Get(tctx, keys[i%n]); err != nil {
+			t.Fatal(err)
+		}
+		i += 13
+	})
+	require.LessOrEqual(t, allocs, 1.0, "driver.DB.Get with a tag and a sink (the copy)")
+}
