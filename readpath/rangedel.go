@@ -1,6 +1,7 @@
 package readpath
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/cockroachdb/errors"
@@ -38,8 +39,32 @@ type delFilter struct {
 	seq  base.SeqNum
 	// own is the source's own tombstones, newer those of the newer sources
 	// (nil entries left out).
-	own   *rangedel.Set
-	newer []*rangedel.Set
+	own   tombstones
+	newer []tombstones
+}
+
+// tombstones is a Set with the last gap between its fragments that a key
+// fell in: the keys of a scan arrive in order, so most of them fall in the
+// same gap and cost two comparisons instead of a binary search.
+type tombstones struct {
+	set    *rangedel.Set
+	lo, hi []byte // the gap [lo, hi), nil bounds unbounded, when inGap
+	inGap  bool
+}
+
+// covering is Set.Covering, through the cached gap.
+func (t *tombstones) covering(key []byte, readSeq base.SeqNum) (base.SeqNum, *rangedel.Fragment) {
+	if t.set == nil {
+		return 0, nil
+	}
+	if t.inGap && (t.lo == nil || bytes.Compare(t.lo, key) <= 0) && (t.hi == nil || bytes.Compare(key, t.hi) < 0) {
+		return 0, nil
+	}
+	if lo, hi, ok := t.set.Gap(key); ok {
+		t.lo, t.hi, t.inGap = lo, hi, true
+		return 0, nil
+	}
+	return t.set.Covering(key, readSeq)
 }
 
 var _ base.InternalIterator = (*delFilter)(nil)
@@ -52,13 +77,13 @@ outer:
 		if p > f.seq {
 			return kv // invisible: the Iterator skips it
 		}
-		for _, s := range f.newer {
-			if tseq, fr := s.Covering(kv.K.UserKey, f.seq); tseq > p {
+		for i := range f.newer {
+			if tseq, fr := f.newer[i].covering(kv.K.UserKey, f.seq); tseq > p {
 				kv = f.iter.SeekGE(fr.End)
 				continue outer
 			}
 		}
-		if tseq, _ := f.own.Covering(kv.K.UserKey, f.seq); tseq > p {
+		if tseq, _ := f.own.covering(kv.K.UserKey, f.seq); tseq > p {
 			kv = f.iter.Next()
 			continue
 		}
@@ -75,13 +100,13 @@ outer:
 		if p > f.seq {
 			return kv
 		}
-		for _, s := range f.newer {
-			if tseq, fr := s.Covering(kv.K.UserKey, f.seq); tseq > p {
+		for i := range f.newer {
+			if tseq, fr := f.newer[i].covering(kv.K.UserKey, f.seq); tseq > p {
 				kv = f.iter.SeekLT(fr.Start)
 				continue outer
 			}
 		}
-		if tseq, _ := f.own.Covering(kv.K.UserKey, f.seq); tseq > p {
+		if tseq, _ := f.own.covering(kv.K.UserKey, f.seq); tseq > p {
 			kv = f.iter.Prev()
 			continue
 		}
@@ -151,7 +176,12 @@ func wrapRangeDels(children []base.InternalIterator, sets []*rangedel.Set, seq b
 	var newer []*rangedel.Set
 	for i, c := range children {
 		if sets[i] != nil || len(newer) > 0 {
-			filters[i] = delFilter{iter: c, seq: seq, own: sets[i], newer: newer[:len(newer):len(newer)]}
+			// Each filter has its own gap caches.
+			ts := make([]tombstones, len(newer))
+			for j, s := range newer {
+				ts[j].set = s
+			}
+			filters[i] = delFilter{iter: c, seq: seq, own: tombstones{set: sets[i]}, newer: ts}
 			children[i] = &filters[i]
 		}
 		if sets[i] != nil {

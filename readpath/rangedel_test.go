@@ -38,7 +38,7 @@ func TestDelFilterSeeksPast(t *testing.T) {
 	}
 	newer := rangedel.New([]rangedel.Tombstone{{Start: []byte("k0001"), End: []byte("k0999"), Seq: 5000}})
 	c := &countingIter{InternalIterator: m.NewIter(nil, nil)}
-	f := &delFilter{iter: c, seq: base.MaxSeqNum, newer: []*rangedel.Set{newer}}
+	f := &delFilter{iter: c, seq: base.MaxSeqNum, newer: []tombstones{{set: newer}}}
 	var keys []string
 	for kv := f.First(); kv != nil; kv = f.Next() {
 		keys = append(keys, string(kv.K.UserKey))
@@ -57,14 +57,14 @@ func TestDelFilterSeeksPast(t *testing.T) {
 	// The source's own tombstone at seq 1001 hides only the entries below
 	// it; invisible to a reader at 400, it hides nothing.
 	own := rangedel.New([]rangedel.Tombstone{{Start: []byte("k0000"), End: []byte("k1000"), Seq: 1001}})
-	f = &delFilter{iter: m.NewIter(nil, nil), seq: base.MaxSeqNum, own: own}
+	f = &delFilter{iter: m.NewIter(nil, nil), seq: base.MaxSeqNum, own: tombstones{set: own}}
 	n := 0
 	for kv := f.First(); kv != nil; kv = f.Next() {
 		require.Greater(t, kv.K.SeqNum(), base.SeqNum(1001))
 		n++
 	}
 	require.Equal(t, 500, n)
-	f = &delFilter{iter: m.NewIter(nil, nil), seq: 400, own: own}
+	f = &delFilter{iter: m.NewIter(nil, nil), seq: 400, own: tombstones{set: own}}
 	n = 0
 	for kv := f.First(); kv != nil; kv = f.Next() {
 		n++

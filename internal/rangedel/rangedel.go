@@ -173,6 +173,36 @@ func (s *Set) Covering(key []byte, readSeq base.SeqNum) (seq base.SeqNum, f *Fra
 	return seq, f
 }
 
+// Gap reports whether key is in no fragment and, if so, the gap of the key
+// space around it that no fragment touches: [lo, hi), a nil bound being
+// unbounded. A reader moving through keys in order caches the gap and skips
+// the search for every key still inside it.
+func (s *Set) Gap(key []byte) (lo, hi []byte, ok bool) {
+	if s == nil {
+		return nil, nil, true
+	}
+	i, j := 0, len(s.frags)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if bytes.Compare(s.frags[h].End, key) <= 0 {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	// s.frags[i] is the first fragment ending after key.
+	if i < len(s.frags) {
+		if bytes.Compare(s.frags[i].Start, key) <= 0 {
+			return nil, nil, false
+		}
+		hi = s.frags[i].Start
+	}
+	if i > 0 {
+		lo = s.frags[i-1].End
+	}
+	return lo, hi, true
+}
+
 // Overlapping returns the fragments that intersect [lo, hi); a nil bound is
 // unbounded.
 func (s *Set) Overlapping(lo, hi []byte) []Fragment {

@@ -113,6 +113,9 @@ func checkSet(t testing.TB, tss []Tombstone, s *Set) {
 		keys = append(keys, x.Start, x.End, append(bytes.Clone(x.Start), 0))
 	}
 	for _, k := range keys {
+		if _, _, inGap := s.Gap(k); inGap != (modelCovering(tss, k, base.MaxSeqNum) == 0) {
+			t.Fatalf("Gap(%q) = %v, but the model covers it: %v", k, inGap, !inGap)
+		}
 		for _, rs := range []base.SeqNum{0, 1, 3, 5, base.MaxSeqNum} {
 			want := modelCovering(tss, k, rs)
 			for _, set := range []*Set{s, d} {
@@ -196,4 +199,28 @@ func FuzzFragmenter(f *testing.F) {
 		}
 		checkSet(t, tss, New(tss))
 	})
+}
+
+func TestGap(t *testing.T) {
+	s := New([]Tombstone{ts("c", "e", 1), ts("g", "i", 2)})
+	for _, tc := range []struct {
+		key, lo, hi string
+		ok          bool
+	}{
+		{"a", "", "c", true}, {"c", "", "", false}, {"d", "", "", false}, {"e", "e", "g", true},
+		{"f", "e", "g", true}, {"h", "", "", false}, {"i", "i", "", true}, {"z", "i", "", true},
+	} {
+		lo, hi, ok := s.Gap([]byte(tc.key))
+		require.Equal(t, tc.ok, ok, tc.key)
+		require.Equal(t, tc.lo, string(lo), tc.key)
+		require.Equal(t, tc.hi, string(hi), tc.key)
+		if ok {
+			seq, _ := s.Covering([]byte(tc.key), base.MaxSeqNum)
+			require.Zero(t, seq)
+		}
+	}
+	lo, hi, ok := (*Set)(nil).Gap([]byte("a"))
+	require.True(t, ok)
+	require.Nil(t, lo)
+	require.Nil(t, hi)
 }
