@@ -46,3 +46,38 @@ func TestOnlyRangeDeleteNotEmpty(t *testing.T) {
 	require.NoError(t, m.AddRangeDelete(1, []byte("a"), []byte("b")))
 	require.False(t, m.Empty())
 }
+
+// TestRangeDeletionsConcurrent: readers take the fragmented Set while a
+// writer adds tombstones; each Set they get is complete for some prefix of
+// the writes and never changes afterwards.
+func TestRangeDeletionsConcurrent(t *testing.T) {
+	m := New(1 << 20)
+	const n = 200
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			b := batch.New()
+			b.DeleteRange([]byte{byte(i)}, []byte{byte(i), 0})
+			if err := m.Apply(b, base.SeqNum(i+1)); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	for {
+		s := m.RangeDeletions()
+		k := s.Len()
+		// The Set holds tombstones 1..k (single-byte keys 0..k-1).
+		for i := range k {
+			if seq, _ := s.Covering([]byte{byte(i)}, base.MaxSeqNum); seq != base.SeqNum(i+1) {
+				t.Fatalf("tombstone %d: seq %d", i, seq)
+			}
+		}
+		select {
+		case <-done:
+			require.Equal(t, n, m.RangeDeletions().Len())
+			return
+		default:
+		}
+	}
+}
