@@ -48,12 +48,13 @@ func TestTagRecordAndExport(t *testing.T) {
 	}
 	wg.Wait()
 	b.RecordTick(TagBlockCacheMiss, 3)
-	b.RecordTick(TagRateLimiterWaitMicros, 700)
+	b.RecordTick(TagRateLimiterWaitMicros, 600)
+	b.RecordRead(0, 0, 100) // a wait, and a read of no bytes (a failed one)
 
 	require.Equal(t, uint64(4000*4096), a.TickerCount(TagBytesRead))
 	require.Equal(t, uint64(4000), a.TickerCount(TagBlockCacheHit))
 	require.Equal(t, uint64(4000), a.HistogramSnapshot().Count)
-	require.Zero(t, b.HistogramSnapshot().Count)
+	require.Equal(t, uint64(1), b.HistogramSnapshot().Count, "the failed read")
 
 	tags := s.Tags()
 	require.Len(t, tags, 2)
@@ -64,6 +65,7 @@ func TestTagRecordAndExport(t *testing.T) {
 	require.Equal(t, TagValue{Value: 0x80, Name: "tenant_b",
 		Tickers:        [NumTagTickers]uint64{TagBlockCacheMiss: 3, TagRateLimiterWaitMicros: 700},
 		FileReadMicros: b.HistogramSnapshot()}, e.Tags[0])
+	require.Equal(t, uint64(1), e.Tags[0].FileReadMicros.Count)
 	require.Equal(t, uint64(4000), e.Tags[1].FileReadMicros.Count)
 
 	str := s.String()
@@ -94,6 +96,7 @@ func TestTagRecordingDoesNotAllocate(t *testing.T) {
 		ts.RecordTick(TagBytesRead, 100)
 		ts.RecordTick(TagBlockCacheHit, 1)
 		ts.RecordReadMicros(12)
+		ts.RecordRead(12, 4096, 3)
 	})
 	require.Zero(t, allocs)
 }

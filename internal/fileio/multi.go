@@ -51,8 +51,8 @@ func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 		}
 	}
 	start := timeIfTimeout(opts)
-	obs := r.observe(opts)
 	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
+	obs := r.observe(opts, &sw)
 	err := r.charge(ctx, opts, nil, &obs, reqs[0].Offset, totalLen(reqs), nil)
 	read := 0
 	if err == nil {
@@ -67,8 +67,8 @@ func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 			}
 		}
 	}
-	sw.Stop()
-	obs.done(read)
+	us := sw.Stop()
+	obs.done(read, us, true)
 	r.opts.Stats.RecordInHistogram(statistics.MultiGetIOBatchSize, uint64(len(reqs)))
 	if err == nil && opts.Timeout > 0 {
 		if err = r.checkTimeout(start, opts.Timeout, reqs[0].Offset, totalLen(reqs)); err != nil {
@@ -181,7 +181,7 @@ func (r *Reader) ReadAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadR
 
 func (r *Reader) completeAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadRequest, done func(*ReadRequest)) {
 	start := timeIfTimeout(opts)
-	obs := r.observe(opts)
+	obs := r.observe(opts, nil)
 	var err error
 	if err = ctx.Err(); err != nil {
 		err = r.ctxError(err, req.Offset, req.Len)
@@ -199,9 +199,9 @@ func (r *Reader) completeAsync(ctx context.Context, opts ioctx.IOOptions, req *R
 		if !errors.Is(err, context.Canceled) {
 			r.opts.Stats.RecordTick(statistics.AsyncReadErrorCount, 1)
 		}
-		obs.done(0)
+		obs.done(0, 0, false)
 	} else {
-		obs.done(req.Len)
+		obs.done(req.Len, 0, false)
 		r.account(req.Len)
 		r.opts.Stats.RecordInHistogram(statistics.AsyncReadBytes, uint64(req.Len))
 	}

@@ -133,3 +133,40 @@ func TestTagBudgetCancel(t *testing.T) {
 	_, err := r.Read(ctx, ioctx.IOOptions{Tag: tag}, 0, 1<<16, make([]byte, 1<<16))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// BenchmarkObserve measures what the tag and sink recording adds to one
+// file read (with the StopWatch the read starts anyway at LevelAll, whose
+// two clock reads are most of "read/unused") and to one block-cache hit:
+// compares only without a tag or a sink ("unused"), and the recording with
+// a tag at LevelAll, with a sink, and with both.
+func BenchmarkObserve(b *testing.B) {
+	tag, ok := ioctx.LookupTag("fileio-bench")
+	if !ok {
+		tag = ioctx.MustRegisterTag("fileio-bench", ioctx.TagOptions{})
+	}
+	st := statistics.New(statistics.LevelAll)
+	r := &Reader{opts: Options{Stats: st}}
+	for _, bc := range []struct {
+		name string
+		opts ioctx.IOOptions
+	}{
+		{"unused", ioctx.IOOptions{Activity: ioctx.ActivityGet}},
+		{"tag", ioctx.IOOptions{Activity: ioctx.ActivityGet, Tag: tag}},
+		{"perf", ioctx.IOOptions{Activity: ioctx.ActivityGet, Perf: &ioctx.PerfContext{}}},
+		{"tag+perf", ioctx.IOOptions{Activity: ioctx.ActivityGet, Tag: tag, Perf: &ioctx.PerfContext{}}},
+	} {
+		b.Run("read/"+bc.name, func(b *testing.B) {
+			for b.Loop() {
+				sw := st.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadGetMicros)
+				obs := r.observe(bc.opts, &sw)
+				us := sw.Stop()
+				obs.done(4096, us, false)
+			}
+		})
+		b.Run("cache-hit/"+bc.name, func(b *testing.B) {
+			for b.Loop() {
+				NoteCacheHit(st, bc.opts)
+			}
+		})
+	}
+}

@@ -133,18 +133,18 @@ func (r *Reader) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n in
 		return nil, r.ctxError(err, off, n)
 	}
 	start := timeIfTimeout(opts)
-	obs := r.observe(opts)
 	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
+	obs := r.observe(opts, &sw)
 	result, err := r.read(ctx, &sw, &obs, opts, off, n, scratch)
-	sw.Stop()
+	us := sw.Stop()
 	if err == nil && opts.Timeout > 0 {
 		err = r.checkTimeout(start, opts.Timeout, off, n)
 	}
 	if err != nil {
-		obs.done(0)
+		obs.done(0, us, false)
 		return nil, err
 	}
-	obs.done(n)
+	obs.done(n, us, false)
 	r.account(n)
 	return result, nil
 }
