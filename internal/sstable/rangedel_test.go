@@ -5,9 +5,13 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/checksum"
+	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/sstable/block"
 	"github.com/stretchr/testify/require"
 )
 
@@ -98,7 +102,42 @@ func TestTableWithoutRangeDelsUnchanged(t *testing.T) {
 func TestAddRangeDeletionOrder(t *testing.T) {
 	w := NewWriter(&bytes.Buffer{}, WriterOptions{})
 	require.NoError(t, w.AddRangeDeletion(frag("c", "e", 3)))
-	require.Error(t, w.AddRangeDeletion(frag("d", "f", 3)), "overlap")
-	require.Error(t, w.AddRangeDeletion(frag("g", "g", 3)), "empty")
-	require.Error(t, w.AddRangeDeletion(frag("g", "h", 3, 4)), "increasing seqs")
+	for name, f := range map[string]rangedel.Fragment{
+		"overlap":         frag("d", "f", 3),
+		"empty":           frag("g", "g", 3),
+		"increasing seqs": frag("g", "h", 3, 4),
+	} {
+		add := func() error { return w.AddRangeDeletion(f) }
+		if invariants.Enabled {
+			require.Panics(t, func() { _ = add() }, name)
+		} else {
+			require.True(t, errors.IsAssertionFailure(add()), name)
+		}
+	}
+	require.NoError(t, w.AddRangeDeletion(frag("e", "f", 2)), "the bad fragments were not added")
+}
+
+// TestRangeDelBlockCorrupt: a damaged range deletion block fails Open, which
+// verifies every meta block, and VerifyChecksums names it.
+func TestRangeDelBlockCorrupt(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, WriterOptions{Checksum: checksum.XXHash64})
+	require.NoError(t, w.AddRangeDeletion(frag("a", "q", 4)))
+	require.NoError(t, w.Add(base.MakeInternalKey([]byte("b"), 1, base.KindSet), []byte("v")))
+	_, err := w.Close()
+	require.NoError(t, err)
+	data := buf.Bytes()
+	r := openTable(t, data, openConfig{})
+	var h block.Handle
+	for _, m := range r.metaHandles {
+		if m.name == MetaRangeDelName {
+			h = m.h
+		}
+	}
+	require.NotZero(t, h.Length)
+	bad := bytes.Clone(data)
+	bad[h.Offset+1] ^= 0x40
+	_, err = tryOpen(memWith(t, bad), openConfig{})
+	require.True(t, base.IsCorruption(err), "%v", err)
+	require.Contains(t, err.Error(), "range deletion")
 }
