@@ -159,7 +159,7 @@ func TestCloseUnderLoad(t *testing.T) {
 				for {
 					key := fmt.Appendf(nil, "k%02d", rng.IntN(60))
 					var err error
-					switch rng.IntN(7) {
+					switch rng.IntN(9) {
 					case 0:
 						_, err = db.Get(ctx, key)
 					case 1:
@@ -203,6 +203,28 @@ func TestCloseUnderLoad(t *testing.T) {
 						}
 					case 6:
 						err = db.VerifyChecksum(ctx)
+					case 7:
+						var s *Snapshot
+						s, err = session.NewSnapshot(ctx)
+						if err == nil {
+							_, gerr := s.Get(ctx, key)
+							report(gerr)
+							var it *Iterator
+							if it, err = s.NewIterator(ctx, nil); err == nil {
+								it.First()
+								if rng.IntN(2) == 0 {
+									// Left open: it keeps the snapshot
+									// until DB.Close.
+									report(it.Close())
+								}
+							}
+							report(err)
+							if rng.IntN(3) > 0 {
+								err = s.Close() // else left for DB.Close
+							}
+						}
+					case 8:
+						err = db.DeleteRange(ctx, key, []byte("k99"))
 					}
 					report(err)
 					if errors.Is(err, ErrClosed) {
@@ -224,5 +246,6 @@ func TestCloseUnderLoad(t *testing.T) {
 		require.Empty(t, conn.violationList())
 		require.Zero(t, conn.openIters)
 		require.Zero(t, conn.openTxs)
+		require.Zero(t, conn.openSnaps)
 	}
 }

@@ -378,6 +378,12 @@ func TestCancelledContext(t *testing.T) {
 	tx, err := db.BeginTx(context.Background(), nil)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
+	snap, err := db.NewSnapshot(context.Background())
+	require.NoError(t, err)
+	defer func() { _ = snap.Close() }()
+	conn.mu.Lock()
+	conn.calls = nil
+	conn.mu.Unlock()
 
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -410,6 +416,15 @@ func TestCancelledContext(t *testing.T) {
 		calls["Conn.Delete"] = func() error { return c.Delete(ctx, []byte("k")) }
 		calls["Conn.Write"] = func() error { return c.Write(ctx, &b) }
 		calls["Conn.BeginTx"] = func() error { _, err := c.BeginTx(ctx, nil); return err }
+		calls["DB.DeleteRange"] = func() error { return db.DeleteRange(ctx, []byte("a"), []byte("b")) }
+		calls["DB.SyncWAL"] = func() error { return db.SyncWAL(ctx) }
+		calls["DB.Checkpoint"] = func() error { return db.Checkpoint(ctx, "/cp") }
+		calls["DB.NewSnapshot"] = func() error { _, err := db.NewSnapshot(ctx); return err }
+		calls["Conn.DeleteRange"] = func() error { return c.DeleteRange(ctx, []byte("a"), []byte("b")) }
+		calls["Snapshot.Get"] = func() error { _, err := snap.Get(ctx, []byte("a")); return err }
+		calls["Snapshot.MultiGet"] = func() error { _, err := snap.MultiGet(ctx, [][]byte{[]byte("a")}); return err }
+		calls["Snapshot.NewIterator"] = func() error { _, err := snap.NewIterator(ctx, nil); return err }
+		calls["Tx.DeleteRange"] = func() error { return tx.DeleteRange(ctx, []byte("a"), []byte("b")) }
 		calls["Tx.Put"] = func() error { return tx.Put(ctx, []byte("k"), nil) }
 		calls["Tx.Delete"] = func() error { return tx.Delete(ctx, []byte("k")) }
 		for name, f := range calls {
@@ -418,6 +433,7 @@ func TestCancelledContext(t *testing.T) {
 			require.ErrorIs(t, err, ctx.Err(), name)
 		}
 		require.Empty(t, conn.recorded(), "a call with a done ctx reached the driver")
+		require.Empty(t, conn.writeOpts, "a write with a done ctx reached the driver")
 	}
 
 	// An iterator whose ctx is cancelled after creation stops.
