@@ -166,3 +166,21 @@ func TestShellJoin(t *testing.T) {
 	require.Equal(t, `-rounds 5 -note 'under load; it'\''s small' -out RESULTS.md`,
 		shellJoin([]string{"-rounds", "5", "-note", "under load; it's small", "-out", "RESULTS.md"}))
 }
+
+func TestBestPeerRatio(t *testing.T) {
+	next := func(us float64) *engineResult {
+		return &engineResult{Reads: []phaseResult{{Name: phaseNext, Threads: 1, Ops: 1, NsPerOp: us * 1e3}}}
+	}
+	rr := roundResults{
+		resultKey("shale", variantMain):       next(1),
+		resultKey("pebble", variantMain):      next(4),
+		resultKey("goleveldb", variantMain):   next(2),
+		resultKey(engineRocksDB, variantMain): next(0.5), // not a Go peer
+	}
+	f := phaseFigure("IterNext/threads=1", "", variantMain, readFigure(phaseNext, 1), false)
+	v, ok := bestPeerRatio(f)(rr)
+	require.True(t, ok)
+	require.Equal(t, 0.5, v)
+	_, ok = bestPeerRatio(f)(roundResults{resultKey("shale", variantMain): next(1)})
+	require.False(t, ok)
+}
