@@ -20,6 +20,16 @@
 // is an error, and the per-IO timeout is the smaller of the time left and
 // [ReadOptions.IOTimeout].
 //
+// # Tags and per-request statistics
+//
+// Next to its activity, a read may carry a [Tag] ([ReadOptions.Tag]),
+// registered once per process with [RegisterTag], which attributes it to a
+// tenant or a job: its reads count in the tag's statistics, take the tag's
+// default priority, and are charged to the tag's own [Budget] if it has
+// one. It may also carry a [PerfContext] ([ReadOptions.Perf]) that the call
+// fills in with what it did. Both travel in [IOOptions] down to the file
+// reader; a read with neither pays a compare or two.
+//
 // # Zero values
 //
 // The zero [ReadOptions] means RocksDB's defaults: activity Unknown,

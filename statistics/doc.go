@@ -26,7 +26,7 @@
 //	LevelExceptDetailedTimers        3      + time histograms (ReportTimeToHistogram, StopWatch)  [default]
 //	LevelExceptTimeForMutex          4      + detailed timers: the five user-read FileRead*
 //	                                          histograms, CompressionTimesNanos,
-//	                                          DecompressionTimesNanos
+//	                                          DecompressionTimesNanos; per-tag statistics
 //	LevelAll                         5      + DB mutex wait time (the DBMutexWaitMicros ticker)
 //
 // So at the default level the aggregate SSTReadMicros and the flush,
@@ -41,6 +41,18 @@
 // recorded, nothing is measured: [Statistics.HistogramEnabled] tells a caller
 // whether to read the clock, and a [StopWatch] whose histograms are all gated
 // off never reads it.
+//
+// # Tags
+//
+// A read attributed to a tag (ioctx.Tag: a tenant, a job) is counted, in
+// addition, in that tag's own statistics ([Statistics.Tag], [TagStats]): a
+// file-read latency histogram and the tickers of [TagTicker] (bytes read,
+// block-cache hits and misses, rate-limiter wait). They are a breakdown of
+// the user reads as the per-activity histograms are, so they are recorded
+// from [TagMinLevel], the level of the detailed timers, and a Statistics
+// makes room for a tag on the tag's first read (the only allocation). They
+// print last in [Statistics.String] ("shale.tag.<name>.bytes.read") and come
+// in [Export.Tags].
 //
 // # Histograms
 //
