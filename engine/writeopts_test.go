@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
@@ -309,4 +310,38 @@ func TestDriverDeleteRange(t *testing.T) {
 	v, err := db.Get(bgCtx, key(9))
 	require.NoError(t, err)
 	require.Equal(t, "again", string(v))
+}
+
+// TestDriverWriteAllocations: a Put, and a Write of a small batch, through
+// the façade into the engine allocate nothing once the memtable's arena
+// and the pools are warm, with write options in ctx.
+func TestDriverWriteAllocations(t *testing.T) {
+	if invariants.RaceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	opts := smallOptions(vfs.NewMem())
+	opts.WriteBufferSize = 64 << 20 // no memtable switch during the runs
+	db := driver.OpenDB(NewConnector(crashedDir, opts))
+	defer db.Close()
+	ctx := ioctx.WithWriteOptions(bgCtx, ioctx.WriteOptions{RateLimiterPriority: ioctx.PriorityLow})
+	k, v := []byte("key-00000000"), make([]byte, 100)
+	var b driver.Batch
+	b.Put(k, v)
+	b.Delete([]byte("gone"))
+	for _, tc := range []struct {
+		name string
+		f    func() error
+	}{
+		{"Put", func() error { return db.Put(ctx, k, v) }},
+		{"Delete", func() error { return db.Delete(ctx, k) }},
+		{"Write", func() error { return db.Write(ctx, &b) }},
+	} {
+		require.NoError(t, tc.f()) // warm the pools
+		allocs := testing.AllocsPerRun(1000, func() {
+			if err := tc.f(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Zero(t, allocs, tc.name)
+	}
 }
