@@ -44,12 +44,16 @@ func findDBBench(mode string) (path, why string) {
 	if mode != "install" {
 		return "", missing
 	}
-	fmt.Fprintf(os.Stderr, "[rocksdb] %s missing: apt-get install -y %s\n", dbBenchBinary, rocksdbPackage)
-	cmd := exec.Command("apt-get", "install", "-y", rocksdbPackage)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Sprintf("apt-get install %s failed (%v): skipping RocksDB", rocksdbPackage, err)
+	fmt.Fprintf(os.Stderr, "[rocksdb] %s missing: apt-get update && apt-get install -y %s\n", dbBenchBinary, rocksdbPackage)
+	// A fresh machine may have no package lists yet: update them first.
+	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", rocksdbPackage}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Sprintf("apt-get %s failed (%v): skipping RocksDB (install Debian's %s to include it)",
+				args[0], err, rocksdbPackage)
+		}
 	}
 	if p, err := exec.LookPath(dbBenchBinary); err == nil {
 		return p, ""
