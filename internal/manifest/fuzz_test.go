@@ -28,6 +28,7 @@ func FuzzVersionEdit(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x80})
 	f.Add([]byte{tagNewFile, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add((&VersionEdit{NewFiles: []NewFileEntry{{Level: 1, Meta: rangeDelFile(7, "a", "m")}}}).Encode(nil))
 	f.Add([]byte{tagDeletedFile, 6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 
 	f.Fuzz(func(t *testing.T, data []byte) {

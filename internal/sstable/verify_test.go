@@ -17,6 +17,7 @@ import (
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable/block"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
@@ -189,6 +190,19 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	} {
 		seeds = append(seeds, buildTable(t, opts, genEntries(rng, 6, 12)))
 	}
+	// Tables with a range deletion block, with and without point entries.
+	for _, es := range [][]entry{genEntries(rng, 4, 8), nil} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, WriterOptions{BlockSize: 32, Checksum: checksum.CRC32C})
+		require.NoError(t, w.AddRangeDeletion(rangedel.Fragment{Start: []byte("a"), End: []byte("k"), Seqs: []base.SeqNum{9, 2}}))
+		require.NoError(t, w.AddRangeDeletion(rangedel.Fragment{Start: []byte("m"), End: []byte("z"), Seqs: []base.SeqNum{5}}))
+		for _, e := range es {
+			require.NoError(t, w.Add(e.key, e.value))
+		}
+		_, err := w.Close()
+		require.NoError(t, err)
+		seeds = append(seeds, buf.Bytes())
+	}
 	return seeds
 }
 
@@ -249,6 +263,9 @@ func exerciseTable(t *testing.T, r *Reader, env ReadEnv) {
 	slices.SortFunc(keys, bytes.Compare)
 	keys = slices.CompactFunc(keys, bytes.Equal)
 	for _, k := range keys {
+		if seq, f := r.RangeDeletions().Covering(k, base.MaxSeqNum); seq != 0 && !f.Contains(k) {
+			t.Fatalf("range deletion fragment [%q, %q) does not contain %q", f.Start, f.End, k)
+		}
 		_, _, _, pin, err := r.Get(ctx, env, k, base.MaxSeqNum)
 		requireCorruption(t, err)
 		pin.Release()
