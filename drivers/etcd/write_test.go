@@ -12,6 +12,7 @@ import (
 
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/ioctx"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // freshConn opens a fresh namespace of the shared cluster as a driver
@@ -487,5 +488,61 @@ func TestTxDeleteRangeFromStart(t *testing.T) {
 		if got, want := scanIter(t, it, reverse), []string{"b=0", "c=0"}; !slices.Equal(got, want) {
 			t.Errorf("scan (reverse %v) after Tx.DeleteRange(nil, b) = %q; want %q", reverse, got, want)
 		}
+	}
+}
+
+// TestSnapshotForeignCompaction: a compaction by someone else past an open
+// snapshot's revision makes its reads fail with ErrSnapshotCompacted.
+func TestSnapshotForeignCompaction(t *testing.T) {
+	db := openDB(t, "")
+	cli := rawClient(t, shared)
+	fill(t, db, 10, "old")
+	snap, err := db.NewSnapshot(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	fill(t, db, 10, "new")
+	if _, err := cli.Compact(bg, currentRev(t, cli), clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.Get(bg, []byte("k001")); !errors.Is(err, ErrSnapshotCompacted) {
+		t.Errorf("Snapshot.Get after a foreign compaction past it = %v; want ErrSnapshotCompacted", err)
+	}
+	if _, err := snap.MultiGet(bg, [][]byte{[]byte("k001"), []byte("k002")}); !errors.Is(err, ErrSnapshotCompacted) {
+		t.Errorf("Snapshot.MultiGet after a foreign compaction past it = %v; want ErrSnapshotCompacted", err)
+	}
+}
+
+// TestWriteRangeLimits: a batch whose Txn, its range deletions cut around
+// the puts inside them, would exceed max_txn_ops fails with
+// ErrInvalidArgument naming the limit before anything is sent; so does a
+// transaction's.
+func TestWriteRangeLimits(t *testing.T) {
+	db := openDB(t, "max_txn_ops=4")
+	var b driver.Batch
+	b.DeleteRange([]byte("a"), []byte("z"))
+	for _, k := range []string{"b", "c", "d"} {
+		b.Put([]byte(k), []byte("v"))
+	}
+	// 3 puts and the range cut into 4 pieces: 7 operations.
+	if err := db.Write(bg, &b); !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), "max_txn_ops") {
+		t.Errorf("Write of 3 puts inside a range deletion with max_txn_ops=4 = %v; want ErrInvalidArgument naming "+
+			"max_txn_ops", err)
+	}
+	if _, err := db.Get(bg, []byte("b")); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("after the refused batch, Get(b) = %v; want ErrNotFound", err)
+	}
+	tx, err := db.BeginTx(bg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.DeleteRange(bg, []byte("a"), []byte("z"))
+	for _, k := range []string{"b", "c", "d"} {
+		tx.Put(bg, []byte(k), []byte("v"))
+	}
+	if err := tx.Commit(); !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), "max_txn_ops") {
+		t.Errorf("Commit of 3 puts inside a range deletion with max_txn_ops=4 = %v; want ErrInvalidArgument naming "+
+			"max_txn_ops", err)
 	}
 }
