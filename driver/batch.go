@@ -180,8 +180,9 @@ type BatchWriter interface {
 
 // Replay calls w's method for each write of the batch, in order. The slices
 // passed to w point into the batch, valid until the batch is modified: w
-// copies what it keeps (a Batch does). Replaying a batch into itself is not
-// allowed.
+// copies what it keeps (a Batch does). Replaying a batch into itself
+// appends a copy of its writes: the replay reads only the writes there were
+// when it began.
 func (b *Batch) Replay(w BatchWriter) {
 	r := b.Reader()
 	for op, ok := r.Next(); ok; op, ok = r.Next() {

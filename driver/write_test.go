@@ -125,6 +125,22 @@ func TestBatchReadBack(t *testing.T) {
 	b.Replay(&rec)
 	require.Equal(t, []string{"Put a 1", "Delete b", "DeleteRange c f", "Put g "}, rec.ops)
 
+	// Replaying into itself doubles the batch, even when it grows.
+	d := Batch{}
+	d.Put([]byte("x"), []byte("1"))
+	d.DeleteRange([]byte("a"), []byte("b"))
+	for range 10 {
+		d.Replay(&d)
+	}
+	require.Equal(t, 2<<10, d.Len())
+	for i, op := range batchOps(&d) {
+		if i%2 == 0 {
+			require.Equal(t, Op{Kind: OpPut, Key: []byte("x"), Value: []byte("1")}, op, i)
+		} else {
+			require.Equal(t, Op{Kind: OpDeleteRange, Key: []byte("a"), Value: []byte("b")}, op, i)
+		}
+	}
+
 	b.Reset()
 	require.Zero(t, b.Len())
 	require.Zero(t, b.Size())
