@@ -84,6 +84,17 @@ func checkAgainst(t *testing.T, rng *rand.Rand, r rdReader, m model, nkeys int, 
 		} else {
 			require.Empty(t, seekWant, "%s: SeekGE(%s)", what, probe)
 		}
+		var ltWant string
+		for _, k := range want {
+			if k < string(probe) {
+				ltWant = k
+			}
+		}
+		if it.SeekLT(probe) {
+			require.Equal(t, ltWant, string(it.Key()), "%s: SeekLT(%s)", what, probe)
+		} else {
+			require.Empty(t, ltWant, "%s: SeekLT(%s)", what, probe)
+		}
 		require.NoError(t, it.Error())
 		require.NoError(t, it.Close())
 		require.Equal(t, want, fwd, "%s: forward scan [%s, %s)", what, lower, upper)
@@ -166,6 +177,20 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 			b.Put(k, []byte("after"))
 			m[string(k)] = "after"
 			require.NoError(t, db.Write(ctx, b, nil))
+		case op < 69:
+			// A transaction: its own reads see its range deletion at once.
+			tx, err := db.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			s, e := randRange()
+			k := key(rng.IntN(nkeys))
+			require.NoError(t, tx.Put(ctx, k, []byte("tx")))
+			m[string(k)] = "tx"
+			require.NoError(t, tx.DeleteRange(ctx, s, e))
+			m.deleteRange(s, e)
+			if _, err := tx.Get(ctx, s); bytes.Compare(s, e) < 0 {
+				require.True(t, errors.Is(err, ErrNotFound), "step %d: Tx Get inside its deleted range: %v", step, err)
+			}
+			require.NoError(t, tx.Commit())
 		case op < 72:
 			require.NoError(t, db.Flush(ctx))
 		case op < 76:
