@@ -20,6 +20,7 @@ import (
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/statistics"
@@ -200,11 +201,40 @@ func (s *testSource) closeAll() {
 // writeTable writes kvs (sorted) as table n into fs and returns its
 // metadata, with the file's CRC-32C recorded as the engine records it.
 func writeTable(t testing.TB, fs vfs.FS, n manifest.FileNum, opts sstable.WriterOptions, kvs []tableKV) *manifest.FileMetadata {
+	return writeTableDels(t, fs, n, opts, kvs, nil)
+}
+
+// takeFragments splits frags at limit: those (and the parts of those) below
+// it, and the rest; a nil limit takes them all.
+func takeFragments(frags []rangedel.Fragment, limit []byte) (below, rest []rangedel.Fragment) {
+	if limit == nil {
+		return frags, nil
+	}
+	for _, f := range frags {
+		switch {
+		case bytes.Compare(f.End, limit) <= 0:
+			below = append(below, f)
+		case bytes.Compare(f.Start, limit) >= 0:
+			rest = append(rest, f)
+		default:
+			below = append(below, rangedel.Fragment{Start: f.Start, End: limit, Seqs: f.Seqs})
+			rest = append(rest, rangedel.Fragment{Start: limit, End: f.End, Seqs: f.Seqs})
+		}
+	}
+	return below, rest
+}
+
+// writeTableDels is writeTable with range deletion fragments too.
+func writeTableDels(t testing.TB, fs vfs.FS, n manifest.FileNum, opts sstable.WriterOptions, kvs []tableKV,
+	frags []rangedel.Fragment) *manifest.FileMetadata {
 	t.Helper()
 	require.NoError(t, fs.MkdirAll(testDir, 0o755))
 	f, err := fs.Create(manifest.TableFileName(testDir, n))
 	require.NoError(t, err)
 	w := sstable.NewWriter(f, opts)
+	for _, f := range frags {
+		require.NoError(t, w.AddRangeDeletion(f))
+	}
 	for _, kv := range kvs {
 		require.NoError(t, w.Add(kv.k, kv.v))
 	}
@@ -218,6 +248,7 @@ func writeTable(t testing.TB, fs vfs.FS, n manifest.FileNum, opts sstable.Writer
 		Smallest: md.Smallest, Largest: md.Largest,
 		SmallestSeqNum: md.SmallestSeqNum, LargestSeqNum: md.LargestSeqNum,
 		FileChecksum: sum, FileChecksumFunc: manifest.ChecksumFuncCRC32C,
+		HasRangeDels: md.NumRangeDeletions > 0,
 	}
 }
 
@@ -231,6 +262,8 @@ type lsm struct {
 	maxSeq base.SeqNum
 	keys   []string // every key ever written, sorted
 	stats  *statistics.Statistics
+	// rangeDels are the range tombstones written (lsmConfig.rangeDelRatio).
+	rangeDels []rangedel.Tombstone
 }
 
 // lsmConfig shapes a random lsm.
@@ -248,6 +281,9 @@ type lsmConfig struct {
 	// emptyMem adds an empty memtable, the newest, as the engine's mutable
 	// memtable is after a flush.
 	emptyMem bool
+	// rangeDelRatio is the share of operations that are range deletions
+	// (of a few keys); 0 writes none.
+	rangeDelRatio float64
 }
 
 func defaultLSMConfig() lsmConfig {
@@ -276,10 +312,19 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 	var seq base.SeqNum
 	nextFile := manifest.FileNum(1)
 
+	var partDels []rangedel.Tombstone // the range deletions of the last part
 	part := func() []tableKV {
 		var kvs []tableKV
+		partDels = nil
 		for range cfg.opsPerPart {
 			seq++
+			if rng.Float64() < cfg.rangeDelRatio {
+				i := rng.IntN(cfg.keySpace)
+				t := rangedel.Tombstone{Start: []byte(testKey(i)), End: []byte(testKey(i + 1 + rng.IntN(8))), Seq: seq}
+				partDels = append(partDels, t)
+				db.rangeDels = append(db.rangeDels, t)
+				continue
+			}
 			key := testKey(rng.IntN(cfg.keySpace))
 			e := testEntry{seq: seq, kind: base.KindSet}
 			if rng.Float64() < cfg.deleteRatio {
@@ -310,6 +355,7 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 
 	for level := cfg.levels; level >= 1; level-- {
 		kvs := part()
+		dels := rangedel.New(partDels).Fragments()
 		// Split the level into files at user-key boundaries.
 		for len(kvs) > 0 {
 			n := min(len(kvs), 1+rng.IntN(cfg.opsPerPart/2+1))
@@ -319,13 +365,23 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 			for n < len(kvs) && bytes.Equal(kvs[n].k.UserKey, kvs[n-1].k.UserKey) {
 				n++
 			}
-			vers.Levels[level] = append(vers.Levels[level], writeTable(t, fs, nextFile, opts(), kvs[:n]))
+			// The file takes the tombstones below the next file's first
+			// key (all that remain, for the last file), as a compaction's
+			// output does.
+			var limit []byte
+			if n < len(kvs) {
+				limit = kvs[n].k.UserKey
+			}
+			var frags []rangedel.Fragment
+			frags, dels = takeFragments(dels, limit)
+			vers.Levels[level] = append(vers.Levels[level], writeTableDels(t, fs, nextFile, opts(), kvs[:n], frags))
 			nextFile++
 			kvs = kvs[n:]
 		}
 	}
 	for range cfg.l0 {
-		f := writeTable(t, fs, nextFile, opts(), part())
+		kvs := part()
+		f := writeTableDels(t, fs, nextFile, opts(), kvs, rangedel.New(partDels).Fragments())
 		nextFile++
 		vers.Levels[0] = append([]*manifest.FileMetadata{f}, vers.Levels[0]...)
 	}
@@ -333,6 +389,9 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 		m := memtable.New(1 << 20)
 		for _, kv := range part() {
 			require.NoError(t, m.Add(kv.k.SeqNum(), kv.k.Kind(), kv.k.UserKey, kv.v))
+		}
+		for _, d := range partDels {
+			require.NoError(t, m.AddRangeDelete(d.Seq, d.Start, d.End))
 		}
 		db.view.Mems = append([]*memtable.MemTable{m}, db.view.Mems...)
 	}

@@ -1,7 +1,9 @@
 package readpath
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -70,4 +72,117 @@ func TestDelFilterSeeksPast(t *testing.T) {
 		n++
 	}
 	require.Equal(t, 1000, n, "entries above the read seq pass through for the Iterator to skip")
+}
+
+// valueAt is the model's value of key at seq, range tombstones included.
+func (db *lsm) valueAt(key string, seq base.SeqNum) ([]byte, bool) {
+	e, ok := db.model.get(key, seq)
+	if !ok || e.kind != base.KindSet {
+		return nil, false
+	}
+	for _, t := range db.rangeDels {
+		if t.Seq <= seq && t.Seq > e.seq && string(t.Start) <= key && key < string(t.End) {
+			return nil, false
+		}
+	}
+	return e.value, true
+}
+
+// visibleAt is model.visible with range tombstones.
+func (db *lsm) visibleAt(seq base.SeqNum, lower, upper []byte) (keys []string, values [][]byte) {
+	for _, k := range db.keys {
+		if lower != nil && k < string(lower) || upper != nil && k >= string(upper) {
+			continue
+		}
+		if v, ok := db.valueAt(k, seq); ok {
+			keys = append(keys, k)
+			values = append(values, v)
+		}
+	}
+	return keys, values
+}
+
+// TestRangeDelModel reads random LSMs holding range tombstones in every
+// kind of source (memtables, L0 tables, tables of deeper levels cut at
+// their boundaries) with Get, MultiGet and iterators driven by random
+// operations within random bounds, at random snapshots, against the model.
+func TestRangeDelModel(t *testing.T) {
+	ctx := context.Background()
+	for s := range uint64(8) {
+		rng := rand.New(rand.NewPCG(s, 77))
+		cfg := defaultLSMConfig()
+		cfg.keySpace, cfg.opsPerPart = 60, 50
+		cfg.rangeDelRatio = 0.08
+		db := buildLSM(t, rng, cfg)
+		require.NotEmpty(t, db.rangeDels)
+		for range 20 {
+			seq := db.randomSeq(rng)
+			var keys [][]byte
+			for i := range cfg.keySpace + 1 {
+				keys = append(keys, []byte(testKey(i)))
+			}
+			out := make([]Result, len(keys))
+			require.NoError(t, MultiGet(ctx, db.view, readEnv(), keys, seq, out))
+			for i, k := range keys {
+				want, ok := db.valueAt(string(k), seq)
+				v, err := Get(ctx, db.view, readEnv(), k, seq)
+				if !ok {
+					require.ErrorIs(t, err, base.ErrNotFound, "seed %d seq %d: Get(%s) = %q", s, seq, k, v.Data)
+					require.False(t, out[i].Found, "seed %d seq %d: MultiGet(%s)", s, seq, k)
+				} else {
+					require.NoError(t, err)
+					require.Equal(t, string(want), string(v.Data), "seed %d seq %d: Get(%s)", s, seq, k)
+					require.True(t, out[i].Found, "seed %d seq %d: MultiGet(%s)", s, seq, k)
+					require.Equal(t, string(want), string(out[i].Value.Data))
+				}
+				v.Release()
+				out[i].Value.Release()
+			}
+
+			var lower, upper []byte
+			if rng.IntN(2) == 0 {
+				lower = []byte(testKey(rng.IntN(cfg.keySpace)))
+				upper = []byte(testKey(rng.IntN(cfg.keySpace + 1)))
+			}
+			mk, mv := db.visibleAt(seq, lower, upper)
+			m := &iterModel{keys: mk, values: mv, lower: lower, upper: upper, none: true}
+			it := NewIterator(ctx, db.view, readEnv(), seq, IterOptions{LowerBound: lower, UpperBound: upper})
+			for step := range 150 {
+				key := []byte(testKey(rng.IntN(cfg.keySpace + 2)))
+				if rng.IntN(2) == 0 {
+					key = append(key, '~')
+				}
+				var ok bool
+				op := rng.IntN(8)
+				switch op {
+				case 0:
+					ok = it.First()
+					m.seekGE(nil)
+				case 1:
+					ok = it.Last()
+					m.seekLT([]byte("\xff"))
+				case 2:
+					ok = it.SeekGE(key)
+					m.seekGE(key)
+				case 3:
+					ok = it.SeekLT(key)
+					m.seekLT(key)
+				case 4, 5:
+					ok = it.Next()
+					m.next()
+				default:
+					ok = it.Prev()
+					m.prev()
+				}
+				require.NoError(t, it.Error())
+				require.Equal(t, m.valid(), ok, "seed %d seq %d step %d op %d", s, seq, step, op)
+				if ok {
+					require.Equal(t, m.keys[m.pos], string(it.Key()), "seed %d seq %d step %d op %d", s, seq, step, op)
+					require.Equal(t, string(m.values[m.pos]), string(it.Value()))
+				}
+			}
+			require.NoError(t, it.Close())
+		}
+		db.src.closeAll()
+	}
 }
