@@ -256,9 +256,11 @@ type Options struct {
 	// recovery dropped or kept aside. Nil means slog.Default().
 	Logger *slog.Logger
 
-	// Sync makes every write wait until its WAL record is durable (fsync).
-	// Without it, a crash can lose the latest acknowledged writes, never
-	// older ones.
+	// Sync makes every write wait until its WAL record is durable (fsync),
+	// as if each asked for WriteOptions.Sync (DisableWAL writes excepted).
+	// Without it, only writes that ask for Sync, and the writes before them,
+	// are durable when acknowledged: a crash can lose the latest other
+	// acknowledged writes, never older ones. DB.SyncWAL syncs on demand.
 	Sync bool
 
 	// RateLimiter is charged for file reads made at a priority other than
