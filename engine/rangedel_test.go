@@ -289,3 +289,76 @@ func TestDeleteRangeEmpty(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1", string(v))
 }
+
+// tableStats sums, over the current version's tables, the point entries in
+// [start, end) and the tables with range tombstones.
+func tableStats(t *testing.T, db *DB, start, end []byte) (points, withDels int) {
+	t.Helper()
+	ctx := context.Background()
+	rs := db.loadReadState()
+	defer rs.unref()
+	for level, files := range rs.current.Levels {
+		for _, f := range files {
+			if f.HasRangeDels {
+				withDels++
+			}
+			ref, err := db.tables.Acquire(ctx, checkReadEnv, f, level)
+			require.NoError(t, err)
+			it, err := ref.Reader.NewIter(ctx, checkReadEnv, start, end)
+			require.NoError(t, err)
+			for kv := it.First(); kv != nil; kv = it.Next() {
+				points++
+			}
+			require.NoError(t, it.Close())
+			ref.Release()
+		}
+	}
+	return points, withDels
+}
+
+// TestCompactionDropsCoveredKeys: a full compaction drops the points a range
+// tombstone covers and, at the bottom with no snapshot, the tombstone too;
+// with a snapshot older than the tombstone, both stay (the snapshot still
+// reads the points).
+func TestCompactionDropsCoveredKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, withSnapshot := range []bool{false, true} {
+		t.Run(fmt.Sprint("snapshot=", withSnapshot), func(t *testing.T) {
+			db := openRangeDelDB(t)
+			for i := range 1000 {
+				require.NoError(t, db.Put(ctx, key(i), []byte("v")))
+			}
+			require.NoError(t, db.Compact(ctx, nil, nil))
+			var snap *Snapshot
+			if withSnapshot {
+				var err error
+				snap, err = db.NewSnapshot()
+				require.NoError(t, err)
+				defer snap.Close()
+			}
+			require.NoError(t, db.DeleteRange(ctx, key(100), key(900)))
+			require.NoError(t, db.Flush(ctx))
+			points, withDels := tableStats(t, db, key(100), key(900))
+			require.Equal(t, 800, points, "before compaction")
+			require.Equal(t, 1, withDels)
+
+			require.NoError(t, db.Compact(ctx, nil, nil))
+			points, withDels = tableStats(t, db, key(100), key(900))
+			if withSnapshot {
+				require.Equal(t, 800, points, "the snapshot still reads them")
+				require.Equal(t, 1, withDels)
+				v, err := snap.Get(ctx, key(500))
+				require.NoError(t, err)
+				require.Equal(t, "v", string(v))
+			} else {
+				require.Zero(t, points)
+				require.Zero(t, withDels, "elided at the bottom")
+			}
+			_, err := db.Get(ctx, key(500))
+			require.True(t, errors.Is(err, ErrNotFound), "%v", err)
+			v, err := db.Get(ctx, key(900))
+			require.NoError(t, err)
+			require.Equal(t, "v", string(v))
+		})
+	}
+}
