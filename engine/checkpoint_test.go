@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/vfs"
@@ -224,4 +225,70 @@ func TestCheckpointFaults(t *testing.T) {
 	}
 	require.Greater(t, failures, 10)
 	t.Logf("the checkpoint made %d filesystem operations", failures)
+}
+
+// TestCheckpointUnderWrites: with writers running, a checkpoint holds, for
+// each writer, every write acknowledged before Checkpoint was called and a
+// gap-free prefix of its later ones (some point in the write history), and
+// the source keeps every write.
+func TestCheckpointUnderWrites(t *testing.T) {
+	db, fs := openTestDB(t, nil)
+	const writers = 4
+	var acked [writers]atomic.Int64 // writes acknowledged so far, per writer
+	stop := make(chan struct{})
+	done := make(chan error, writers)
+	for g := range writers {
+		go func() {
+			ctx := bgCtx
+			if g == 0 {
+				ctx = noWALCtx // DisableWAL writes are in a checkpoint too
+			}
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if err := db.Put(ctx, []byte(fmt.Sprintf("w%d-%06d", g, i)), make([]byte, 64)); err != nil {
+					done <- err
+					return
+				}
+				acked[g].Store(int64(i + 1))
+			}
+		}()
+	}
+	for acked[writers-1].Load() < 2000 {
+		time.Sleep(time.Millisecond)
+	}
+	var before [writers]int64
+	for g := range writers {
+		before[g] = acked[g].Load()
+	}
+	require.NoError(t, db.Checkpoint(bgCtx, "/cp"))
+	close(stop)
+	for range writers {
+		require.NoError(t, <-done)
+	}
+
+	cp, err := Open("/cp", smallOptions(fs))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cp.Close()) }()
+	require.NoError(t, cp.Check(bgCtx))
+	for g := range writers {
+		// Count the writer's keys; they must be exactly 0..n-1.
+		prefix := fmt.Sprintf("w%d-", g)
+		it, err := cp.NewIterator(bgCtx, &IterOptions{LowerBound: []byte(prefix), UpperBound: []byte(prefix + "\xff")})
+		require.NoError(t, err)
+		n := int64(0)
+		for kv := it.First(); kv; kv = it.Next() {
+			require.Equal(t, fmt.Sprintf("w%d-%06d", g, n), string(it.Key()), "writer %d: a gap in the checkpoint", g)
+			n++
+		}
+		require.NoError(t, it.Close())
+		require.GreaterOrEqual(t, n, before[g], "writer %d: writes acknowledged before the checkpoint are missing", g)
+		require.LessOrEqual(t, n, acked[g].Load())
+		_, err = db.Get(bgCtx, []byte(fmt.Sprintf("w%d-%06d", g, acked[g].Load()-1)))
+		require.NoError(t, err, "the source keeps its writes")
+	}
 }
