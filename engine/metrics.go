@@ -36,6 +36,11 @@ func (d *DB) Metrics(ctx context.Context) (*driver.Metrics, error) {
 	opts := d.compactOptions().WithDefaults()
 
 	d.mu.Lock()
+	if d.mu.closed || d.readState.val == nil {
+		// Close ran between checkOpen and here.
+		d.mu.Unlock()
+		return nil, d.checkOpen()
+	}
 	v := d.readState.val.current
 	scores := compact.Scores(v, opts)
 	m.Levels = make([]driver.LevelMetrics, manifest.NumLevels)
