@@ -64,8 +64,8 @@ type Connector interface {
 //
 // The façade calls DriverConn only between a successful connect and
 // DB.Close, and never after Close; Close is called once, after every other
-// call has returned and every Iter and DriverTx of the connection has been
-// closed or rolled back.
+// call has returned, every Iter and DriverSnapshot of the connection has been
+// closed and every DriverTx committed or rolled back.
 //
 // Read methods receive an [ioctx.ReadRequest], the call's read options
 // resolved once by the façade with [ioctx.ResolveRead]: merged over the
