@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -206,5 +207,28 @@ func BenchmarkBatchPut(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkBatchMillion builds a batch of a million puts (16-byte keys,
+// 32-byte values) and reads it back: the issue-12 target size. B/op is the
+// memory a million-op batch costs to build.
+func BenchmarkBatchMillion(b *testing.B) {
+	key, value := make([]byte, 0, 16), make([]byte, 32)
+	b.ReportAllocs()
+	for b.Loop() {
+		var batch Batch
+		for i := range 1_000_000 {
+			key = strconv.AppendInt(append(key[:0], "key-"...), int64(10_000_000_000+i), 10)
+			batch.Put(key, value)
+		}
+		n := 0
+		r := batch.Reader()
+		for op, ok := r.Next(); ok; op, ok = r.Next() {
+			n += len(op.Key)
+		}
+		if n != 1_000_000*15 {
+			b.Fatalf("read back %d key bytes", n)
+		}
 	}
 }
