@@ -14,23 +14,37 @@ import (
 // reused (after Reset, or to append more) or written again, even to several
 // databases at once.
 //
-// A batch keeps its writes in one compact encoding (a kind byte, then each
-// slice as a uvarint length and its bytes), not as a slice of [Op]s: a
-// million small writes cost their bytes plus about three bytes each, not an
-// Op's 56. A driver reads them back in order with [Batch.Reader], which does
-// not allocate.
+// A batch keeps its writes in a compact encoding (a kind byte, then each
+// slice as a uvarint length and its bytes) in chunks of up to 1 MiB, not as
+// a slice of [Op]s: a million small writes cost their bytes plus about
+// three bytes each, not an Op's 56 more. A driver reads them back in order
+// with [Batch.Reader], which does not allocate.
 //
 // A Batch is not safe for concurrent use while it is being modified; any
 // number of goroutines may read it (Len, Size, Reader, Replay, or a Write)
 // while nobody modifies it.
 type Batch struct {
-	// data is the encoded writes, back to back.
-	data []byte
+	// chunks are the full chunks of encoded writes, data the current one;
+	// the writes are the chunks' bytes back to back, no write spanning
+	// two. A full chunk is replaced, not grown, so nothing is ever moved:
+	// a million-op batch costs its encoding plus the last chunk's slack,
+	// and the slices a reader returned stay valid while the batch grows.
+	chunks [][]byte
+	data   []byte
+	// size is the bytes of the full chunks, so Size does not sum them.
+	size int
 	// n is the number of writes; ranges the number of range deletions
 	// among them, which the façade checks against the driver's
 	// capabilities before writing anything.
 	n, ranges int
 }
+
+// minBatchChunk is the first chunk's size; chunks double up to
+// maxBatchChunk, or are larger when one write needs it.
+const (
+	minBatchChunk = 256
+	maxBatchChunk = 1 << 20
+)
 
 // OpKind is the kind of an [Op].
 type OpKind uint8
@@ -105,12 +119,14 @@ func (b *Batch) Len() int { return b.n }
 
 // Size returns the size of the batch's encoding in bytes: the keys and
 // values plus a few bytes of framing per write.
-func (b *Batch) Size() int { return len(b.data) }
+func (b *Batch) Size() int { return b.size + len(b.data) }
 
-// Reset empties the batch, keeping its memory for reuse.
+// Reset empties the batch, keeping its current chunk for reuse.
 func (b *Batch) Reset() {
+	clear(b.chunks) // drop the earlier chunks
+	b.chunks = b.chunks[:0]
 	b.data = b.data[:0]
-	b.n, b.ranges = 0, 0
+	b.size, b.n, b.ranges = 0, 0, 0
 }
 
 // hasRangeDeletes reports whether the batch holds a range deletion.
@@ -119,11 +135,12 @@ func (b *Batch) hasRangeDeletes() bool { return b.ranges > 0 }
 func (b *Batch) append(kind OpKind, key, value []byte) {
 	need := 1 + 2*binary.MaxVarintLen64 + len(key) + len(value)
 	if cap(b.data)-len(b.data) < need {
-		// Grow by at least doubling (append's own rule for large slices
-		// is 1.25x, which copies a million-write batch many more times).
-		grown := make([]byte, len(b.data), max(2*cap(b.data), len(b.data)+need, 256))
-		copy(grown, b.data)
-		b.data = grown
+		if len(b.data) > 0 {
+			b.chunks = append(b.chunks, b.data)
+			b.size += len(b.data)
+		}
+		size := min(max(2*cap(b.data), minBatchChunk), maxBatchChunk)
+		b.data = make([]byte, 0, max(size, need))
 	}
 	b.data = append(b.data, byte(kind))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
@@ -137,19 +154,29 @@ func (b *Batch) append(kind OpKind, key, value []byte) {
 
 // Reader returns a reader of the batch's writes in order. The reader is a
 // small value; it does not allocate, and neither does its Next.
-func (b *Batch) Reader() BatchReader { return BatchReader{data: b.data} }
+func (b *Batch) Reader() BatchReader { return BatchReader{chunks: b.chunks, last: b.data} }
 
-// BatchReader reads a [Batch]'s writes in order. Modifying the batch
-// invalidates its readers.
+// BatchReader reads a [Batch]'s writes in order: those there were when
+// Reader was called, even if the batch grows meanwhile. Reset invalidates
+// it.
 type BatchReader struct {
-	data []byte
+	data   []byte   // the rest of the current chunk
+	chunks [][]byte // the full chunks not yet read
+	last   []byte   // the batch's current chunk, read after the full ones
 }
 
 // Next returns the next write, or false after the last one. The Op's
 // slices point into the batch (see [Op]).
 func (r *BatchReader) Next() (Op, bool) {
-	if len(r.data) == 0 {
-		return Op{}, false
+	for len(r.data) == 0 {
+		switch {
+		case len(r.chunks) > 0:
+			r.data, r.chunks = r.chunks[0], r.chunks[1:]
+		case len(r.last) > 0:
+			r.data, r.last = r.last, nil
+		default:
+			return Op{}, false
+		}
 	}
 	op := Op{Kind: OpKind(r.data[0])}
 	r.data = r.data[1:]

@@ -192,6 +192,32 @@ func TestBatchLarge(t *testing.T) {
 	require.Equal(t, n, i)
 }
 
+// TestBatchReaderStable: a reader reads the writes there were when it was
+// made, and the slices it returned stay intact while the batch grows (its
+// chunks are never moved).
+func TestBatchReaderStable(t *testing.T) {
+	var b Batch
+	for i := range 100 {
+		b.Put(fmt.Appendf(nil, "k%03d", i), bytes.Repeat([]byte{'v'}, i))
+	}
+	r := b.Reader()
+	first, ok := r.Next()
+	require.True(t, ok)
+	for i := range 20000 {
+		b.Put(fmt.Appendf(nil, "more%05d", i), make([]byte, 100))
+	}
+	require.Equal(t, "k000", string(first.Key))
+	n := 1
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		require.Equal(t, fmt.Sprintf("k%03d", n), string(op.Key))
+		require.Len(t, op.Value, n)
+		n++
+	}
+	require.Equal(t, 100, n, "the reader stops at the writes it started with")
+	require.Equal(t, 20100, b.Len())
+	require.Greater(t, b.Size(), 20000*100)
+}
+
 func TestBatchReaderAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
