@@ -81,9 +81,9 @@ func (k OpKind) String() string {
 //     start, Value the exclusive end, and Key < Value). Only a driver that
 //     implements [RangeDeleter] receives it.
 //
-// The slices point into the batch: they are valid while the batch is not
-// modified (for a driver, until Write returns) and are capped, so appending
-// to one cannot overwrite the next.
+// The slices point into the batch: they stay valid as the batch grows, until
+// its Reset (for a driver: only until Write returns), must not be modified,
+// and are capped, so appending to one cannot overwrite the next.
 type Op struct {
 	Kind       OpKind
 	Key, Value []byte
