@@ -4,10 +4,12 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 	"github.com/stretchr/testify/require"
 )
@@ -71,4 +73,48 @@ func TestTaggedReadAllocations(t *testing.T) {
 		i += 13
 	})
 	require.LessOrEqual(t, allocs, 1.0, "driver.DB.Get with a tag and a sink (the copy)")
+}
+
+// TestTagBudgetThrottlesOneTenant: two tenants scan the same database; the
+// one whose tag has a budget of 256 KiB/s is held to it, the other scans at
+// full speed, and the database's own limiter is not involved.
+func TestTagBudgetThrottlesOneTenant(t *testing.T) {
+	budget := ratelimit.NewGeneric(256<<10, 10*time.Millisecond, 0, ratelimit.ModeReads)
+	defer budget.Close()
+	slow := ioctx.MustRegisterTag("engine-test-throttled", ioctx.TagOptions{Budget: budget})
+	fast := ioctx.MustRegisterTag("engine-test-free", ioctx.TagOptions{})
+	db, _ := openTestDB(t, nil)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 1500 {
+		require.NoError(t, db.Put(ctx, key(i), value(rng, 100)))
+	}
+	require.NoError(t, db.Flush(ctx))
+
+	scan := func(tag ioctx.Tag) (time.Duration, int) {
+		start := time.Now()
+		// DontFillCache: as scans should, and so every scan reads its
+		// blocks from the files.
+		it, err := db.NewIterator(ioctx.WithReadOptions(ctx, ioctx.ReadOptions{Tag: tag, DontFillCache: true}), nil)
+		require.NoError(t, err)
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		require.NoError(t, it.Close())
+		return time.Since(start), n
+	}
+	fastTook, n := scan(fast)
+	require.Equal(t, 1500, n)
+	slowTook, n := scan(slow)
+	require.Equal(t, 1500, n)
+	charged := budget.TotalBytesThrough(ioctx.PriorityTotal)
+	require.Positive(t, charged, "the budget was charged")
+	// The first refill (2.5 KiB) is free; the rest comes at 256 KiB/s.
+	minTook := time.Duration(float64(charged-(256<<10)/100) / (256 << 10) * float64(time.Second))
+	require.GreaterOrEqual(t, slowTook, minTook*8/10, "charged %d bytes", charged)
+	require.Less(t, fastTook, slowTook/2, "the other tenant is not throttled")
+	again, _ := scan(fast)
+	require.Less(t, again, slowTook/2)
+	require.Equal(t, charged, budget.TotalBytesThrough(ioctx.PriorityTotal), "untagged-by-budget scans charge nothing")
 }
