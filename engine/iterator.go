@@ -163,9 +163,20 @@ func (i *Iterator) Close() error {
 // Get, MultiGet and NewIterator on a Snapshot read the database as of the
 // snapshot. Their activity checks are those of the DB methods.
 
+// beginRead is DB.beginRead for a read of the snapshot, which must not be
+// closed: a closed snapshot no longer holds back compaction, so its sequence
+// number may no longer see what it saw.
+func (s *Snapshot) beginRead(ctx context.Context, api string, want ioctx.Activity) (readCall, error) {
+	req, err := ioctx.ResolveRead(ctx, nil, api, want)
+	if err != nil {
+		return readCall{}, err
+	}
+	return s.startRead(ctx, req)
+}
+
 // Get returns a copy of the value of key as of the snapshot.
 func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
-	call, err := s.db.beginRead(ctx, "Get", ioctx.ActivityGet)
+	call, err := s.beginRead(ctx, "Get", ioctx.ActivityGet)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +186,7 @@ func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 
 // MultiGet returns the values of keys as of the snapshot.
 func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	call, err := s.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
+	call, err := s.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +196,7 @@ func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error
 
 // NewIterator returns an iterator over the database as of the snapshot.
 func (s *Snapshot) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
-	call, err := s.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
+	call, err := s.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
 	if err != nil {
 		return nil, err
 	}
