@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +24,7 @@ func TestTaggedReadAllocations(t *testing.T) {
 	if invariants.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	tag := ioctx.MustRegisterTag("engine-test-tagged", ioctx.TagOptions{})
+	tag := testTag(t, "engine-test-tagged", ioctx.TagOptions{})
 	opts := smallOptions(nil)
 	opts.BlockCacheSize = 64 << 20
 	st := statistics.New(statistics.LevelAll)
@@ -81,8 +83,8 @@ func TestTaggedReadAllocations(t *testing.T) {
 func TestTagBudgetThrottlesOneTenant(t *testing.T) {
 	budget := ratelimit.NewGeneric(256<<10, 10*time.Millisecond, 0, ratelimit.ModeReads)
 	defer budget.Close()
-	slow := ioctx.MustRegisterTag("engine-test-throttled", ioctx.TagOptions{Budget: budget})
-	fast := ioctx.MustRegisterTag("engine-test-free", ioctx.TagOptions{})
+	slow := testTag(t, "engine-test-throttled", ioctx.TagOptions{Budget: budget})
+	fast := testTag(t, "engine-test-free", ioctx.TagOptions{})
 	db, _ := openTestDB(t, nil)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -117,4 +119,16 @@ func TestTagBudgetThrottlesOneTenant(t *testing.T) {
 	again, _ := scan(fast)
 	require.Less(t, again, slowTook/2)
 	require.Equal(t, charged, budget.TotalBytesThrough(ioctx.PriorityTotal), "untagged-by-budget scans charge nothing")
+}
+
+// tagSeq numbers the tags the tests register: the registry is per process
+// and never forgets, so a test run again (-count) needs fresh names.
+var tagSeq atomic.Int64
+
+// testTag registers a tag named prefix plus a number unique in the process.
+func testTag(t testing.TB, prefix string, opts ioctx.TagOptions) ioctx.Tag {
+	t.Helper()
+	tag, err := ioctx.RegisterTag(fmt.Sprintf("%s-%d", prefix, tagSeq.Add(1)), opts)
+	require.NoError(t, err)
+	return tag
 }

@@ -2,9 +2,11 @@ package ioctx
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,21 +27,22 @@ func (b *countingBudget) ChargeRead(_ context.Context, n int64, _ Priority) (int
 
 func TestRegisterTag(t *testing.T) {
 	budget := &countingBudget{}
-	tg, err := RegisterTag("tag-test-tenant_a", TagOptions{Priority: PriorityLow, Budget: budget})
+	name := fmt.Sprintf("tag-test-tenant_a-%d", tagSeq.Add(1))
+	tg, err := RegisterTag(name, TagOptions{Priority: PriorityLow, Budget: budget})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, int(tg), 0x80)
 	require.LessOrEqual(t, int(tg), 0xFE)
 	require.Equal(t, uint8(tg), tg.RocksDBValue())
-	require.Equal(t, "tag-test-tenant_a", tg.String())
+	require.Equal(t, name, tg.String())
 	require.Equal(t, PriorityLow, tg.Priority())
 	require.Same(t, budget, tg.Budget().(*countingBudget))
 	require.True(t, tg.Registered())
 
-	got, ok := LookupTag("tag-test-tenant_a")
+	got, ok := LookupTag(name)
 	require.True(t, ok)
 	require.Equal(t, tg, got)
 
-	_, err = RegisterTag("tag-test-tenant_a", TagOptions{})
+	_, err = RegisterTag(name, TagOptions{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "already registered")
 
@@ -75,11 +78,11 @@ func TestRegisterTagBound(t *testing.T) {
 }
 
 func TestTagInReadOptions(t *testing.T) {
-	tg := MustRegisterTag("tag-test-resolve", TagOptions{Priority: PriorityMid})
+	tg := testTag("tag-test-resolve", TagOptions{Priority: PriorityMid})
 	perf := &PerfContext{}
 
 	// Merge: the context's tag and sink override the session's.
-	other := MustRegisterTag("tag-test-session", TagOptions{})
+	other := testTag("tag-test-session", TagOptions{})
 	m := Merge(ReadOptions{Tag: other}, ReadOptions{Tag: tg, Perf: perf})
 	require.Equal(t, tg, m.Tag)
 	require.Same(t, perf, m.Perf)
@@ -113,7 +116,7 @@ func TestResolveReadWithTagDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	tg := MustRegisterTag("tag-test-alloc", TagOptions{Priority: PriorityLow})
+	tg := testTag("tag-test-alloc", TagOptions{Priority: PriorityLow})
 	ctx := WithReadOptions(context.Background(), ReadOptions{Tag: tg, Perf: &PerfContext{}})
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := ResolveRead(ctx, &ReadOptions{}, "Get", ActivityGet); err != nil {
@@ -157,4 +160,13 @@ func TestPerfContext(t *testing.T) {
 	require.Contains(t, p.String(), "tables_consulted=4000 ")
 	p.Reset()
 	require.Equal(t, PerfCounts{}, p.Counts())
+}
+
+// tagSeq numbers the tags the tests register: the registry is per process
+// and never forgets, so a test run again (-count) needs fresh names.
+var tagSeq atomic.Int64
+
+// testTag registers a tag named prefix plus a number unique in the process.
+func testTag(prefix string, opts TagOptions) Tag {
+	return MustRegisterTag(fmt.Sprintf("%s-%d", prefix, tagSeq.Add(1)), opts)
 }

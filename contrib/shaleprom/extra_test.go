@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -51,7 +52,7 @@ func TestTagsExported(t *testing.T) {
 // TestTagsFromEngine: tagged reads through the façade land in their tag's
 // series.
 func TestTagsFromEngine(t *testing.T) {
-	tag := ioctx.MustRegisterTag("shaleprom-test-tenant", ioctx.TagOptions{})
+	tag := testTag(t, "shaleprom-test-tenant", ioctx.TagOptions{})
 	db, err := driver.Open("shale", t.TempDir()+"?stats_level=all&block_cache_size=0")
 	require.NoError(t, err)
 	defer db.Close()
@@ -66,10 +67,10 @@ func TestTagsFromEngine(t *testing.T) {
 		require.NoError(t, err)
 	}
 	mfs := serveAndScrape(t, db)
-	n, ok := histCount(mfs, tagReadFam, tagLabel, "shaleprom-test-tenant")
+	n, ok := histCount(mfs, tagReadFam, tagLabel, tag.String())
 	require.True(t, ok)
 	require.GreaterOrEqual(t, n, uint64(10), "one file read per uncached Get at least")
-	require.Positive(t, metric(mfs, "shale_tag_bytes_read_total", tagLabel, "shaleprom-test-tenant").GetCounter().GetValue())
+	require.Positive(t, metric(mfs, "shale_tag_bytes_read_total", tagLabel, tag.String()).GetCounter().GetValue())
 }
 
 // TestLSMExported: the LSM metrics of a real database, per level with the
@@ -107,4 +108,16 @@ func TestLSMExported(t *testing.T) {
 	for name := range gather(t, c) {
 		require.False(t, strings.HasPrefix(name, "shale_lsm_"), "%s exported after Close", name)
 	}
+}
+
+// tagSeq numbers the tags the tests register: the registry is per process
+// and never forgets, so a test run again (-count) needs fresh names.
+var tagSeq atomic.Int64
+
+// testTag registers a tag named prefix plus a number unique in the process.
+func testTag(t testing.TB, prefix string, opts ioctx.TagOptions) ioctx.Tag {
+	t.Helper()
+	tag, err := ioctx.RegisterTag(fmt.Sprintf("%s-%d", prefix, tagSeq.Add(1)), opts)
+	require.NoError(t, err)
+	return tag
 }

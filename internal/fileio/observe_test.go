@@ -2,6 +2,8 @@ package fileio
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 // histogram and bytes (from TagMinLevel up) and fills the request's sink
 // (at any level, statistics or not).
 func TestTagAndPerfRecording(t *testing.T) {
-	tag := ioctx.MustRegisterTag("fileio-test-record", ioctx.TagOptions{})
+	tag := testTag(t, "fileio-test-record", ioctx.TagOptions{})
 	fs, _ := testFile(t, "f", 1<<16)
 	ctx := context.Background()
 	for _, level := range []statistics.Level{statistics.DefaultLevel, statistics.LevelExceptTimeForMutex, statistics.LevelAll} {
@@ -59,7 +61,7 @@ func TestTagRecordingDoesNotAllocate(t *testing.T) {
 	if invariants.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	tag := ioctx.MustRegisterTag("fileio-test-alloc", ioctx.TagOptions{Priority: ioctx.PriorityLow})
+	tag := testTag(t, "fileio-test-alloc", ioctx.TagOptions{Priority: ioctx.PriorityLow})
 	fs, _ := testFile(t, "f", 1<<16)
 	limiter := ratelimit.NewGeneric(1<<40, 0, 0, ratelimit.ModeAll)
 	defer limiter.Close()
@@ -80,8 +82,8 @@ func TestTagBudget(t *testing.T) {
 	const rate = 1 << 20 // 1 MiB/s: 10 KiB per 10 ms refill
 	budget := ratelimit.NewGeneric(rate, 10*time.Millisecond, 0, ratelimit.ModeReads)
 	defer budget.Close()
-	slow := ioctx.MustRegisterTag("fileio-test-slow-tenant", ioctx.TagOptions{Budget: budget})
-	fast := ioctx.MustRegisterTag("fileio-test-fast-tenant", ioctx.TagOptions{})
+	slow := testTag(t, "fileio-test-slow-tenant", ioctx.TagOptions{Budget: budget})
+	fast := testTag(t, "fileio-test-fast-tenant", ioctx.TagOptions{})
 	db := ratelimit.NewGeneric(1<<40, 0, 0, ratelimit.ModeAll)
 	defer db.Close()
 
@@ -125,7 +127,7 @@ func TestTagBudget(t *testing.T) {
 func TestTagBudgetCancel(t *testing.T) {
 	budget := ratelimit.NewGeneric(1, time.Hour, 0, ratelimit.ModeReads)
 	defer budget.Close()
-	tag := ioctx.MustRegisterTag("fileio-test-starved", ioctx.TagOptions{Budget: budget})
+	tag := testTag(t, "fileio-test-starved", ioctx.TagOptions{Budget: budget})
 	fs, _ := testFile(t, "f", 1<<16)
 	r := openTest(t, fs, "f", Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -169,4 +171,16 @@ func BenchmarkObserve(b *testing.B) {
 			}
 		})
 	}
+}
+
+// tagSeq numbers the tags the tests register: the registry is per process
+// and never forgets, so a test run again (-count) needs fresh names.
+var tagSeq atomic.Int64
+
+// testTag registers a tag named prefix plus a number unique in the process.
+func testTag(t testing.TB, prefix string, opts ioctx.TagOptions) ioctx.Tag {
+	t.Helper()
+	tag, err := ioctx.RegisterTag(fmt.Sprintf("%s-%d", prefix, tagSeq.Add(1)), opts)
+	require.NoError(t, err)
+	return tag
 }

@@ -2,7 +2,9 @@ package sstable
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -20,7 +22,7 @@ import (
 // (tables, filter checks and hits, cache hits and misses, blocks read) and
 // the tag's block-cache tickers.
 func TestGetPerfAndTag(t *testing.T) {
-	tag := ioctx.MustRegisterTag("sstable-test-perf", ioctx.TagOptions{})
+	tag := testTag(t, "sstable-test-perf", ioctx.TagOptions{})
 	es := genEntries(rand.New(rand.NewPCG(45, 46)), 2000, 50)
 	data := buildTable(t, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, es)
 	stats := statistics.New(statistics.LevelAll)
@@ -79,7 +81,7 @@ func TestGetWithPerfAndTagDoesNotAllocate(t *testing.T) {
 	if invariants.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	tag := ioctx.MustRegisterTag("sstable-test-alloc", ioctx.TagOptions{})
+	tag := testTag(t, "sstable-test-alloc", ioctx.TagOptions{})
 	es := genEntries(rand.New(rand.NewPCG(47, 48)), 2000, 50)
 	data := buildTable(t, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, es)
 	r := openTable(t, data, openConfig{cache: cache.New(16 << 20), stats: statistics.New(statistics.LevelAll)})
@@ -94,4 +96,16 @@ func TestGetWithPerfAndTagDoesNotAllocate(t *testing.T) {
 	}
 	get()
 	require.Zero(t, testing.AllocsPerRun(1000, get))
+}
+
+// tagSeq numbers the tags the tests register: the registry is per process
+// and never forgets, so a test run again (-count) needs fresh names.
+var tagSeq atomic.Int64
+
+// testTag registers a tag named prefix plus a number unique in the process.
+func testTag(t testing.TB, prefix string, opts ioctx.TagOptions) ioctx.Tag {
+	t.Helper()
+	tag, err := ioctx.RegisterTag(fmt.Sprintf("%s-%d", prefix, tagSeq.Add(1)), opts)
+	require.NoError(t, err)
+	return tag
 }
