@@ -25,7 +25,10 @@ import (
 // and only those enabled at the level are present. Histogram values are in
 // the histogram's own unit (microseconds, nanoseconds, bytes, ...; the name
 // says which); min and max are 0 for an empty histogram, as
-// [HistogramStat.String] prints them. A nil s reads as
+// [HistogramStat.String] prints them. From [TagMinLevel] up, each tag's
+// tickers and histogram are there too, under the names String prints
+// ("shale.tag.<name>.bytes.read", "shale.tag.<name>.file.read.micros"). A
+// nil s reads as
 // {"level": "disable_all", "tickers": {}, "histograms": {}}.
 //
 // Use it to publish under a name of one's own scheme, for example as an
@@ -92,15 +95,27 @@ func newExpvarValue(e Export) expvarValue {
 		v.Tickers[tv.Ticker.String()] = tv.Count
 	}
 	for _, hv := range e.Histograms {
-		d := hv.Data()
-		h := expvarHistogram{
-			Count: d.Count, Sum: d.Sum,
-			Average: d.Average, P50: d.Median, P95: d.P95, P99: d.P99,
+		v.Histograms[hv.Histogram.String()] = newExpvarHistogram(&hv.HistogramSnapshot)
+	}
+	for i := range e.Tags {
+		tv := &e.Tags[i]
+		prefix := "shale.tag." + tv.Name + "."
+		for t, n := range tv.Tickers {
+			v.Tickers[prefix+TagTicker(t).Suffix()] = n
 		}
-		if d.Count != 0 {
-			h.Min, h.Max = d.Min, d.Max
-		}
-		v.Histograms[hv.Histogram.String()] = h
+		v.Histograms[prefix+TagHistogramSuffix] = newExpvarHistogram(&tv.FileReadMicros)
 	}
 	return v
+}
+
+func newExpvarHistogram(hs *HistogramSnapshot) expvarHistogram {
+	d := hs.Data()
+	h := expvarHistogram{
+		Count: d.Count, Sum: d.Sum,
+		Average: d.Average, P50: d.Median, P95: d.P95, P99: d.P99,
+	}
+	if d.Count != 0 {
+		h.Min, h.Max = d.Min, d.Max
+	}
+	return h
 }

@@ -109,3 +109,22 @@ func BenchmarkTagRecord(b *testing.B) {
 		ts.RecordReadMicros(12)
 	}
 }
+
+// TestTagExpvar: expvar shows each tag under String's names, from the tags'
+// level up.
+func TestTagExpvar(t *testing.T) {
+	s := New(LevelAll)
+	ts := s.Tag(0x85, "tenant_c")
+	ts.RecordRead(40, 8192, 0)
+	ts.RecordTick(TagBlockCacheMiss, 2)
+	v := Expvar(s)
+	d := decodeExpvar(t, v.String())
+	require.Equal(t, uint64(8192), d.Tickers["shale.tag.tenant_c.bytes.read"])
+	require.Equal(t, uint64(2), d.Tickers["shale.tag.tenant_c.block.cache.miss"])
+	require.Equal(t, "1", string(d.Histograms["shale.tag.tenant_c.file.read.micros"]["count"]))
+	require.Equal(t, "40", string(d.Histograms["shale.tag.tenant_c.file.read.micros"]["max"]))
+
+	s.SetLevel(DefaultLevel)
+	d = decodeExpvar(t, v.String())
+	require.NotContains(t, d.Tickers, "shale.tag.tenant_c.bytes.read")
+}
