@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	stderrors "errors"
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -181,30 +183,28 @@ func (cp *checkpoint) writeManifest(e *manifest.VersionEdit) error {
 	return err
 }
 
-// linker is implemented by a filesystem that can hard-link files.
-type linker interface {
-	Link(oldname, newname string) error
-}
-
-// linkOrCopy hard-links src to dst when the filesystem can, and copies it
-// otherwise.
+// linkOrCopy hard-links src to dst when the filesystem can (vfs.Linker), and
+// copies it otherwise.
 func (cp *checkpoint) linkOrCopy(src, dst string) error {
-	var link func(string, string) error
-	switch fs := cp.d.fs.(type) {
-	case linker:
-		link = fs.Link
-	default:
-		if cp.d.fs == vfs.Default {
-			link = os.Link
-		}
-	}
-	if link != nil {
-		if err := link(src, dst); err == nil {
+	if l, ok := cp.d.fs.(vfs.Linker); ok {
+		err := l.Link(src, dst)
+		if err == nil {
 			return nil
 		}
-		// EXDEV (another device), EPERM, EMLINK, ENOTSUP...: copy.
+		if !cannotLink(err) {
+			return errors.Wrapf(err, "engine: linking %s", src)
+		}
 	}
 	return cp.copyFile(src, dst)
+}
+
+// cannotLink reports whether a failed link means that this filesystem
+// cannot link these files (another device, no hard links, too many links),
+// which a copy works around, rather than a failure to report.
+func cannotLink(err error) bool {
+	return errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) ||
+		errors.Is(err, syscall.EMLINK) || errors.Is(err, syscall.ENOTSUP) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, stderrors.ErrUnsupported)
 }
 
 // checkpointCopyChunk is the size of each read of a copy.

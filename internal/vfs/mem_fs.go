@@ -231,6 +231,42 @@ func (m *MemFS) Remove(name string) error {
 	return nil
 }
 
+// Link implements Linker with os.Link's rules on Unix: newname must not
+// exist (EEXIST) and oldname must not be a directory (EPERM). Both names
+// then share the file; a crash keeps each name as its directory's last Sync
+// left it (see CrashClone).
+func (m *MemFS) Link(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	linkErr := func(errno syscall.Errno) error {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errno}
+	}
+	odir, obase, errno := m.walkErrnoLocked(oldname)
+	if errno != 0 {
+		return linkErr(errno)
+	}
+	ndir, nbase, errno := m.walkErrnoLocked(newname)
+	if errno != 0 {
+		return linkErr(errno)
+	}
+	if odir == nil || ndir == nil {
+		return linkErr(syscall.EPERM)
+	}
+	n, ok := odir.children[obase]
+	switch {
+	case !ok:
+		return linkErr(syscall.ENOENT)
+	case n.isDir:
+		return linkErr(syscall.EPERM)
+	}
+	if _, ok := ndir.children[nbase]; ok {
+		return linkErr(syscall.EEXIST)
+	}
+	ndir.children[nbase] = n
+	ndir.dirModTime = time.Now()
+	return nil
+}
+
 // Rename implements FS with os.Rename's rules on Unix: a file may replace a
 // file; an existing directory is never replaced (EEXIST), not even by
 // itself; a directory cannot replace a file (ENOTDIR) nor move into itself

@@ -35,6 +35,15 @@ type File interface {
 	Stat() (os.FileInfo, error)
 }
 
+// Linker is an optional interface of an FS that can hard-link files: Link
+// gives the file oldname a second name, newname, with os.Link's rules
+// (newname must not exist; a directory cannot be linked). The new entry is
+// durable after a Sync of newname's directory. A checkpoint links table files
+// where the filesystem allows it, and copies them where it does not.
+type Linker interface {
+	Link(oldname, newname string) error
+}
+
 // FS is the filesystem the engine uses. It is kept small: capabilities that
 // only some files have are optional interfaces of File (ReaderAtWithOptions,
 // Mappable), found by type assertion.

@@ -712,3 +712,47 @@ func TestReadAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestLink runs Linker's contract against every implementation: a second
+// name for the same file, os.Link's errors, and (MemFS) durability only
+// after the directory's Sync.
+func TestLink(t *testing.T) {
+	for name, mk := range fsKinds(t) {
+		t.Run(name, func(t *testing.T) {
+			tf := mk(t)
+			l, ok := tf.fs.(Linker)
+			require.True(t, ok, "%T implements Linker", tf.fs)
+			writeFile(t, tf.fs, tf.p("a"), "contents")
+			require.NoError(t, l.Link(tf.p("a"), tf.p("b")))
+			require.Equal(t, "contents", readFile(t, tf.fs, tf.p("b")))
+			// Removing one name leaves the other.
+			require.NoError(t, tf.fs.Remove(tf.p("a")))
+			require.Equal(t, "contents", readFile(t, tf.fs, tf.p("b")))
+
+			writeFile(t, tf.fs, tf.p("c"), "other")
+			require.ErrorIs(t, l.Link(tf.p("b"), tf.p("c")), os.ErrExist, "an existing name is not replaced")
+			require.Equal(t, "other", readFile(t, tf.fs, tf.p("c")))
+			require.ErrorIs(t, l.Link(tf.p("missing"), tf.p("d")), os.ErrNotExist)
+			require.NoError(t, tf.fs.MkdirAll(tf.p("dir"), 0o755))
+			require.Error(t, l.Link(tf.p("dir"), tf.p("dir2")), "a directory cannot be linked")
+		})
+	}
+
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/d", 0o755))
+	writeFile(t, m, "/d/a", "x")
+	syncDir := func(dir string) {
+		d, err := m.OpenDir(dir)
+		require.NoError(t, err)
+		require.NoError(t, d.Sync())
+		require.NoError(t, d.Close())
+	}
+	syncDir("/")
+	syncDir("/d")
+	require.NoError(t, m.Link("/d/a", "/d/b"))
+	require.Equal(t, "x", readFile(t, m.CrashClone(), "/d/a"))
+	_, err := m.CrashClone().Stat("/d/b")
+	require.ErrorIs(t, err, os.ErrNotExist, "a link is not durable before its directory's Sync")
+	syncDir("/d")
+	require.Equal(t, "x", readFile(t, m.CrashClone(), "/d/b"))
+}

@@ -1,6 +1,7 @@
 package errorfs
 
 import (
+	"errors"
 	"io"
 	"os"
 	"sync/atomic"
@@ -117,6 +118,19 @@ func (f *FS) Rename(oldname, newname string) error {
 		return err
 	}
 	return f.fs.Rename(oldname, newname)
+}
+
+// Link implements vfs.Linker as an OpLink. A wrapped filesystem that cannot
+// link fails it with an error matching errors.ErrUnsupported.
+func (f *FS) Link(oldname, newname string) error {
+	if err := f.maybeError(Op{Kind: OpLink, Path: oldname, NewPath: newname}); err != nil {
+		return err
+	}
+	l, ok := f.fs.(vfs.Linker)
+	if !ok {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errors.ErrUnsupported}
+	}
+	return l.Link(oldname, newname)
 }
 
 // MkdirAll implements vfs.FS.

@@ -42,6 +42,7 @@ func TestOpKind(t *testing.T) {
 		{errorfs.OpFileClose, "FileClose", false, false},
 		{errorfs.OpFileStat, "FileStat", true, false},
 		{errorfs.OpFileMap, "FileMap", true, false},
+		{errorfs.OpLink, "Link", false, true},
 		{errorfs.OpKind(200), "OpKind(200)", false, false},
 	}
 	for _, c := range cases {
@@ -50,7 +51,7 @@ func TestOpKind(t *testing.T) {
 		require.Equal(t, c.write, c.kind.IsWrite(), c.name)
 	}
 	// Every kind is listed above.
-	require.Equal(t, "OpKind(15)", errorfs.OpKind(errorfs.OpFileMap+1).String())
+	require.Equal(t, "OpKind(16)", errorfs.OpKind(errorfs.OpLink+1).String())
 }
 
 func TestOpString(t *testing.T) {
@@ -689,4 +690,31 @@ func TestConcurrent(t *testing.T) {
 	require.Equal(t, int64(1+goroutines*reads+1), fs.Ops())
 	require.Equal(t, int64(injected), fs.Injected())
 	require.Greater(t, injected, 0)
+}
+
+// noLinkFS hides the wrapped filesystem's Link.
+type noLinkFS struct{ vfs.FS }
+
+// TestLink: Link is an operation like the others, injected as OpLink and
+// passed through; over a filesystem that cannot link it reports
+// errors.ErrUnsupported, which a checkpoint answers with a copy.
+func TestLink(t *testing.T) {
+	mem := vfs.NewMem()
+	f, err := mem.Create("/a")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	fs := errorfs.Wrap(mem, errorfs.OnKind(errorfs.OpLink))
+	err = fs.Link("/a", "/b")
+	require.ErrorIs(t, err, errorfs.ErrInjected)
+	require.Contains(t, err.Error(), "Link /a -> /b")
+	_, err = mem.Stat("/b")
+	require.ErrorIs(t, err, iofs.ErrNotExist, "an injected Link changes nothing")
+
+	require.NoError(t, errorfs.Wrap(mem, errorfs.OnKind(errorfs.OpRename)).Link("/a", "/b"))
+	_, err = mem.Stat("/b")
+	require.NoError(t, err)
+
+	err = errorfs.Wrap(noLinkFS{mem}, errorfs.OnKind()).Link("/a", "/c")
+	require.ErrorIs(t, err, errors.ErrUnsupported)
 }

@@ -27,6 +27,7 @@ const (
 	OpFileClose // Close
 	OpFileStat  // File.Stat
 	OpFileMap   // Mappable.Map
+	OpLink      // vfs.Linker's Link
 
 	numOpKinds
 )
@@ -47,6 +48,7 @@ var opKindNames = [numOpKinds]string{
 	OpFileClose: "FileClose",
 	OpFileStat:  "FileStat",
 	OpFileMap:   "FileMap",
+	OpLink:      "Link",
 }
 
 // String returns the kind's name without the Op prefix, such as "FileRead".
@@ -72,11 +74,11 @@ func (k OpKind) IsRead() bool {
 }
 
 // IsWrite reports whether operations of this kind change the filesystem or
-// make changes durable: Create, Remove, Rename, MkdirAll, Lock (which
+// make changes durable: Create, Remove, Rename, Link, MkdirAll, Lock (which
 // creates the lock file), FileWrite and FileSync.
 func (k OpKind) IsWrite() bool {
 	switch k {
-	case OpCreate, OpRemove, OpRename, OpMkdirAll, OpLock, OpFileWrite, OpFileSync:
+	case OpCreate, OpRemove, OpRename, OpLink, OpMkdirAll, OpLock, OpFileWrite, OpFileSync:
 		return true
 	}
 	return false
@@ -110,7 +112,7 @@ func (op Op) String() string {
 	b.WriteString(op.Kind.String())
 	b.WriteByte(' ')
 	b.WriteString(op.Path)
-	if op.Kind == OpRename {
+	if op.Kind == OpRename || op.Kind == OpLink {
 		b.WriteString(" -> ")
 		b.WriteString(op.NewPath)
 	}
