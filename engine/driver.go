@@ -301,10 +301,10 @@ func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) e
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
-	// The commit is synced when the façade's resolved options ask for it.
-	// engine.TxOptions has no field for DisableWAL or a rate-limiter
-	// priority, so a transaction's commit always goes to the WAL uncharged.
-	tx, err := c.db.BeginTx(ctx, &TxOptions{ReadOnly: opts.ReadOnly, Sync: opts.WriteOptions.Sync})
+	// The commit is written with the façade's resolved write options.
+	wo := opts.WriteOptions
+	tx, err := c.db.BeginTx(ctx, &TxOptions{ReadOnly: opts.ReadOnly, Sync: wo.Sync,
+		DisableWAL: wo.DisableWAL, RateLimiterPriority: wo.RateLimiterPriority})
 	if err != nil {
 		return nil, err
 	}

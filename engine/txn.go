@@ -20,6 +20,13 @@ type TxOptions struct {
 	ReadOnly bool
 	// Sync makes Commit wait until the transaction's writes are durable.
 	Sync bool
+	// DisableWAL commits the writes to the memtable only, as
+	// WriteOptions.DisableWAL: a crash before the next flush loses them.
+	// It cannot be combined with Sync.
+	DisableWAL bool
+	// RateLimiterPriority charges the commit's WAL bytes to the rate
+	// limiter at this priority, as WriteOptions.RateLimiterPriority.
+	RateLimiterPriority ioctx.Priority
 }
 
 // ErrTxDone is returned by calls on a transaction after Commit or Rollback.
@@ -42,7 +49,7 @@ type Tx struct {
 	b        batch.Batch
 	index    *batch.Index
 	readOnly bool
-	sync     bool
+	wo       WriteOptions // the commit's
 	done     bool
 }
 
@@ -61,7 +68,12 @@ func (d *DB) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
 	tx := &Tx{db: d, snap: snap}
 	tx.index = batch.NewIndex(&tx.b)
 	if opts != nil {
-		tx.readOnly, tx.sync = opts.ReadOnly, opts.Sync
+		tx.readOnly = opts.ReadOnly
+		tx.wo = WriteOptions{Sync: opts.Sync, DisableWAL: opts.DisableWAL, RateLimiterPriority: opts.RateLimiterPriority}
+	}
+	if tx.wo.Sync && tx.wo.DisableWAL {
+		_ = snap.Close()
+		return nil, errSyncWithoutWAL
 	}
 	return tx, nil
 }
@@ -214,7 +226,7 @@ func (tx *Tx) Commit() error {
 		return nil
 	}
 	d := tx.db
-	return d.write(context.Background(), &tx.b, tx.sync, tx.checkConflicts)
+	return d.writeOpts(context.Background(), &tx.b, tx.wo, tx.checkConflicts)
 }
 
 // checkConflicts runs in the commit leader, with every earlier write

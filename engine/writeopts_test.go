@@ -345,3 +345,37 @@ func TestDriverWriteAllocations(t *testing.T) {
 		require.Zero(t, allocs, tc.name)
 	}
 }
+
+// TestTxWriteOptions: a transaction's commit is written with its TxOptions'
+// write options: DisableWAL keeps it out of the WAL (a crash loses it), a
+// priority charges its WAL bytes, and Sync with DisableWAL is refused at
+// BeginTx.
+func TestTxWriteOptions(t *testing.T) {
+	lim := ratelimit.NewGeneric(1<<30, 0, 0, ratelimit.ModeWrites)
+	opts := smallOptions(nil)
+	opts.RateLimiter = lim
+	db, fs := openTestDB(t, opts)
+
+	commit := func(o *TxOptions, key string) {
+		t.Helper()
+		tx, err := db.BeginTx(bgCtx, o)
+		require.NoError(t, err)
+		require.NoError(t, tx.Put(bgCtx, []byte(key), []byte("v")))
+		require.NoError(t, tx.Commit())
+	}
+	commit(&TxOptions{Sync: true}, "logged")
+	require.Zero(t, lim.TotalBytesThrough(ioctx.PriorityTotal), "an uncharged commit")
+	commit(&TxOptions{DisableWAL: true, RateLimiterPriority: ioctx.PriorityHigh}, "unlogged")
+	require.Zero(t, lim.TotalBytesThrough(ioctx.PriorityTotal), "a commit without WAL writes no WAL bytes to charge")
+	commit(&TxOptions{Sync: true, RateLimiterPriority: ioctx.PriorityHigh}, "charged")
+	require.NotZero(t, lim.TotalBytesThrough(ioctx.PriorityHigh))
+	requireValue(t, db, "unlogged", "v")
+
+	crashed := reopenCrashed(t, fs)
+	requireValue(t, crashed, "logged", "v")
+	requireValue(t, crashed, "charged", "v")
+	requireValue(t, crashed, "unlogged", "")
+
+	_, err := db.BeginTx(bgCtx, &TxOptions{Sync: true, DisableWAL: true})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
