@@ -198,6 +198,7 @@ func (d *DB) setBackgroundErrorLocked(reason bgReason, err error) *bgError {
 		e.rec = &bgRecovery{}
 	}
 	d.mu.bgErr = e
+	d.notifyBackgroundError(e)
 	if e.severity == severityFatal {
 		e.rec.stopTimer()
 	} else {

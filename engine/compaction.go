@@ -90,6 +90,7 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 	if hook := compactionStartHook.Load(); hook != nil {
 		(*hook)(d, c)
 	}
+	ce := d.startCompactionEvent(c)
 	sw := d.stats.StartStopWatch(statistics.CompactionTime, statistics.HistogramNone)
 	var edit *manifest.VersionEdit
 	var outputs tableOutputs
@@ -136,6 +137,7 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 	d.notifyLocked()
 	d.maybeScheduleLocked()
 	d.mu.Unlock()
+	d.endCompactionEvent(ce, outputs, err)
 	if err != nil {
 		return err
 	}

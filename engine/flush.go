@@ -66,6 +66,7 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 	mem := d.mu.imm[0]
 	snapshots := d.mu.snapshots.seqNums()
 	d.mu.Unlock()
+	fe := d.startFlushEvent(mem.MemTable)
 
 	sw := d.stats.StartStopWatch(statistics.FlushTime, statistics.HistogramNone)
 	tw, err := d.flushMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots)
@@ -73,6 +74,7 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 		err = d.applyFlush(mem, tw)
 	}
 	sw.Stop()
+	d.endFlushEvent(fe, tw, err)
 
 	d.mu.Lock()
 	if err != nil {

@@ -80,11 +80,13 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 	d.mu.pendingOutputs = make(map[manifest.FileNum]struct{})
 	d.flushWork = make(chan struct{}, 1)
 	d.compactWork = make(chan struct{}, 1)
+	d.setEventListener(o.EventListener)
 
 	defer func() {
 		if err != nil {
 			d.freeMemTables()
 			d.closeResources()
+			d.closeEvents()
 		}
 	}()
 	if err := d.lockAndLoad(); err != nil {
@@ -399,6 +401,7 @@ func (d *DB) Close() error {
 	if err == nil && !d.opts.ReadOnly {
 		d.deleteObsoleteFiles(false)
 	}
+	d.closeEvents()
 	return errors.CombineErrors(err, d.closeResources())
 }
 
@@ -518,6 +521,6 @@ func (d *DB) deleteObsoleteFiles(atOpen bool) {
 		default:
 			continue
 		}
-		_ = d.fs.Remove(filepath.Join(d.dirname, name))
+		d.removeObsoleteFile(kind, num, name)
 	}
 }

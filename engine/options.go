@@ -270,6 +270,12 @@ type Options struct {
 	// not Total. Nil charges nothing.
 	RateLimiter ratelimit.Limiter
 
+	// EventListener, when not nil, is told about flushes, compactions,
+	// tables created and deleted, WALs created, write stalls and background
+	// errors, off the database's goroutines (see EventListener). A DSN
+	// cannot set it.
+	EventListener *EventListener
+
 	// MmapReads maps table files read-only and serves block reads by slicing
 	// the mapping (RocksDB's allow_mmap_reads). Reads are still tagged,
 	// charged and timed.

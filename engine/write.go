@@ -448,6 +448,7 @@ func (d *DB) stallLocked(ctx context.Context, why string) error {
 	start := time.Now()
 	ch := d.mu.changed
 	d.mu.Unlock()
+	d.notifyStallBegin(why)
 	var err error
 	select {
 	case <-ch:
@@ -455,6 +456,7 @@ func (d *DB) stallLocked(ctx context.Context, why string) error {
 		err = errors.Wrapf(ctx.Err(), "engine: write stalled (%s)", why)
 	}
 	stalled := time.Since(start)
+	d.notifyStallEnd(why, stalled)
 	d.stats.RecordTick(statistics.StallMicros, uint64(stalled.Microseconds()))
 	d.stats.ReportTimeToHistogram(statistics.WriteStall, uint64(stalled.Microseconds()))
 	d.mu.Lock()
@@ -543,6 +545,7 @@ func (d *DB) createLog(logNum manifest.FileNum) (f vfs.File, err error) {
 		_ = f.Close()
 		return nil, err
 	}
+	d.notifyWALCreated(logNum)
 	return f, nil
 }
 
