@@ -1,6 +1,7 @@
 // Command shale is the command-line tool of the shale key-value engine: a
 // benchmark that shows the per-activity read statistics at work, a checksum
-// verifier, a statistics reader and dumpers for the table and log formats.
+// verifier, a statistics reader, a checkpoint (backup) writer and dumpers for
+// the table and log formats.
 //
 // Usage:
 //
@@ -14,6 +15,9 @@
 //	stats      open a database read-only and print its statistics
 //	verify     verify every block checksum (and, with -files, every whole-file
 //	           checksum) of a database, optionally rate-limited
+//	checkpoint write a consistent, openable copy of a database into a new
+//	           directory: tables hard-linked where the filesystem allows,
+//	           copied otherwise (DB.Checkpoint)
 //	sst dump   print a table file's footer, properties, index and entries
 //	wal dump   print a write-ahead log's records and their operations
 //	dsn        print the table of DSN parameters
@@ -43,7 +47,7 @@
 // breakdowns (flush, compaction, DB open, Get, MultiGet, iterator and the two
 // verifications) with count, P50, P99 and max in microseconds, followed by the
 // key tickers (block cache, bloom filter, bytes read, checksum verification
-// and rate limiter). The five user-read breakdowns are recorded only at
+// and rate limiter), then the LSM's shape (DB.Metrics): a table per level. The five user-read breakdowns are recorded only at
 // stats_level except_time_for_mutex or all, which is why bench and stats
 // default to all.
 package main
