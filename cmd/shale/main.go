@@ -163,6 +163,23 @@ func (e *exitError) Unwrap() error { return e.err }
 var errHelpShown = errors.New("help shown")
 
 // usageErrorf returns an error that exits with exitUsage.
+// dsnArgument takes the database's DSN from -dsn or, as checkpoint takes
+// its directories, from the one argument: "shale verify DIR" works as
+// "shale verify -dsn DIR".
+func dsnArgument(fs *flag.FlagSet, dsn *string) error {
+	switch {
+	case fs.NArg() > 1:
+		return usageErrorf("unexpected argument %q", fs.Arg(1))
+	case fs.NArg() == 1 && *dsn != "":
+		return usageErrorf("the DSN is given twice: -dsn %q and argument %q", *dsn, fs.Arg(0))
+	case fs.NArg() == 1:
+		*dsn = fs.Arg(0)
+	case *dsn == "":
+		return usageErrorf("a DSN is required: -dsn DSN, or DSN as the argument")
+	}
+	return nil
+}
+
 func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: errors.Newf(format, args...)}
 }

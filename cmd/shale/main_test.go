@@ -48,10 +48,12 @@ func TestUsageErrors(t *testing.T) {
 		{"tiny max-data", []string{"bench", "-max-data", "10"}, exitUsage, `invalid -max-data 10`, ""},
 		{"bad priority", []string{"bench", "-priority", "urgent"}, exitUsage, `invalid -priority "urgent"`, ""},
 		{"bench argument", []string{"bench", "extra"}, exitUsage, `unexpected argument "extra"`, ""},
-		{"verify without dsn", []string{"verify"}, exitUsage, `shale verify: -dsn is required`, ""},
+		{"verify without dsn", []string{"verify"}, exitUsage, `shale verify: a DSN is required`, ""},
+		{"verify two dsns", []string{"verify", "-dsn", dir, dir}, exitUsage, `shale verify: the DSN is given twice`, ""},
+		{"verify extra argument", []string{"verify", dir, "x"}, exitUsage, `shale verify: unexpected argument "x"`, ""},
 		{"verify bad dsn", []string{"verify", "-dsn", dir + "?bogus=1"}, exitUsage, `shale verify: .*unknown key "bogus"`, ""},
 		{"verify malformed dsn", []string{"verify", "-dsn", dir + "?a=%zz"}, exitUsage, `shale verify: .*invalid DSN`, ""},
-		{"stats without dsn", []string{"stats"}, exitUsage, `shale stats: -dsn is required`, ""},
+		{"stats without dsn", []string{"stats"}, exitUsage, `shale stats: a DSN is required`, ""},
 		{"stats without statistics", []string{"stats", "-dsn", dir + "?statistics=false"}, exitUsage, `disables statistics`, ""},
 		{"sst dump no file", []string{"sst", "dump"}, exitUsage, `shale sst dump: want exactly one table file, got 0`, ""},
 		{"wal dump two files", []string{"wal", "dump", "a", "b"}, exitUsage, `shale wal dump: want exactly one log file, got 2`, ""},
@@ -223,6 +225,10 @@ func TestVerify(t *testing.T) {
 	r := runTool(t, "verify", "-dsn", dir)
 	require.Equal(t, exitOK, r.code, "%s", r)
 	require.Regexp(t, `(?m)^verifying .*: 2 table files, `, r.stdout)
+	// The DSN may be the argument, as checkpoint's directories are.
+	byArg := runTool(t, "verify", dir)
+	require.Equal(t, exitOK, byArg.code, "%s", byArg)
+	require.Regexp(t, `(?m)^OK$`, byArg.stdout)
 	require.Regexp(t, `(?m)^VerifyChecksum: ok, `, r.stdout)
 	require.NotContains(t, r.stdout, "VerifyFileChecksums")
 	require.Regexp(t, `(?m)^OK$`, r.stdout)

@@ -12,7 +12,7 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-const statsUsage = `stats -dsn DSN [-scan] [-full] [-json]`
+const statsUsage = `stats [-dsn] DSN [-scan] [-full] [-json]`
 
 const statsDoc = `
 Opens the database read-only (at stats_level all unless the DSN sets one) and
@@ -30,18 +30,15 @@ layout); -json prints everything as one JSON object.`
 
 func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, statsUsage, statsDoc)
-	dsn := fs.String("dsn", "", "the database's `DSN` (required)")
+	dsn := fs.String("dsn", "", "the database's `DSN` (or give it as the argument)")
 	scan := fs.Bool("scan", false, "scan every key and verify every block checksum before printing")
 	full := fs.Bool("full", false, "print every ticker and histogram (RocksDB's layout)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, env, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErrorf("unexpected argument %q", fs.Arg(0))
-	}
-	if *dsn == "" {
-		return usageErrorf("-dsn is required")
+	if err := dsnArgument(fs, dsn); err != nil {
+		return err
 	}
 	d, err := parseDSNBuilder(*dsn)
 	if err != nil {

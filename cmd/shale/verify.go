@@ -12,7 +12,7 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-const verifyUsage = `verify -dsn DSN [-rate-limit 8MiB] [-priority low] [-files] [-progress]`
+const verifyUsage = `verify [-dsn] DSN [-rate-limit 8MiB] [-priority low] [-files] [-progress]`
 
 const verifyDoc = `
 Opens the database read-only and runs VerifyChecksum, which reads every block
@@ -35,7 +35,7 @@ exist, permissions, IO errors).`
 
 func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, verifyUsage, verifyDoc)
-	dsn := fs.String("dsn", "", "the database's `DSN` (required)")
+	dsn := fs.String("dsn", "", "the database's `DSN` (or give it as the argument)")
 	rateLimit := sizeFlag{}
 	fs.Var(&rateLimit, "rate-limit", "rate limiter `bytes` per second (DSN rate_limit); 0: the DSN's own, if any")
 	priority := fs.String("priority", "low", "rate-limiter `priority` of the reads: total (not charged), low, mid, high or user")
@@ -44,11 +44,8 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	if err := parseFlags(fs, env, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErrorf("unexpected argument %q", fs.Arg(0))
-	}
-	if *dsn == "" {
-		return usageErrorf("-dsn is required")
+	if err := dsnArgument(fs, dsn); err != nil {
+		return err
 	}
 	if rateLimit.n < 0 {
 		return usageErrorf("invalid -rate-limit %d: must not be negative", rateLimit.n)
