@@ -49,6 +49,9 @@ type DB struct {
 
 	// closedFlag is set by Close; reads check it without taking mu.
 	closedFlag atomic.Bool
+	// unlogged is set once a DisableWAL write has been applied: Close then
+	// flushes, since such writes exist only in memtables.
+	unlogged atomic.Bool
 
 	// visibleSeq is the sequence number of the last write that is fully
 	// applied to the memtable. Reads without a snapshot read at it.

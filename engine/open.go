@@ -360,10 +360,20 @@ func (d *DB) openTables(ctx context.Context) error {
 	return nil
 }
 
-// Close stops background work, syncs the WAL and releases the database.
+// Close flushes the memtables if they hold DisableWAL writes, stops
+// background work, syncs the WAL and releases the database.
 // Calls made after Close return ErrClosed; calls in progress must have
 // returned (the façade ensures it).
 func (d *DB) Close() error {
+	// Writes made without the WAL exist only in memtables: flush them first,
+	// as RocksDB's close does when it holds unpersisted data, so that a
+	// clean Close loses no acknowledged write.
+	var flushErr error
+	if d.unlogged.Load() && !d.closedFlag.Load() {
+		if flushErr = d.Flush(context.Background()); errors.Is(flushErr, ErrClosed) {
+			flushErr = nil // a concurrent Close got there first, and says so below
+		}
+	}
 	d.mu.Lock()
 	if d.mu.closed {
 		d.mu.Unlock()
@@ -402,6 +412,7 @@ func (d *DB) Close() error {
 		d.deleteObsoleteFiles(false)
 	}
 	d.closeEvents()
+	err = errors.CombineErrors(flushErr, err)
 	return errors.CombineErrors(err, d.closeResources())
 }
 

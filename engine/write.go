@@ -58,8 +58,10 @@ func (b *Batch) Reset() { b.b.Reset() }
 //     number like any other. It is lost by any crash until its memtable is
 //     flushed (Flush, or a full memtable), also when later writes to the WAL
 //     are synced or SyncWAL is called; recovery replays the WAL's records
-//     around the gap it leaves. Sync together with DisableWAL is an error
-//     marked ErrInvalidArgument, as in RocksDB; Options.Sync does not apply.
+//     around the gap it leaves. A clean Close flushes them (as RocksDB's
+//     close does when it holds unpersisted data). Sync together with
+//     DisableWAL is an error marked ErrInvalidArgument, as in RocksDB;
+//     Options.Sync does not apply.
 //   - RateLimiterPriority: a priority other than Total charges the batch's
 //     encoded size (its WAL record's payload) to Options.RateLimiter at that
 //     priority, when the limiter's mode covers writes, before the write
@@ -264,6 +266,7 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 		for _, g := range group {
 			d.stats.RecordTick(statistics.BytesWritten, uint64(g.batch.Len()))
 		}
+		d.unlogged.Store(true)
 		return false, d.applyGroup(group, first, mem)
 	}
 	var rec *batch.Batch

@@ -379,3 +379,21 @@ func TestTxWriteOptions(t *testing.T) {
 	_, err := db.BeginTx(bgCtx, &TxOptions{Sync: true, DisableWAL: true})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
+
+// TestCloseFlushesUnloggedWrites: DisableWAL writes live only in memtables,
+// so a clean Close flushes them and a reopen finds them; a crash still loses
+// them.
+func TestCloseFlushesUnloggedWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", smallOptions(fs))
+	require.NoError(t, err)
+	require.NoError(t, db.Put(noWALCtx, []byte("unlogged"), []byte("v")))
+	require.NoError(t, db.Put(bgCtx, []byte("logged"), []byte("v")))
+	require.NoError(t, db.Close())
+
+	db, err = Open("/db", smallOptions(fs))
+	require.NoError(t, err)
+	requireValue(t, db, "unlogged", "v")
+	requireValue(t, db, "logged", "v")
+	require.NoError(t, db.Close())
+}
