@@ -96,8 +96,10 @@
 // buckets, and its sum includes every sample it counts.
 // [Statistics.Reset] is not atomic with respect to concurrent recorders.
 //
-// A StopWatch reads the runtime's monotonic clock twice per sample
-// (runtime.nanotime, linked in linkname.go). Those clock reads and the
+// A StopWatch reads a monotonic clock twice per sample: on amd64 with an
+// invariant time-stamp counter, the counter (RDTSC), calibrated against the
+// runtime's clock when the first Statistics is made (clock_amd64.go);
+// elsewhere runtime.nanotime, linked in linkname.go. Those clock reads and the
 // atomic adds, not the bookkeeping around them, are most of what recording
 // costs; the package's benchmarks measure each.
 //

@@ -86,6 +86,7 @@ func New(l Level) *Statistics {
 // newWithShards is New with a given shard count (a power of two), for tests
 // and the benchmarks that show what striping buys.
 func newWithShards(l Level, n int) *Statistics {
+	startClock() // the first time: calibrates the stopwatch clock
 	s := &Statistics{mask: uint32(n - 1), shards: make([]shard, n)}
 	s.level.Store(int32(clampLevel(l)))
 	return s
