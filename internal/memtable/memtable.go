@@ -231,7 +231,11 @@ func checkEntry(seq base.SeqNum, kind base.Kind) error {
 // A malformed batch (one that did not come from Set, Delete or a successful
 // SetRepr) returns its corruption error before anything is inserted.
 // ErrRecordExists part-way through means a sequence number was reused, a
-// caller bug; the records before it stay inserted.
+// caller bug; the records inserted before it stay inserted.
+//
+// A batch of sortedApplyMin records or more is inserted in key order rather
+// than batch order (see applySorted): readers cannot tell, as none of its
+// sequence numbers is visible yet.
 func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 	n := b.Count()
 	if n == 0 {
@@ -268,6 +272,9 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 	}
 
 	rng.Seed(seed1, seed2)
+	if n >= sortedApplyMin {
+		return m.applySorted(b, seq, off, &rng)
+	}
 	r = b.Reader()
 	for s := seq; ; s++ {
 		kind, key, value, ok, err := r.Next()
@@ -402,6 +409,19 @@ func (m *MemTable) initNode(off uint32, h int, trailer uint64, key, value []byte
 // prev is the last node of the level).
 type splice struct{ prev, next uint32 }
 
+// inserter remembers where the last node it inserted went, so that the next
+// insertion of a larger key can start from there instead of from the head
+// (RocksDB's splice hint). A fresh search costs O(log n) comparisons, each
+// likely a cache miss; inserting keys in ascending order from the last splice
+// costs O(log gap), about O(1) when the keys are dense in the list.
+type inserter struct {
+	spl [maxHeight]splice
+	// height is the number of levels of spl that hold a splice: each one's
+	// prev is a node before every key this inserter will still insert
+	// (keys come in ascending order). 0 means no hint: search from the head.
+	height int
+}
+
 // link inserts the initialized node at off, of height h, into the list. It
 // links level 0 first and then each level up, so that a node reachable at a
 // level is always reachable at every level below it.
@@ -417,12 +437,19 @@ type splice struct{ prev, next uint32 }
 // reader going backward during inserts may skip a node being inserted, never
 // see one out of order. Once inserts stop, every prev link is exact.
 func (m *MemTable) link(off uint32, h int) error {
+	var ins inserter
+	return m.insert(off, h, &ins)
+}
+
+// insert is link starting from ins's splices, which it leaves describing
+// where the node went. Successive calls with one inserter must insert keys
+// in ascending order.
+func (m *MemTable) insert(off uint32, h int, ins *inserter) error {
 	a := &m.arena
 	nd := a.node(off)
 	key := base.InternalKey{UserKey: a.bytes(nd.keyOffset, nd.keySize), Trailer: nd.trailer}
 
-	var spl [maxHeight]splice
-	listHeight, found := m.findSplice(key, &spl)
+	listHeight, found := m.findSpliceFrom(key, ins)
 	if found {
 		return ErrRecordExists
 	}
@@ -431,11 +458,12 @@ func (m *MemTable) link(off uint32, h int) error {
 	}
 	m.raiseHeight(h)
 
+	spl := &ins.spl
 	for level := range h {
 		prev, next := m.head, uint32(0)
 		if level < listHeight {
-			// Above the height findSplice saw, the level was empty then;
-			// the CAS below notices if it is not any more.
+			// Above the height findSpliceFrom saw, the level was empty
+			// then; the CAS below notices if it is not any more.
 			prev, next = spl[level].prev, spl[level].next
 		}
 		for {
@@ -469,7 +497,10 @@ func (m *MemTable) link(off uint32, h int) error {
 				return ErrRecordExists
 			}
 		}
+		// The next key goes after this node.
+		spl[level] = splice{off, next}
 	}
+	ins.height = max(listHeight, h)
 	m.count.Add(1)
 	return nil
 }
@@ -484,18 +515,61 @@ func (m *MemTable) raiseHeight(h int) {
 	}
 }
 
-// findSplice fills spl[:height] with where key belongs at each level, for
-// the list height it read, which it returns. found reports that key itself
-// is in the list.
-func (m *MemTable) findSplice(key base.InternalKey, spl *[maxHeight]splice) (height int, found bool) {
+// findSpliceFrom fills ins.spl[:height] with where key belongs at each
+// level, for the list height it returns, starting from ins's splices when
+// they cover the list's height. found reports that key itself is in the list.
+//
+// A splice found for an earlier, smaller key still has its prev before key;
+// it brackets key when key is also at or before its next. Its next at a level
+// is at or before its next at every level above (the splices came from one
+// descent, then moved to nodes that went in at every level of their height),
+// so the lowest level that brackets key, and every level above it, need no
+// search: the levels below it are searched down from its prev, as a fresh
+// search would from the head. Nodes other writers inserted meanwhile make a
+// splice stale, not wrong: the link's CAS fails and searches on from prev.
+func (m *MemTable) findSpliceFrom(key base.InternalKey, ins *inserter) (height int, found bool) {
 	height = int(m.height.Load())
+	if ins.height < height {
+		// No hint, or the list grew taller than the hint: search afresh.
+		return height, m.findSplice(key, height, &ins.spl)
+	}
+	height = ins.height
+	level := 0
+	for ; level < height; level++ {
+		next := ins.spl[level].next
+		if next == 0 {
+			break
+		}
+		c := m.compare(key, next)
+		if c == 0 {
+			return height, true
+		}
+		if c < 0 {
+			break
+		}
+	}
+	prev := m.head
+	if level < height {
+		prev = ins.spl[level].prev
+	}
+	for level--; level >= 0; level-- {
+		var next uint32
+		prev, next, found = m.findSpliceForLevel(key, level, prev)
+		ins.spl[level] = splice{prev, next}
+	}
+	return height, found
+}
+
+// findSplice fills spl[:height] with where key belongs at each level,
+// searching from the head. found reports that key itself is in the list.
+func (m *MemTable) findSplice(key base.InternalKey, height int, spl *[maxHeight]splice) (found bool) {
 	prev := m.head
 	for level := height - 1; level >= 0; level-- {
 		var next uint32
 		prev, next, found = m.findSpliceForLevel(key, level, prev)
 		spl[level] = splice{prev, next}
 	}
-	return height, found
+	return found
 }
 
 // findSpliceForLevel walks level from start, which must be before key, to
