@@ -54,7 +54,7 @@ func (b *Batch) Set(key, value []byte) {
 	checkFieldLen(len(key))
 	checkFieldLen(len(value))
 	b.ensureHeader()
-	b.data = slices.Grow(b.data, 1+2*maxVarint32Len+len(key)+len(value))
+	b.grow(1 + 2*maxVarint32Len + len(key) + len(value))
 	b.data = append(b.data, byte(base.KindSet))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -68,7 +68,7 @@ func (b *Batch) Set(key, value []byte) {
 func (b *Batch) Delete(key []byte) {
 	checkFieldLen(len(key))
 	b.ensureHeader()
-	b.data = slices.Grow(b.data, 1+maxVarint32Len+len(key))
+	b.grow(1 + maxVarint32Len + len(key))
 	b.data = append(b.data, byte(base.KindDelete))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -85,13 +85,40 @@ func (b *Batch) DeleteRange(start, end []byte) {
 	checkFieldLen(len(start))
 	checkFieldLen(len(end))
 	b.ensureHeader()
-	b.data = slices.Grow(b.data, 1+2*maxVarint32Len+len(start)+len(end))
+	b.grow(1 + 2*maxVarint32Len + len(start) + len(end))
 	b.data = append(b.data, byte(base.KindRangeDelete))
 	b.data = binary.AppendUvarint(b.data, uint64(len(start)))
 	b.data = append(b.data, start...)
 	b.data = binary.AppendUvarint(b.data, uint64(len(end)))
 	b.data = append(b.data, end...)
 	b.addCount(1)
+}
+
+// Grow makes room for at least n more bytes of records, so that a caller
+// that knows a batch's size (a copy of another batch, say) allocates its
+// buffer once. Appending records grows the buffer anyway; Grow only saves
+// the copies.
+func (b *Batch) Grow(n int) {
+	if n < 0 {
+		panic(errors.AssertionFailedf("batch: Grow(%d)", n))
+	}
+	b.ensureHeader()
+	b.data = slices.Grow(b.data, n)
+}
+
+// grow makes room for n more bytes, doubling the buffer when it is full.
+// append grows a large slice by only a quarter, which for a batch of a
+// million records means copying about four times its final size and
+// allocating five; doubling copies at most its size and allocates at most
+// twice (issue 12's million-record batch: 393 MB allocated to build 67 MB).
+func (b *Batch) grow(n int) {
+	if cap(b.data)-len(b.data) >= n {
+		return
+	}
+	// slices.Grow asked for more than twice the capacity gives exactly
+	// what was asked (rounded up to an allocation size class), without
+	// zeroing the part it copies.
+	b.data = slices.Grow(b.data, max(n, 2*cap(b.data)+1-len(b.data)))
 }
 
 // HasValue reports whether records of kind carry a second field: the value
