@@ -33,7 +33,7 @@ func appendSearchKey(dst, userKey []byte, seq base.SeqNum) []byte {
 // Get finds the newest entry of key with a sequence number <= seq: the
 // filter first (ticking BloomFilterUseful when it rules the key out,
 // BloomFilterFullPositive when it does not, and BloomFilterFullTruePositive
-// when the key is then found), then the in-memory index, then the one data
+// when the key is then found), then the index, then the one data
 // block that can hold the entry (see the package doc).
 //
 // When found, kind is the entry's kind and value points into the block,
@@ -57,6 +57,9 @@ func (r *Reader) GetHash(ctx context.Context, env ReadEnv, key []byte, h uint32,
 // GetHashSeq is GetHash that also returns the found entry's sequence
 // number, which a reader compares with the range tombstones covering key.
 func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
+	if r.metaInCache {
+		return r.getCached(ctx, env, key, h, seq)
+	}
 	st := r.opts.Stats
 	env.IO.Perf.AddTableConsulted()
 	if r.filter != nil {
@@ -70,7 +73,7 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 	}
 	gs := getStates.Get().(*getState)
 	gs.key = appendSearchKey(gs.key[:0], key, seq)
-	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key)
+	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, r.index)
 	// Drop the references to block memory before pooling.
 	gs.data.Reset()
 	getStates.Put(gs)
@@ -80,12 +83,51 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 	return value, kind, entrySeq, found, pin, err
 }
 
-func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte) ([]byte, base.Kind, base.SeqNum, bool, BlockPin, error) {
-	b := r.index.seekGE(gs.key)
-	if b == r.index.len() {
+// getCached is GetHashSeq for a Reader whose index and filter live in the
+// block cache: each is looked up (and loaded on a miss, with env.IO) and
+// pinned only while this call uses it.
+func (r *Reader) getCached(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
+	st := r.opts.Stats
+	env.IO.Perf.AddTableConsulted()
+	if r.hasFilter {
+		filter, fh, err := r.pinFilter(ctx, env.IO)
+		if err != nil {
+			return nil, 0, 0, false, BlockPin{}, err
+		}
+		may := bloom.MayContainHash(filter, h)
+		fh.Release()
+		if !may {
+			st.RecordTick(statistics.BloomFilterUseful, 1)
+			env.IO.Perf.AddFilterCheck(false)
+			return nil, 0, 0, false, BlockPin{}, nil
+		}
+		st.RecordTick(statistics.BloomFilterFullPositive, 1)
+		env.IO.Perf.AddFilterCheck(true)
+	}
+	var x indexTable
+	ih, err := r.pinIndex(ctx, env.IO, &x)
+	if err != nil {
+		return nil, 0, 0, false, BlockPin{}, err
+	}
+	gs := getStates.Get().(*getState)
+	gs.key = appendSearchKey(gs.key[:0], key, seq)
+	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, &x)
+	gs.data.Reset()
+	getStates.Put(gs)
+	ih.Release()
+	if found && r.hasFilter {
+		st.RecordTick(statistics.BloomFilterFullTruePositive, 1)
+	}
+	return value, kind, entrySeq, found, pin, err
+}
+
+// get looks the search key gs.key up in the table whose index is x.
+func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte, x *indexTable) ([]byte, base.Kind, base.SeqNum, bool, BlockPin, error) {
+	b := x.seekGE(gs.key)
+	if b == x.len() {
 		return nil, 0, 0, false, BlockPin{}, nil
 	}
-	h := r.index.handles[b]
+	h := x.handles[b]
 	data, pin, loc, err := r.readData(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec})
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err

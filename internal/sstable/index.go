@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/sstable/block"
@@ -51,63 +52,136 @@ func abbreviate(b []byte) uint64 {
 	return binary.BigEndian.Uint64(buf[:])
 }
 
-// newIndexTable decodes the index block data. An entry whose separator is
-// shorter than an internal key trailer or whose value is not exactly a
-// handle is an error marked base.ErrCorruption. It does not check that the
-// separators increase or that the handles lie in the data region: Check
-// does the first, every block read the second, and a search of a misordered
-// table returns a wrong block, never reads out of bounds.
+// newIndexTable decodes the index block data into memory of its own. An
+// entry whose separator is shorter than an internal key trailer or whose
+// value is not exactly a handle is an error marked base.ErrCorruption. It
+// does not check that the separators increase or that the handles lie in the
+// data region: Check does the first, every block read the second, and a
+// search of a misordered table returns a wrong block, never reads out of
+// bounds.
 func newIndexTable(data []byte) (*indexTable, error) {
+	buf, err := encodeIndexTable(data, nil)
+	if err != nil {
+		return nil, err
+	}
+	x := viewIndexTable(buf)
+	return &x, nil
+}
+
+// The flat form of an indexTable, one buffer that a block cache entry can
+// hold: a header of three uint64s (the number of blocks n, the length of
+// keys, the length of common), then abbr (8n bytes), handles (16n), offs
+// (4(n+1), padded to a multiple of 8), keys and common. It is in native byte
+// order: it is never written to a file, only built by encodeIndexTable and
+// read by viewIndexTable in the same process.
+const indexHeaderLen = 24
+
+// indexFlatLen is the length of the flat form of n blocks.
+func indexFlatLen(n, keysLen, commonLen int) int {
+	return indexHeaderLen + 8*n + 16*n + (4*(n+1)+7)&^7 + keysLen + commonLen
+}
+
+// encodeIndexTable decodes the index block data into the flat form, in a
+// buffer from alloc (make when nil), and returns it. Errors are as for
+// newIndexTable.
+func encodeIndexTable(data []byte, alloc func(n int) []byte) ([]byte, error) {
 	var it block.Iter
 	if err := it.Init(base.CompareEncoded, data); err != nil {
 		return nil, err
 	}
-	// Two passes: the first counts, so that the arrays are allocated once
-	// at their final size.
+	// Two passes: the first counts and finds the common prefix, so that
+	// the buffer is allocated once at its final size.
 	n, size := 0, 0
+	var common []byte
 	for ok := it.First(); ok; ok = it.Next() {
+		sep := it.Key()
+		if len(sep) < base.TrailerLen {
+			return nil, base.CorruptionErrorf("separator %d, %q, is shorter than a %d-byte trailer", n, sep, base.TrailerLen)
+		}
+		uk := sep[:len(sep)-base.TrailerLen]
+		if n == 0 {
+			// common aliases the block only until it is copied below.
+			common = uk
+		} else {
+			common = common[:commonPrefix(common, uk)]
+		}
 		n++
-		size += len(it.Key())
+		size += len(sep)
 	}
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
-	x := &indexTable{
-		abbr:    make([]uint64, n),
-		keys:    make([]byte, 0, size),
-		offs:    make([]uint32, 1, n+1),
-		handles: make([]block.Handle, n),
-	}
+	buf := allocAligned(indexFlatLen(n, size, len(common)), alloc)
+	hdr := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(buf))), 3)
+	hdr[0], hdr[1], hdr[2] = uint64(n), uint64(size), uint64(len(common))
+	x := viewIndexTable(buf)
+	copy(x.common, common)
+	x.offs[0] = 0
+	pos := 0
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		sep := it.Key()
-		if len(sep) < base.TrailerLen {
-			return nil, base.CorruptionErrorf("separator %d, %q, is shorter than a %d-byte trailer", i, sep, base.TrailerLen)
-		}
 		h, err := decodeHandleExact(it.Value())
 		if err != nil {
 			return nil, err
 		}
 		x.handles[i] = h
-		x.keys = append(x.keys, sep...)
-		x.offs = append(x.offs, uint32(len(x.keys)))
-		uk := sep[:len(sep)-base.TrailerLen]
-		if i == 0 {
-			x.common = uk
-		} else {
-			x.common = x.common[:commonPrefix(x.common, uk)]
-		}
+		pos += copy(x.keys[pos:], it.Key())
 		i++
+		x.offs[i] = uint32(pos)
 	}
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
-	// common aliases the block, which the Reader does not keep.
-	x.common = bytes.Clone(x.common)
+	if i != n || pos != size {
+		// The block changed between the passes: only a caller writing
+		// into it concurrently could do that.
+		return nil, base.AssertionFailedf("sstable: index block gave %d entries of %d bytes, then %d of %d", n, size, i, pos)
+	}
 	for i := range n {
 		x.abbr[i] = abbreviate(x.userKey(i)[len(x.common):])
 	}
-	return x, nil
+	return buf, nil
+}
+
+// allocAligned returns a buffer of n bytes from alloc (make when nil) whose
+// start is aligned for uint64s. Go's allocator aligns every allocation of 8
+// bytes or more to 8 bytes, so the fallback, a []uint64's memory, is only a
+// guard.
+func allocAligned(n int, alloc func(n int) []byte) []byte {
+	var buf []byte
+	if alloc != nil {
+		buf = alloc(n)
+	}
+	if buf == nil || uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%8 != 0 {
+		words := make([]uint64, (n+7)/8)
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), n)
+	}
+	return buf[:n:n]
+}
+
+// viewIndexTable returns the indexTable whose flat form is buf, sharing its
+// memory. buf must come from encodeIndexTable.
+func viewIndexTable(buf []byte) indexTable {
+	p := unsafe.Pointer(unsafe.SliceData(buf))
+	hdr := (*[3]uint64)(p)
+	n, keysLen, commonLen := int(hdr[0]), int(hdr[1]), int(hdr[2])
+	off := uintptr(indexHeaderLen)
+	var abbr []uint64
+	var handles []block.Handle
+	if n > 0 {
+		// Not for n == 0: a pointer to a Handle there would reach past
+		// the buffer, which checkptr (-race) rejects even for an empty
+		// slice.
+		abbr = unsafe.Slice((*uint64)(unsafe.Add(p, off)), n)
+		handles = unsafe.Slice((*block.Handle)(unsafe.Add(p, off+uintptr(8*n))), n)
+	}
+	off += uintptr(24 * n)
+	offs := unsafe.Slice((*uint32)(unsafe.Add(p, off)), n+1)
+	off += uintptr((4*(n+1) + 7) &^ 7)
+	keys := buf[off : int(off)+keysLen : int(off)+keysLen]
+	off += uintptr(keysLen)
+	common := buf[off : int(off)+commonLen : int(off)+commonLen]
+	return indexTable{common: common, abbr: abbr, keys: keys, offs: offs, handles: handles}
 }
 
 func commonPrefix(a, b []byte) int {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/sstable/block"
 )
@@ -37,7 +38,12 @@ import (
 // the memory it points to, are valid until the next move or Close. An Iter
 // is not safe for concurrent use.
 type Iter struct {
-	r            *Reader
+	r *Reader
+	// x is the table's index: the Reader's own, or xv, a view of the
+	// cached index that ih pins until Close.
+	x            *indexTable
+	xv           indexTable
+	ih           cache.Handle
 	ctx          context.Context
 	env          ReadEnv
 	lower, upper []byte
@@ -76,6 +82,15 @@ var iterPool = sync.Pool{New: func() any { return new(Iter) }}
 func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) (*Iter, error) {
 	i := iterPool.Get().(*Iter)
 	i.r, i.ctx, i.env, i.lower, i.upper = r, ctx, env, lower, upper
+	i.x = r.index
+	if r.metaInCache {
+		ih, err := r.pinIndex(ctx, env.IO, &i.xv)
+		if err != nil {
+			i.release()
+			return nil, err
+		}
+		i.ih, i.x = ih, &i.xv
+	}
 	return i, nil
 }
 
@@ -92,7 +107,7 @@ func (i *Iter) SeekGE(key []byte) *base.InternalKV {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
-	if i.ib = i.r.index.seekGE(i.key); i.ib == i.r.index.len() {
+	if i.ib = i.x.seekGE(i.key); i.ib == i.x.len() {
 		return i.exhaust()
 	}
 	if !i.loadBlock() {
@@ -117,7 +132,7 @@ func (i *Iter) SeekLT(key []byte) *base.InternalKV {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
-	if i.ib = i.r.index.seekGE(i.key); i.ib == i.r.index.len() {
+	if i.ib = i.x.seekGE(i.key); i.ib == i.x.len() {
 		// Every entry is < key.
 		return i.lastFromIndex()
 	}
@@ -138,7 +153,7 @@ func (i *Iter) First() *base.InternalKV {
 	if i.err != nil {
 		return nil
 	}
-	if i.ib = 0; i.r.index.len() == 0 {
+	if i.ib = 0; i.x.len() == 0 {
 		return i.exhaust()
 	}
 	if !i.loadBlock() {
@@ -162,7 +177,7 @@ func (i *Iter) Last() *base.InternalKV {
 }
 
 func (i *Iter) lastFromIndex() *base.InternalKV {
-	if i.ib = i.r.index.len() - 1; i.ib < 0 {
+	if i.ib = i.x.len() - 1; i.ib < 0 {
 		return i.exhaust()
 	}
 	if !i.loadBlock() {
@@ -213,6 +228,7 @@ func (i *Iter) release() {
 	if i.pf != nil {
 		i.pf.Close()
 	}
+	i.ih.Release()
 	buf, key := i.buf, i.key
 	if cap(buf) > maxPooledBuf {
 		buf = nil
@@ -233,7 +249,7 @@ func (i *Iter) skipForward() *base.InternalKV {
 		if !i.belowUpper {
 			return i.exhaust()
 		}
-		if i.ib++; i.ib >= i.r.index.len() {
+		if i.ib++; i.ib >= i.x.len() {
 			return i.exhaust()
 		}
 		if !i.loadBlock() {
@@ -257,7 +273,7 @@ func (i *Iter) skipBackward() *base.InternalKV {
 		}
 		// The block's entries are all <= its separator: if that is below
 		// lower, so are they.
-		if i.lower != nil && bytes.Compare(i.r.index.userKey(i.ib), i.lower) < 0 {
+		if i.lower != nil && bytes.Compare(i.x.userKey(i.ib), i.lower) < 0 {
 			return i.exhaust()
 		}
 		if !i.loadBlock() {
@@ -302,8 +318,8 @@ func (i *Iter) backwardKV() *base.InternalKV {
 // loadBlock makes data iterate over the block of index entry i.ib. It
 // reports false, with the iterator failed, on an error.
 func (i *Iter) loadBlock() bool {
-	h := i.r.index.handles[i.ib]
-	i.belowUpper = i.upper == nil || bytes.Compare(i.r.index.userKey(i.ib), i.upper) < 0
+	h := i.x.handles[i.ib]
+	i.belowUpper = i.upper == nil || bytes.Compare(i.x.userKey(i.ib), i.upper) < 0
 	if i.loaded && h == i.cur {
 		return true
 	}

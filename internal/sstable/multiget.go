@@ -107,7 +107,9 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 
 func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
 	env.IO.Perf.AddTableConsulted()
-	r.multiGetBlocks(ms, keys, env.IO.Perf)
+	if err := r.multiGetIndex(ctx, env, ms, keys); err != nil {
+		return err
+	}
 	if err := r.multiGetRead(ctx, env, ms); err != nil {
 		// Only cache hits are pinned yet: one reference per key.
 		for b := range ms.blocks {
@@ -121,11 +123,33 @@ func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys [
 	return nil
 }
 
-// multiGetBlocks runs the filter and the index over the keys and lists the
-// blocks they need, in file order.
-func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.PerfContext) {
+// multiGetIndex runs multiGetBlocks with the index and filter pinned, when
+// they live in the block cache, for that pass only.
+func (r *Reader) multiGetIndex(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
+	if !r.metaInCache {
+		r.multiGetBlocks(ms, keys, env.IO.Perf, r.index, r.filter)
+		return nil
+	}
+	filter, fh, err := r.pinFilter(ctx, env.IO)
+	if err != nil {
+		return err
+	}
+	var x indexTable
+	ih, err := r.pinIndex(ctx, env.IO, &x)
+	if err != nil {
+		fh.Release()
+		return err
+	}
+	r.multiGetBlocks(ms, keys, env.IO.Perf, &x, filter)
+	ih.Release()
+	fh.Release()
+	return nil
+}
+
+// multiGetBlocks runs the filter (nil when the table has none) and the index
+// x over the keys and lists the blocks they need, in file order.
+func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.PerfContext, x *indexTable, filter []byte) {
 	st := r.opts.Stats
-	x := r.index
 	b := -1 // the index entry of the last key's block; -1 before the first
 	for i := range keys {
 		k := &keys[i]
@@ -139,8 +163,8 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 			// ones are in the table.
 			continue
 		}
-		if r.filter != nil {
-			if !bloom.MayContainHash(r.filter, k.Hash) {
+		if r.hasFilter {
+			if !bloom.MayContainHash(filter, k.Hash) {
 				st.RecordTick(statistics.BloomFilterUseful, 1)
 				perf.AddFilterCheck(false)
 				continue
@@ -353,7 +377,7 @@ func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) {
 			continue
 		}
 		k.Found, k.Pin = true, blk.pin
-		if r.filter != nil {
+		if r.hasFilter {
 			r.opts.Stats.RecordTick(statistics.BloomFilterFullTruePositive, 1)
 		}
 	}

@@ -40,6 +40,13 @@ type ReaderOptions struct {
 	// checksums, decompression); nil records nothing. File-read latencies
 	// are recorded by the fileio.Reader, with its own statistics.
 	Stats *statistics.Statistics
+	// CacheIndexAndFilterBlocks keeps the decoded index and filter in
+	// Cache, charged at their decoded size and evictable, instead of on the
+	// heap for the Reader's life (RocksDB's cache_index_and_filter_blocks,
+	// and Pebble's only behaviour): memory then stays within the cache's
+	// budget however many tables are open. A read pins them only while it
+	// uses them. It has no effect without a Cache.
+	CacheIndexAndFilterBlocks bool
 }
 
 // maxBlockLen bounds the decoded size of a block. The writer cuts data
@@ -69,6 +76,8 @@ const maxSnappyExpansion = 32
 //     has a filter. They are checksum-verified whatever the ReadEnv says.
 //   - Get: 0 when the filter rules the key out or the data block is cached;
 //     otherwise 1 Read (the data block; the index and filter are in memory).
+//     With the index and filter in the block cache, 1 more Read for each of
+//     them that is not cached (see Memory in the cache).
 //   - MultiGet: 0 when every needed block is cached or filtered out;
 //     otherwise 1 MultiRead, with one request per run of uncached blocks
 //     adjacent on disk.
@@ -92,7 +101,8 @@ const maxSnappyExpansion = 32
 // # Memory
 //
 // The index block and the filter are decoded at Open and kept for the
-// Reader's life (not in the block cache: BlockCacheIndexHit never ticks).
+// Reader's life, unless ReaderOptions.CacheIndexAndFilterBlocks puts them in
+// the block cache (see Memory in the cache, below).
 // The index is kept as flat arrays for searching (see indexTable): about 28
 // bytes per data block plus the separators, which the Writer shortens
 // (about 40 bytes per block for 16-byte keys). The filter is copied when
@@ -102,6 +112,21 @@ const maxSnappyExpansion = 32
 // block of a memory-mapped file is used in place and never cached; one read
 // from the file into the cache by Get or MultiGet is cached in the buffer it
 // was read into, without a copy.
+//
+// # Memory in the cache
+//
+// With ReaderOptions.CacheIndexAndFilterBlocks and a cache, Open still reads,
+// verifies and decodes the filter and the index, but puts them in the cache
+// (as RocksDB's prefetch_index_and_filter_in_cache does) and keeps neither.
+// The index is cached in its decoded, searchable form (see encodeIndexTable),
+// the filter aligned to cache lines, each charged at that size; their cache
+// keys are their blocks' offsets, so EvictFromCache drops them too. Get and
+// MultiGet look each up once per call (a hit ticks BlockCacheHit, and for
+// the index BlockCacheIndexHit; a miss BlockCacheMiss) and release them
+// before returning; an Iter pins the index until Close. A lookup that misses
+// reads the block again with one Read, tagged with the IOOptions of the read
+// that needed it, and always verifies its checksum. A block too large for a
+// cache shard is returned uncached, so it is read again by every use.
 type Reader struct {
 	file *fileio.Reader
 	name string
@@ -114,6 +139,16 @@ type Reader struct {
 	// live as long as the Reader.
 	index  *indexTable
 	filter []byte
+	// hasFilter says the table has a filter, at filterH; filter is nil
+	// when the filter lives in the cache.
+	hasFilter bool
+	filterH   block.Handle
+	// metaInCache says the index and filter live in the block cache
+	// (ReaderOptions.CacheIndexAndFilterBlocks with a cache); index and
+	// filter are then nil.
+	metaInCache bool
+	// metaLimit is where the meta blocks end: the footer's offset.
+	metaLimit uint64
 	// dataEnd is where the data blocks end: the offset of the first block
 	// after them. A data handle reaching past it is corrupt.
 	dataEnd uint64
@@ -136,7 +171,8 @@ type metaHandle struct {
 // Open opens the table that f reads. It reads the footer, metaindex,
 // properties, filter (if any) and index, each with one f.Read using env.IO,
 // and verifies every one of those blocks whatever env.VerifyChecksums says.
-// It keeps the decoded index and filter in memory for the Reader's life.
+// It keeps the decoded index and filter in memory for the Reader's life, or
+// puts them in the block cache (ReaderOptions.CacheIndexAndFilterBlocks).
 // A malformed table is an error marked base.ErrCorruption that names the
 // file and what was wrong; that includes every index entry that does not
 // decode (a separator shorter than an internal key trailer, a value that is
@@ -147,6 +183,7 @@ type metaHandle struct {
 // Open takes ownership of f: Close closes it, and so does a failed Open.
 func Open(ctx context.Context, f *fileio.Reader, env ReadEnv, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{file: f, name: f.Name(), opts: opts}
+	r.metaInCache = opts.CacheIndexAndFilterBlocks && opts.Cache != nil
 	if err := r.open(ctx, env); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -176,6 +213,7 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 			r.name, raw, enc)
 	}
 	limit := uint64(size) - FooterLen
+	r.metaLimit = limit
 	r.dataEnd = min(r.footer.MetaIndex.Offset, r.footer.Index.Offset)
 
 	meta, err := r.readMetaBlock(ctx, env, "metaindex", r.footer.MetaIndex, limit)
@@ -234,16 +272,40 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	}
 
 	if hasFilter {
-		filter, err := r.readMetaBlock(ctx, env, "filter", filterHandle, limit)
-		if err != nil {
+		r.hasFilter, r.filterH = true, filterHandle
+		if err := r.openFilter(ctx, env, limit); err != nil {
 			return err
 		}
-		r.filter = bloom.CacheAligned(filter)
 	}
 	if hasRangeDel {
 		if err := r.loadRangeDels(ctx, env, rangeDelHandle, limit); err != nil {
 			return err
 		}
+	}
+	return r.openIndex(ctx, env, limit)
+}
+
+// openFilter loads the filter: into the Reader, or into the cache.
+func (r *Reader) openFilter(ctx context.Context, env ReadEnv, limit uint64) error {
+	if r.metaInCache {
+		hd, err := r.cachedMeta(ctx, env.IO, r.filterH, false)
+		hd.Release()
+		return err
+	}
+	filter, err := r.readMetaBlock(ctx, env, "filter", r.filterH, limit)
+	if err != nil {
+		return err
+	}
+	r.filter = bloom.CacheAligned(filter)
+	return nil
+}
+
+// openIndex loads the index: into the Reader, or into the cache.
+func (r *Reader) openIndex(ctx context.Context, env ReadEnv, limit uint64) error {
+	if r.metaInCache {
+		hd, err := r.cachedMeta(ctx, env.IO, r.footer.Index, true)
+		hd.Release()
+		return err
 	}
 	index, err := r.readMetaBlock(ctx, env, "index", r.footer.Index, limit)
 	if err != nil {
@@ -337,10 +399,24 @@ func (r *Reader) EvictFromCache() {
 
 // MayContain runs only the filter: false means the table certainly holds no
 // entry of the key whose bloom.Hash is h. A table without a filter may
-// contain anything. It reads no file and records no statistics (callers
-// that skip a table on its answer tick BloomFilterUseful themselves).
+// contain anything, and so may one whose filter lives in the block cache
+// and is not there at the moment. It reads no file and records no
+// statistics (callers that skip a table on its answer tick
+// BloomFilterUseful themselves).
 func (r *Reader) MayContain(h uint32) bool {
-	return r.filter == nil || bloom.MayContainHash(r.filter, h)
+	if !r.metaInCache {
+		return r.filter == nil || bloom.MayContainHash(r.filter, h)
+	}
+	if !r.hasFilter {
+		return true
+	}
+	hd, ok := r.opts.Cache.Get(r.cacheKey(r.filterH))
+	if !ok {
+		return true
+	}
+	may := bloom.MayContainHash(alignedFilter(hd.Value()), h)
+	hd.Release()
+	return may
 }
 
 // BlockPin keeps the memory of a block that a returned value points into

@@ -97,13 +97,15 @@ type openConfig struct {
 	cache *cache.Cache
 	stats *statistics.Statistics
 	mmap  bool
+	// cacheMeta is ReaderOptions.CacheIndexAndFilterBlocks.
+	cacheMeta bool
 	// wrap, when set, wraps the filesystem the file is read from.
 	wrap func(vfs.FS) vfs.FS
 	env  ReadEnv
 }
 
 func (c openConfig) String() string {
-	return fmt.Sprintf("cache=%t/mmap=%t", c.cache != nil, c.mmap)
+	return fmt.Sprintf("cache=%t/mmap=%t/meta=%t", c.cache != nil, c.mmap, c.cacheMeta)
 }
 
 // openTable opens data as a table with cfg, failing the test on an error.
@@ -131,6 +133,7 @@ func tryOpen(fs vfs.FS, cfg openConfig) (*Reader, error) {
 	}
 	return Open(context.Background(), f, env, ReaderOptions{
 		Cache: cfg.cache, CacheID: cfg.cache.NewID(), FileNum: 1, Stats: cfg.stats,
+		CacheIndexAndFilterBlocks: cfg.cacheMeta,
 	})
 }
 
@@ -292,6 +295,19 @@ func readerCombos() []openConfig {
 					cfg.cache = cache.New(1 << 20)
 				}
 				out = append(out, cfg)
+				if withCache {
+					// The index and filter in the cache: one that holds
+					// them, and one so small that every read loads them
+					// again (or gets them uncached).
+					meta := cfg
+					meta.cacheMeta = true
+					if fill {
+						meta.cache = cache.New(1 << 20)
+					} else {
+						meta.cache = cache.New(4 << 10)
+					}
+					out = append(out, meta)
+				}
 			}
 		}
 	}

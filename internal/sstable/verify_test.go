@@ -217,6 +217,7 @@ func FuzzTable(f *testing.F) {
 		for _, cfg := range []openConfig{
 			{cache: cache.New(64 << 10), env: ReadEnv{FillCache: true}},
 			{mmap: true, env: ReadEnv{VerifyChecksums: true}},
+			{cache: cache.New(8 << 10), cacheMeta: true, env: ReadEnv{VerifyChecksums: true, FillCache: true}},
 		} {
 			r, err := tryOpen(fs, cfg)
 			if err != nil {

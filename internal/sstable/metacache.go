@@ -1,0 +1,123 @@
+package sstable
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/sstable/block"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/statistics"
+)
+
+// This file keeps the index and the filter in the block cache, for
+// ReaderOptions.CacheIndexAndFilterBlocks (see "Memory in the cache" in the
+// Reader's doc).
+
+// cachedMeta returns a handle to the cached index (index set) or filter
+// whose block is at h, loading it with one file read using io on a miss. The
+// caller releases the handle once it no longer uses the value.
+func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, index bool) (cache.Handle, error) {
+	st := r.opts.Stats
+	if hd, ok := r.opts.Cache.Get(r.cacheKey(h)); ok {
+		st.RecordTick(statistics.BlockCacheHit, 1)
+		if index {
+			st.RecordTick(statistics.BlockCacheIndexHit, 1)
+		}
+		fileio.NoteCacheHit(st, io)
+		return hd, nil
+	}
+	st.RecordTick(statistics.BlockCacheMiss, 1)
+	fileio.NoteCacheMiss(st, io)
+	return r.loadMeta(ctx, io, h, index)
+}
+
+// loadMeta is cachedMeta's miss: a function of its own, so that the closure
+// GetOrLoad takes is allocated on misses only.
+func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, index bool) (cache.Handle, error) {
+	c := r.opts.Cache
+	var loaded bool
+	hd, _, err := c.GetOrLoad(ctx, r.cacheKey(h), func() ([]byte, error) {
+		var v []byte
+		var err error
+		if index {
+			v, err = r.decodeIndexFor(ctx, io, h, c.Alloc)
+		} else {
+			v, err = r.decodeFilterFor(ctx, io, h, c.Alloc)
+		}
+		loaded = err == nil
+		return v, err
+	})
+	if err != nil {
+		return cache.Handle{}, err
+	}
+	r.noteCacheAdd(loaded, len(hd.Value()))
+	return hd, nil
+}
+
+// decodeIndexFor reads and verifies the index block at h and returns its
+// flat decoded form (see encodeIndexTable) in a buffer from alloc.
+func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, alloc func(int) []byte) ([]byte, error) {
+	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, "index", h, r.metaLimit)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := encodeIndexTable(data, alloc)
+	if err != nil {
+		return nil, r.wrapBlockErr(err, "index", h)
+	}
+	return buf, nil
+}
+
+// decodeFilterFor reads and verifies the filter block at h and returns it
+// in a buffer from alloc, bloom.LineSize-1 bytes longer than the filter so
+// that alignedFilter finds it starting on a cache line.
+func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, alloc func(int) []byte) ([]byte, error) {
+	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, "filter", h, r.metaLimit)
+	if err != nil {
+		return nil, err
+	}
+	v := alloc(len(data) + bloom.LineSize - 1)
+	copy(alignedFilter(v), data)
+	return v, nil
+}
+
+// alignedFilter returns the filter within v, a buffer from decodeFilterFor:
+// its len(v)-(bloom.LineSize-1) bytes from the first cache-line boundary.
+// The buffer does not move while cached, so every lookup finds the same
+// bytes.
+func alignedFilter(v []byte) []byte {
+	n := len(v) - (bloom.LineSize - 1)
+	skip := int(-uintptr(unsafe.Pointer(unsafe.SliceData(v)))) & (bloom.LineSize - 1)
+	return v[skip : skip+n : skip+n]
+}
+
+// pinIndex returns the index for a read: the Reader's own, or the cached
+// one, with the handle that pins it (the zero Handle for the Reader's own).
+func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, x *indexTable) (cache.Handle, error) {
+	if !r.metaInCache {
+		*x = *r.index
+		return cache.Handle{}, nil
+	}
+	hd, err := r.cachedMeta(ctx, io, r.footer.Index, true)
+	if err != nil {
+		return cache.Handle{}, err
+	}
+	*x = viewIndexTable(hd.Value())
+	return hd, nil
+}
+
+// pinFilter returns the filter for a read (nil when the table has none),
+// with the handle that pins it, as pinIndex does.
+func (r *Reader) pinFilter(ctx context.Context, io ioctx.IOOptions) ([]byte, cache.Handle, error) {
+	if !r.metaInCache || !r.hasFilter {
+		return r.filter, cache.Handle{}, nil
+	}
+	hd, err := r.cachedMeta(ctx, io, r.filterH, false)
+	if err != nil {
+		return nil, cache.Handle{}, err
+	}
+	return alignedFilter(hd.Value()), hd, nil
+}
