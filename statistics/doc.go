@@ -87,14 +87,19 @@
 // shards (a power of two in [4, 64]), each padded to whole pairs of cache
 // lines, and each record goes to the shard of the P (scheduler processor)
 // the recorder runs on, so recorders running in parallel do not write the
-// same cache line; readers sum the shards. Counts are exact under
+// same cache line; readers sum the shards. On amd64 (without the race
+// detector) a recorder pinned to its P owns its shard and makes the same
+// adds unlocked, a fraction of a locked add's cost (owned_amd64.go says why
+// readers still see whole, ordered values). Counts are exact under
 // concurrency, unlike RocksDB's, which may lose updates. Reads are not
 // snapshots: each counter is read atomically, but not all at one instant.
 // [Statistics.HistogramSnapshot] and [Statistics.Export], which exporters use
 // (expvar through [Publish], Prometheus through contrib/shaleprom), state
 // what one read guarantees: a histogram's count always equals the sum of its
 // buckets, and its sum includes every sample it counts.
-// [Statistics.Reset] is not atomic with respect to concurrent recorders.
+// [Statistics.Reset] is not atomic with respect to concurrent recorders
+// (with unlocked adds, a count a recorder was adding to while Reset zeroed
+// it may come back whole).
 //
 // A StopWatch reads a monotonic clock twice per sample: on amd64 with an
 // invariant time-stamp counter, the counter (RDTSC), calibrated against the

@@ -184,6 +184,24 @@ func (h *HistogramStat) Add(v uint64) {
 	b.Add(1)
 }
 
+// record adds one sample: with Add, or, when the caller's P owns the
+// stripe holding h and is pinned to it (see Statistics.pin), with plain
+// adds in the same order.
+func (h *HistogramStat) record(v uint64, own bool) {
+	if !own || !ownedStripes {
+		h.Add(v)
+		return
+	}
+	b := &h.buckets[bucketIndex(v)]
+	raiseOwned(&h.minInv, ^v)
+	raiseOwned(&h.max, v)
+	if v != 0 {
+		addOwned(&h.sum, v)
+		addOwned(&h.sumSquares, v*v)
+	}
+	addOwned(b, 1)
+}
+
 // raise sets a to v unless a concurrent writer already set it higher. Callers
 // load first, so the CAS loop runs only when the extreme actually changes.
 func raise(a *atomic.Uint64, v uint64) {

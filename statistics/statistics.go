@@ -60,7 +60,7 @@ const (
 )
 
 // shardCount returns 4 × GOMAXPROCS rounded up to a power of two and clamped
-// to [4, 64]. Recorders pick the stripe of their P (see shard), so
+// to [4, 64]. Recorders pick the stripe of their P (see pin), so
 // GOMAXPROCS stripes would do today; the spare ones keep Ps apart if
 // GOMAXPROCS grows after New (the runtime raises it itself when a
 // container's CPU limit does), and 64 at most keeps reads, which sum every
@@ -87,24 +87,32 @@ func New(l Level) *Statistics {
 // and the benchmarks that show what striping buys.
 func newWithShards(l Level, n int) *Statistics {
 	startClock() // the first time: calibrates the stopwatch clock
-	s := &Statistics{mask: uint32(n - 1), shards: make([]shard, n)}
+	// One more stripe than the Ps own, for Ps above the mask (see pin).
+	s := &Statistics{mask: uint32(n - 1), shards: make([]shard, n+1)}
 	s.level.Store(int32(clampLevel(l)))
 	return s
 }
 
-// shard returns the stripe of the P the caller runs on, so recorders on
+// pin returns the stripe of the P the caller runs on, so recorders on
 // different Ps write different cache lines, and each P keeps writing lines
 // its core already holds. (With a random stripe per call, two busy Ps would
-// write a line the other wrote last about half the time.)
+// write a line the other wrote last about half the time.) The goroutine
+// stays on its P until the caller calls procUnpin, right after its writes.
 //
-// The goroutine is unpinned at once: it may move to another P before it
-// writes, and then two Ps share a stripe for that one write, which costs
-// time but never a count, since every write is an atomic add. P IDs above
-// the mask (GOMAXPROCS raised after New) wrap around the same way.
-func (s *Statistics) shard() *shardData {
-	p := procPin()
-	procUnpin()
-	return &s.shards[uint32(p)&s.mask].shardData
+// own reports that the P owns the stripe: no other goroutine writes it
+// while the caller is pinned, so, where ownedStripes allows, the caller
+// writes it with plain adds (addOwned). A P whose ID is above the mask
+// (GOMAXPROCS raised after New) owns no stripe: such Ps share the spare
+// stripe after the owned ones, and write it with atomic adds.
+func (s *Statistics) pin() (sh *shardData, own bool) {
+	p := uint32(procPin())
+	if !ownedStripes {
+		return &s.shards[p&s.mask].shardData, false
+	}
+	if p <= s.mask {
+		return &s.shards[p].shardData, true
+	}
+	return &s.shards[s.mask+1].shardData, false
 }
 
 // Level returns the current level; LevelDisableAll for a nil Statistics.
@@ -152,7 +160,13 @@ func (s *Statistics) tick(t Ticker, n uint64) {
 	if n == 0 {
 		return
 	}
-	s.shard().tickers[t].Add(n)
+	sh, own := s.pin()
+	if own {
+		addOwned(&sh.tickers[t], n)
+	} else {
+		sh.tickers[t].Add(n)
+	}
+	procUnpin()
 }
 
 // TickerEnabled reports whether RecordTick(t, ...) would record now, so a
@@ -208,7 +222,9 @@ func (s *Statistics) ReportTimeToHistogram(h Histogram, micros uint64) {
 
 //go:noinline
 func (s *Statistics) add(h Histogram, v uint64) {
-	s.shard().hists[h].Add(v)
+	sh, own := s.pin()
+	sh.hists[h].record(v, own)
+	procUnpin()
 }
 
 // HistogramEnabled reports whether a sample for h would be recorded now:
@@ -257,7 +273,8 @@ func (s *Statistics) TickerMap() map[string]uint64 {
 // Reset zeroes every ticker and empties every histogram. It is not atomic
 // with respect to concurrent recorders: a sample recorded while Reset runs
 // may survive it, in whole or in part (for example in a histogram's Sum but
-// not its Count). It does not change the level.
+// not its Count), and where recorders add to their own shard unlocked (see
+// pin) so may the count a recorder was adding to when Reset zeroed it. It does not change the level.
 func (s *Statistics) Reset() {
 	if s == nil {
 		return

@@ -106,13 +106,14 @@ func (w *StopWatch) stop() uint64 {
 	if !keep1 && !keep2 {
 		return us
 	}
-	sh := s.shard()
+	sh, own := s.pin()
 	if keep1 {
-		sh.hists[w.h1].Add(spanIn(w.h1, d, us))
+		sh.hists[w.h1].record(spanIn(w.h1, d, us), own)
 	}
 	if keep2 {
-		sh.hists[w.h2].Add(spanIn(w.h2, d, us))
+		sh.hists[w.h2].record(spanIn(w.h2, d, us), own)
 	}
+	procUnpin()
 	return us
 }
 
