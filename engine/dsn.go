@@ -46,6 +46,7 @@ type Config struct {
 	Sync                           bool
 	MaxOpenFiles                   int
 	MmapReads                      bool
+	CacheIndexAndFilterBlocks      bool
 	MaxManifestFileSize            int64
 	ParanoidFileChecks             bool
 	WALRecoveryMode                WALRecoveryMode
@@ -329,6 +330,9 @@ var dsnKeys = []dsnKey{
 	},
 	boolKey("mmap_reads", "memory-map table files and read blocks from the mapping",
 		func(c *Config) *bool { return &c.MmapReads }, false),
+	boolKey("cache_index_and_filter_blocks", "keep table index and filter blocks in the block cache, "+
+		"charged to block_cache_size, instead of in memory for as long as a table is open",
+		func(c *Config) *bool { return &c.CacheIndexAndFilterBlocks }, false),
 	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
 		func(c *Config) *int64 { return &c.MaxManifestFileSize }, positive),
 	boolKey("paranoid_file_checks", "read back and verify every block of each new table before installing it",
@@ -418,7 +422,8 @@ func (c *Config) options() Options {
 		BloomBitsPerKey: c.BloomBitsPerKey, Compression: c.Compression, ChecksumType: c.ChecksumType,
 		DisableFileChecksums: c.DisableFileChecksums, Sync: c.Sync, MaxOpenFiles: c.MaxOpenFiles,
 		MmapReads: c.MmapReads, MaxManifestFileSize: c.MaxManifestFileSize,
-		ParanoidFileChecks: c.ParanoidFileChecks, WALRecoveryMode: c.WALRecoveryMode,
+		CacheIndexAndFilterBlocks: c.CacheIndexAndFilterBlocks,
+		ParanoidFileChecks:        c.ParanoidFileChecks, WALRecoveryMode: c.WALRecoveryMode,
 	}
 }
 

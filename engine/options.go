@@ -281,6 +281,17 @@ type Options struct {
 	// charged and timed.
 	MmapReads bool
 
+	// CacheIndexAndFilterBlocks keeps each table's index and filter in the
+	// block cache, charged at their decoded size and evicted like data
+	// blocks, instead of on the heap for as long as the table is open
+	// (RocksDB's BlockBasedTableOptions.cache_index_and_filter_blocks,
+	// Pebble's only behaviour). Memory then stays within BlockCacheSize
+	// however much data the database holds, for one or two more cache
+	// lookups per table a read consults, and a file read when an evicted
+	// index or filter is needed again. It has no effect without a block
+	// cache. Default false, as in RocksDB.
+	CacheIndexAndFilterBlocks bool
+
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten as a
 	// snapshot. Default 4 MiB.
 	MaxManifestFileSize int64

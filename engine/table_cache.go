@@ -31,6 +31,9 @@ type tableCache struct {
 	cacheID  uint64
 	stats    *statistics.Statistics
 	capacity int // 0 = unbounded
+	// cacheIndexAndFilterBlocks is Options.CacheIndexAndFilterBlocks, for
+	// the readers it opens; set before the first Acquire.
+	cacheIndexAndFilterBlocks bool
 
 	mu      sync.RWMutex
 	entries map[manifest.FileNum]*tableEntry
@@ -198,6 +201,7 @@ func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manif
 	}
 	r, err := sstable.Open(ctx, f, env, sstable.ReaderOptions{
 		Cache: tc.cache, CacheID: tc.cacheID, FileNum: uint64(meta.FileNum), Stats: tc.stats,
+		CacheIndexAndFilterBlocks: tc.cacheIndexAndFilterBlocks,
 	})
 	if err != nil {
 		tc.stats.RecordTick(statistics.NoFileErrors, 1)

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCacheIndexAndFilterBlocksDSN checks the DSN key: parsed into Config
+// and Options, printed only when set, a bad value named.
+func TestCacheIndexAndFilterBlocksDSN(t *testing.T) {
+	for _, tc := range []struct {
+		dsn  string
+		want bool
+		str  string
+	}{
+		{"/db", false, "/db"},
+		{"/db?cache_index_and_filter_blocks=false", false, "/db"},
+		{"/db?cache_index_and_filter_blocks=true", true, "/db?cache_index_and_filter_blocks=true"},
+		{"/db?cache_index_and_filter_blocks=1&block_cache_size=16MiB", true,
+			"/db?block_cache_size=16MiB&cache_index_and_filter_blocks=true"},
+	} {
+		c, err := ParseDSN(tc.dsn)
+		require.NoError(t, err, tc.dsn)
+		require.Equal(t, tc.want, c.CacheIndexAndFilterBlocks, tc.dsn)
+		o, err := c.Options()
+		require.NoError(t, err)
+		require.Equal(t, tc.want, o.CacheIndexAndFilterBlocks, tc.dsn)
+		require.Equal(t, tc.str, c.String(), tc.dsn)
+		again, err := ParseDSN(c.String())
+		require.NoError(t, err)
+		require.Equal(t, c, again)
+	}
+	_, err := ParseDSN("/db?cache_index_and_filter_blocks=maybe")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cache_index_and_filter_blocks")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// TestTableCacheIndexAndFilterInBlockCache checks that the table cache opens
+// readers with the option: a table's index and filter then go to the block
+// cache at open, and Gets through the reader still find every key.
+func TestTableCacheIndexAndFilterInBlockCache(t *testing.T) {
+	ctx := context.Background()
+	db, fs := openTestDB(t, nil)
+	for i := range 200 {
+		require.NoError(t, db.Put(ctx, fmt.Appendf(nil, "key%04d", i), []byte("value")))
+	}
+	require.NoError(t, db.Flush(ctx))
+	rs := db.loadReadState()
+	meta := rs.current.Levels[0][0]
+	rs.unref()
+
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("on=%t", on), func(t *testing.T) {
+			c := cache.New(1 << 20)
+			tc := newTableCache(fs, "/db", fileio.Options{}, c, c.NewID(), nil, 0)
+			tc.cacheIndexAndFilterBlocks = on
+			defer tc.close()
+			ref, err := tc.Acquire(ctx, openReadEnv, meta, 0)
+			require.NoError(t, err)
+			defer ref.Release()
+			if on {
+				require.Equal(t, 2, c.Len(), "the index and the filter")
+			} else {
+				require.Zero(t, c.Len())
+			}
+			for i := range 200 {
+				key := fmt.Appendf(nil, "key%04d", i)
+				_, _, found, pin, err := ref.Reader.GetHash(ctx, openReadEnv, key, bloom.Hash(key), base.MaxSeqNum)
+				require.NoError(t, err)
+				require.True(t, found, "%s", key)
+				pin.Release()
+			}
+		})
+	}
+}
