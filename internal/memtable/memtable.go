@@ -56,7 +56,8 @@ type MemTable struct {
 // arenas on the heap would let it grow by as much again before collecting.
 // The owner calls Free when nothing reads the memtable any more; one that
 // is dropped without Free is unmapped when the garbage collector finds it
-// unreachable.
+// unreachable. On Linux an arena of 2 MiB or more is advised to use
+// transparent huge pages (see adviseHugePages).
 func New(arenaSize int) *MemTable {
 	m := &MemTable{}
 	m.arena.init(arenaSize)

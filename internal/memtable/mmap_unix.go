@@ -11,6 +11,7 @@ func mapMemory(size int) []byte {
 	if err != nil {
 		return nil
 	}
+	adviseHugePages(b)
 	return b
 }
 
