@@ -152,8 +152,9 @@ func (d *DB) getImpl(call readCall, key []byte, seq base.SeqNum) (PinnedValue, e
 	sw := d.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
 	rs := d.loadReadState()
 	seq = d.readSeq(seq)
-	v, err := readpath.Get(call.ctx, &rs.view, call.env, key, seq)
-	sw.Stop()
+	// The Get's tickers and its DBGet sample are recorded together, in one
+	// shard access (readpath.GetTimed stops sw).
+	v, err := readpath.GetTimed(call.ctx, &rs.view, call.env, key, seq, &sw)
 	if err != nil {
 		rs.unref()
 		return PinnedValue{}, err

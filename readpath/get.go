@@ -107,18 +107,25 @@ func (h *holder) unref() {
 // length; the BytesPerRead histogram with it (0 when not found), as RocksDB's
 // DBImpl::GetImpl records them.
 func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum) (Value, error) {
-	st := v.Stats
-	val, err := get(ctx, v, &env, key, seq)
-	st.RecordTick(statistics.NumberKeysRead, 1)
+	return GetTimed(ctx, v, env, key, seq, nil)
+}
+
+// GetTimed is Get, which also stops sw, the caller's stopwatch timing the
+// lookup (DBGet), when it records the lookup's tickers: the sample and the
+// counts go to the statistics in one shard access
+// (statistics.RecordGet). sw may be nil.
+func GetTimed(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum, sw *statistics.StopWatch) (Value, error) {
+	c := statistics.GetCounts{Hit: statistics.NumTickers}
+	val, err := get(ctx, v, &env, key, seq, &c)
 	if err == nil {
-		st.RecordTick(statistics.BytesRead, uint64(len(val.Data)))
+		c.Found, c.Bytes = true, uint64(len(val.Data))
 	}
-	st.RecordInHistogram(statistics.BytesPerRead, uint64(len(val.Data)))
+	v.Stats.RecordGet(sw, c)
 	return val, err
 }
 
-func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq base.SeqNum) (Value, error) {
-	st := v.Stats
+// get looks key up and notes in c where it was decided.
+func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq base.SeqNum, c *statistics.GetCounts) (Value, error) {
 	for _, m := range v.Mems {
 		var data []byte
 		var kind base.Kind
@@ -139,13 +146,12 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 		if !found {
 			continue
 		}
-		st.RecordTick(statistics.MemtableHit, 1)
+		c.MemtableHit = true
 		if kind != base.KindSet {
 			return Value{}, base.ErrNotFound
 		}
 		return Value{Data: data}, nil
 	}
-	st.RecordTick(statistics.MemtableMiss, 1)
 	if v.Version == nil {
 		return Value{}, base.ErrNotFound
 	}
@@ -153,6 +159,9 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 	tables := keyTables{levels: v.Version.Levels[:], key: key}
 	for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
 		if val, done, err := getFromTable(ctx, v, env, f, level, key, h, seq); done {
+			if err == nil {
+				c.Hit = levelHitTicker(level)
+			}
 			return val, err
 		}
 	}
@@ -231,7 +240,6 @@ func getFromTable(
 		t.Release()
 		return Value{}, true, base.ErrNotFound
 	}
-	v.Stats.RecordTick(levelHitTicker(level), 1)
 	return Value{Data: data, pin: pin, ref: t}, true, nil
 }
 

@@ -308,6 +308,10 @@ func TestRecordAllocs(t *testing.T) {
 			{"RecordTick", func() { s.RecordTick(BlockCacheHit, 1) }},
 			{"RecordInHistogram", func() { s.RecordInHistogram(BytesPerRead, 4096) }},
 			{"ReportTimeToHistogram", func() { s.ReportTimeToHistogram(SSTReadMicros, 120) }},
+			{"RecordGet", func() {
+				w := s.StartStopWatch(DBGet, HistogramNone)
+				s.RecordGet(&w, GetCounts{Hit: GetHitL1, Found: true, Bytes: 100})
+			}},
 			{"StopWatch", func() {
 				w := s.StartStopWatch(SSTReadMicros, FileReadGetMicros)
 				w.DelayStart()
