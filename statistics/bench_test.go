@@ -90,7 +90,8 @@ func BenchmarkStopWatch(b *testing.B) {
 // op=read finds its key in a data block read from the file (the DBGet and
 // SSTReadMicros stopwatches, 12 ticks, a BytesPerRead sample); op=miss is
 // turned away by the bloom filter in under a microsecond (the DBGet
-// stopwatch, 3 ticks, a BytesPerRead sample of 0).
+// stopwatch, 3 ticks and a BytesPerRead sample of 0, recorded as the engine
+// does: the table's one tick, then RecordGet).
 func BenchmarkGetRecording(b *testing.B) {
 	b.Run("op=read", func(b *testing.B) {
 		forEachLevel(b, func(b *testing.B, s *Statistics) {
@@ -118,11 +119,34 @@ func BenchmarkGetRecording(b *testing.B) {
 		forEachLevel(b, func(b *testing.B, s *Statistics) {
 			for b.Loop() {
 				get := s.StartStopWatch(DBGet, HistogramNone)
-				s.RecordTick(MemtableMiss, 1)
 				s.RecordTick(BloomFilterUseful, 1)
-				s.RecordTick(NumberKeysRead, 1)
-				s.RecordInHistogram(BytesPerRead, 0)
-				get.Stop()
+				s.RecordGet(&get, GetCounts{Hit: NumTickers})
+			}
+		})
+	})
+	// op=cached is a Get whose block is in the block cache: the DBGet
+	// stopwatch, the table reader's five ticks, and RecordGet.
+	b.Run("op=cached", func(b *testing.B) {
+		forEachLevel(b, func(b *testing.B, s *Statistics) {
+			for b.Loop() {
+				get := s.StartStopWatch(DBGet, HistogramNone)
+				s.RecordTick(BloomFilterFullPositive, 1)
+				s.RecordTick(BlockCacheHit, 1)
+				s.RecordTick(BlockCacheDataHit, 1)
+				s.RecordTick(BlockCacheBytesRead, 4096)
+				s.RecordTick(BloomFilterFullTruePositive, 1)
+				s.RecordGet(&get, GetCounts{Hit: GetHitL0, Found: true, Bytes: 100})
+			}
+		})
+	})
+	// op=clock is the two clock reads of a timed Get alone, the floor of
+	// what op=miss can cost at the default level.
+	b.Run("op=clock", func(b *testing.B) {
+		startClock()
+		reportCPU(b, func() {
+			for b.Loop() {
+				start := monoNow()
+				sinkDuration += monoNow() - start
 			}
 		})
 	})
