@@ -63,3 +63,54 @@ func BenchmarkApplyBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyBatchInto applies batches of random keys to a memtable that
+// already holds 500,000 random keys: the case where the previous key's
+// splice is far from the next key and sorting may not pay.
+func BenchmarkApplyBatchInto(b *testing.B) {
+	const existing = 500000
+	base := bigBatch(existing, false)
+	for _, n := range []int{512, 1024, 4096, 32768} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			m := New(ArenaSizeFor(base) + 64<<20)
+			defer func() { m.Free() }()
+			if err := m.Apply(base, 1); err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(9, 9))
+			batches := make([]*batch.Batch, 16)
+			for i := range batches {
+				bt := batch.New()
+				k, v := make([]byte, 32), make([]byte, 32)
+				for range n {
+					for j := range k {
+						k[j] = byte(rng.Uint32())
+					}
+					bt.Set(k, v)
+				}
+				batches[i] = bt
+			}
+			seq := uint64(existing + 1)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				bt := batches[i%len(batches)]
+				i++
+				if !m.Fits(bt) {
+					b.StopTimer()
+					m.Free()
+					m = New(ArenaSizeFor(base) + 64<<20)
+					if err := m.Apply(base, 1); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if err := m.Apply(bt, baseSeq(seq)); err != nil {
+					b.Fatal(err)
+				}
+				seq += uint64(n)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+	}
+}
