@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/batch"
 )
 
@@ -69,12 +70,12 @@ func BenchmarkApplyBatch(b *testing.B) {
 // splice is far from the next key and sorting may not pay.
 func BenchmarkApplyBatchInto(b *testing.B) {
 	const existing = 500000
-	base := bigBatch(existing, false)
+	initial := bigBatch(existing, false)
 	for _, n := range []int{512, 1024, 4096, 32768} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			m := New(ArenaSizeFor(base) + 64<<20)
+			m := New(ArenaSizeFor(initial) + 64<<20)
 			defer func() { m.Free() }()
-			if err := m.Apply(base, 1); err != nil {
+			if err := m.Apply(initial, 1); err != nil {
 				b.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(9, 9))
@@ -99,13 +100,13 @@ func BenchmarkApplyBatchInto(b *testing.B) {
 				if !m.Fits(bt) {
 					b.StopTimer()
 					m.Free()
-					m = New(ArenaSizeFor(base) + 64<<20)
-					if err := m.Apply(base, 1); err != nil {
+					m = New(ArenaSizeFor(initial) + 64<<20)
+					if err := m.Apply(initial, 1); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
 				}
-				if err := m.Apply(bt, baseSeq(seq)); err != nil {
+				if err := m.Apply(bt, base.SeqNum(seq)); err != nil {
 					b.Fatal(err)
 				}
 				seq += uint64(n)
