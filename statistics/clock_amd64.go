@@ -78,7 +78,12 @@ func startClock() {
 			return
 		}
 		t0, n0 := tscPair()
-		time.Sleep(calibrationSpan)
+		// Sleep until calibrationSpan of real time has passed: in a
+		// testing/synctest bubble, whose clock is fake, one Sleep may
+		// return at once.
+		for d := time.Duration(nanotime() - n0); d < calibrationSpan; d = time.Duration(nanotime() - n0) {
+			time.Sleep(calibrationSpan - d)
+		}
 		t1, n1 := tscPair()
 		mult, ok := tscMult(t1-t0, n1-n0)
 		if !ok {

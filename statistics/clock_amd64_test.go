@@ -1,7 +1,9 @@
 package statistics
 
 import (
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -53,5 +55,37 @@ func TestTSCNanos(t *testing.T) {
 	}
 	if got := tscNanos(900); got != 7 {
 		t.Errorf("a reading before t0 scaled to %v, want 7", got)
+	}
+}
+
+// TestCalibrationInSynctestBubble: calibrating inside a testing/synctest
+// bubble, whose Sleep returns at once in real time, still measures the
+// counter over calibrationSpan of real time, and the rate matches the one
+// calibrated outside.
+func TestCalibrationInSynctestBubble(t *testing.T) {
+	startClock()
+	if !tscClock.ready.Load() {
+		t.Skip("no invariant time-stamp counter: monoNow reads nanotime")
+	}
+	want := tscClock.mult
+	t0, n0 := tscClock.t0, tscClock.n0
+	defer func() {
+		tscClock.t0, tscClock.n0, tscClock.mult = t0, n0, want
+		tscClock.ready.Store(true)
+	}()
+	tscClock.ready.Store(false)
+	tscClock.once = sync.Once{}
+	var took time.Duration
+	synctest.Test(t, func(t *testing.T) {
+		start := nanotime()
+		startClock()
+		took = time.Duration(nanotime() - start)
+	})
+	if took < calibrationSpan {
+		t.Errorf("calibration in a bubble took %v of real time, want at least %v", took, calibrationSpan)
+	}
+	if got := tscClock.mult; float64(got) < 0.99*float64(want) || float64(got) > 1.01*float64(want) {
+		t.Errorf("calibrated in a bubble at %v ns per tick, outside at %v",
+			float64(got)/(1<<32), float64(want)/(1<<32))
 	}
 }
