@@ -186,6 +186,9 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batc
 			batchPool.Put(b)
 		}
 	}()
+	// The façade's encoding is the engine's records without the header:
+	// size the batch once instead of growing it.
+	b.b.Grow(db.Size())
 	r := db.Reader()
 	for op, ok := r.Next(); ok; op, ok = r.Next() {
 		switch op.Kind {

@@ -27,6 +27,9 @@ type memTable struct {
 	refs   atomic.Int32
 	// free takes the memtable back when the last reference is dropped.
 	free *arenaPool
+	// oversized marks an arena made larger than the write buffer for one
+	// big batch: the pool frees it rather than keep its memory.
+	oversized bool
 }
 
 func (m *memTable) ref() { m.refs.Add(1) }
@@ -107,7 +110,7 @@ const arenaPoolSize = 2
 func (p *arenaPool) put(m *memTable) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.closed && len(p.free) < arenaPoolSize {
+	if !p.closed && !m.oversized && len(p.free) < arenaPoolSize {
 		p.free = append(p.free, m.MemTable)
 		return
 	}

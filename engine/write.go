@@ -163,6 +163,11 @@ func (d *DB) writeOpts(ctx context.Context, b *batch.Batch, wo WriteOptions, pre
 	if wo.Sync && wo.DisableWAL {
 		return errSyncWithoutWAL
 	}
+	if !memtable.FitsAny(b) {
+		// No memtable can take it: rotating to a bigger one would loop.
+		return base.InvalidArgumentf("engine: a batch of %d records and %d bytes is too large for any memtable "+
+			"(it would need %d bytes of arena, above 4 GiB): split it", b.Count(), b.Len(), memtable.ArenaSizeFor(b))
+	}
 	sync := !wo.DisableWAL && (wo.Sync || d.opts.Sync)
 	if b.Empty() && precommit == nil {
 		return nil
@@ -528,10 +533,11 @@ func (d *DB) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
 	// headroom so a memtable is not rotated well before it holds
 	// WriteBufferSize bytes of data.
 	size += size / 8
+	standard := size
 	if b != nil {
 		size = max(size, memtable.ArenaSizeFor(b))
 	}
-	m := &memTable{MemTable: d.arenas.get(size), logNum: logNum, free: &d.arenas}
+	m := &memTable{MemTable: d.arenas.get(size), logNum: logNum, free: &d.arenas, oversized: size > standard}
 	m.refs.Store(1)
 	return m
 }

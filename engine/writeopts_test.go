@@ -397,3 +397,33 @@ func TestCloseFlushesUnloggedWrites(t *testing.T) {
 	requireValue(t, db, "logged", "v")
 	require.NoError(t, db.Close())
 }
+
+// TestOversizedBatchArenaNotPooled: a batch larger than the write buffer
+// gets a memtable of its own size, and once that memtable is flushed its
+// arena is freed rather than kept for reuse by normal memtables.
+func TestOversizedBatchArenaNotPooled(t *testing.T) {
+	db, _ := openTestDB(t, smallOptions(nil))
+	b := NewBatch()
+	for i := range 4000 { // about 10 times the 64 KiB write buffer, nodes included
+		b.Put([]byte(fmt.Sprintf("key-%06d", i)), make([]byte, 100))
+	}
+	require.NoError(t, db.Write(bgCtx, b, nil))
+	require.NoError(t, db.Flush(bgCtx))
+	require.NoError(t, db.Put(bgCtx, []byte("small"), []byte("v")))
+	require.NoError(t, db.Flush(bgCtx))
+	requireValue(t, db, "key-003999", string(make([]byte, 100)))
+
+	// Neither the memtables in use nor the pool hold the big arena.
+	standard := int(db.opts.WriteBufferSize + db.opts.WriteBufferSize/8)
+	db.mu.Lock()
+	capacities := []int{db.mu.mem.Capacity()}
+	db.mu.Unlock()
+	db.arenas.mu.Lock()
+	for _, m := range db.arenas.free {
+		capacities = append(capacities, m.Capacity())
+	}
+	db.arenas.mu.Unlock()
+	for _, c := range capacities {
+		require.LessOrEqual(t, c, 2*standard, "an arena of %d bytes is in use or pooled: %v", c, capacities)
+	}
+}

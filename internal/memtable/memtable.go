@@ -316,6 +316,18 @@ func ArenaSizeFor(b *batch.Batch) int {
 	return int(applyBound(b)) + minArenaSize
 }
 
+// FitsAny reports whether some memtable can hold b: a batch whose
+// ArenaSizeFor exceeds the largest arena (4 GiB, so that node offsets fit
+// 32 bits) fits none, and a writer must refuse it rather than rotate
+// memtables forever.
+func FitsAny(b *batch.Batch) bool {
+	return fitsArena(applyBound(b))
+}
+
+func fitsArena(bound uint64) bool {
+	return bound+uint64(minArenaSize+towerSlack) <= maxArenaSize
+}
+
 // applyBound bounds the arena bytes Apply(b) allocates: each record's entry
 // is at most a full-height node, its key and value, and alignment padding,
 // and the keys and values take at most the encoding's bytes after the

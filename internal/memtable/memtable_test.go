@@ -607,3 +607,17 @@ func mustVMSize(t *testing.T) int64 {
 	require.NoError(t, err)
 	return v
 }
+
+// TestFitsAny: a batch fits some memtable while its bound, with the arena's
+// fixed overhead, stays within the largest arena.
+func TestFitsAny(t *testing.T) {
+	var b batch.Batch
+	b.Set([]byte("k"), []byte("v"))
+	require.True(t, FitsAny(&b))
+	require.LessOrEqual(t, ArenaSizeFor(&b), maxArenaSize)
+
+	limit := uint64(maxArenaSize - minArenaSize - towerSlack)
+	require.True(t, fitsArena(limit))
+	require.False(t, fitsArena(limit+1))
+	require.False(t, fitsArena(1<<33))
+}
