@@ -146,16 +146,11 @@ func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
 	return d.writeOpts(ctx, &b.b, wo, nil)
 }
 
-// write queues b and waits until it is applied. Concurrent writers form
-// groups: the writer at the head of the queue (the leader) writes every
-// queued batch it can in one WAL record, syncs once if any of them asked,
-// applies them to the memtable and wakes their writers (LevelDB's group
-// commit). Options.Sync makes every write sync.
-func (d *DB) write(ctx context.Context, b *batch.Batch, sync bool, precommit func() error) error {
-	return d.writeOpts(ctx, b, WriteOptions{Sync: sync}, precommit)
-}
-
-// writeOpts is write with every write option.
+// writeOpts queues b and waits until it is applied with the write options
+// wo. Concurrent writers form groups: the writer at the head of the queue
+// (the leader) writes every queued batch it can in one WAL record, syncs
+// once if any of them asked, applies them to the memtable and wakes their
+// writers (LevelDB's group commit). Options.Sync makes every write sync.
 func (d *DB) writeOpts(ctx context.Context, b *batch.Batch, wo WriteOptions, precommit func() error) error {
 	if err := d.checkWritable(ctx); err != nil {
 		return err
