@@ -64,6 +64,9 @@ type storeConfig struct {
 	// By default Pebble's cache is cacheSize + 2 × memtableSize, so that
 	// its blocks get as much cache as the other engines' do.
 	pebbleCacheTotal bool
+	// shaleCacheIndexAndFilter sets shale's CacheIndexAndFilterBlocks,
+	// whatever the other fields say.
+	shaleCacheIndexAndFilter bool
 }
 
 // pebbleCacheSize is the capacity of Pebble's cache for cfg.
@@ -110,6 +113,15 @@ type shaleStore struct {
 }
 
 func shaleOptions(cfg storeConfig) (*engine.Options, error) {
+	o, err := shaleOptionsFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.CacheIndexAndFilterBlocks = cfg.shaleCacheIndexAndFilter
+	return o, nil
+}
+
+func shaleOptionsFor(cfg storeConfig) (*engine.Options, error) {
 	stats, disable, err := shaleStatistics(cfg.shaleStats)
 	if err != nil {
 		return nil, err
