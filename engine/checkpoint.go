@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	stderrors "errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -204,7 +203,7 @@ func (cp *checkpoint) linkOrCopy(src, dst string) error {
 func cannotLink(err error) bool {
 	return errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) ||
 		errors.Is(err, syscall.EMLINK) || errors.Is(err, syscall.ENOTSUP) ||
-		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, stderrors.ErrUnsupported)
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, errors.ErrUnsupported)
 }
 
 // checkpointCopyChunk is the size of each read of a copy.

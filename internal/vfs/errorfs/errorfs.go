@@ -1,10 +1,11 @@
 package errorfs
 
 import (
-	"errors"
 	"io"
 	"os"
 	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
