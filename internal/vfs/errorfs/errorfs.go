@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
-
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 )
