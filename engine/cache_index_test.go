@@ -9,6 +9,7 @@ import (
 	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/statistics"
 	"github.com/stretchr/testify/require"
 )
 
@@ -77,6 +78,47 @@ func TestTableCacheIndexAndFilterInBlockCache(t *testing.T) {
 				require.NoError(t, err)
 				require.True(t, found, "%s", key)
 				pin.Release()
+			}
+		})
+	}
+}
+
+// TestCacheIndexAndFilterBlocksOpen: the DSN key reaches the tables a
+// database opens: with it, a reopened database's Gets look its index and
+// filter up in the block cache (BlockCacheIndexHit); without it, never.
+func TestCacheIndexAndFilterBlocksOpen(t *testing.T) {
+	ctx := context.Background()
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("on=%t", on), func(t *testing.T) {
+			dir := t.TempDir()
+			dsn := fmt.Sprintf("%s?cache_index_and_filter_blocks=%t&stats_level=all", dir, on)
+			cfg, err := ParseDSN(dsn)
+			require.NoError(t, err)
+			opts, err := cfg.Options()
+			require.NoError(t, err)
+			require.Equal(t, on, opts.CacheIndexAndFilterBlocks)
+			db, err := Open(dir, opts)
+			require.NoError(t, err)
+			for i := range 200 {
+				require.NoError(t, db.Put(ctx, fmt.Appendf(nil, "key%04d", i), []byte("value")))
+			}
+			require.NoError(t, db.Flush(ctx))
+			require.NoError(t, db.Close())
+
+			db, err = Open(dir, opts)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, db.Close()) }()
+			for i := range 200 {
+				_, err := db.Get(ctx, fmt.Appendf(nil, "key%04d", i))
+				require.NoError(t, err)
+			}
+			st := db.Statistics()
+			for _, tk := range []statistics.Ticker{statistics.BlockCacheIndexHit, statistics.BlockCacheFilterHit} {
+				if on {
+					require.NotZero(t, st.TickerCount(tk), "%s: lookups go through the block cache", tk)
+				} else {
+					require.Zero(t, st.TickerCount(tk), "%s", tk)
+				}
 			}
 		})
 	}

@@ -95,6 +95,7 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 	d.tables = newTableCache(d.fs, dirname, fileio.Options{
 		Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads,
 	}, d.cache, d.cacheID, d.stats, d.opts.MaxOpenFiles)
+	d.tables.cacheIndexAndFilterBlocks = d.opts.CacheIndexAndFilterBlocks
 
 	if err := d.checkTables(); err != nil {
 		return nil, err

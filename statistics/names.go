@@ -96,6 +96,15 @@ const (
 	// counted. They are shale's own; RocksDB has no such tickers.
 	WALRecoveryDroppedRecords
 	WALRecoveryDroppedBytes
+	// BlockCacheIndexMiss, BlockCacheFilterMiss and BlockCacheFilterHit
+	// count block cache lookups of index and filter blocks, which go
+	// through the cache only with cache_index_and_filter_blocks (RocksDB's
+	// BLOCK_CACHE_INDEX_MISS, BLOCK_CACHE_FILTER_MISS, BLOCK_CACHE_FILTER_HIT;
+	// BlockCacheIndexHit is above). Such lookups also count in BlockCacheMiss
+	// and BlockCacheHit, as in RocksDB.
+	BlockCacheIndexMiss
+	BlockCacheFilterMiss
+	BlockCacheFilterHit
 
 	// NumTickers bounds the tickers; arrays indexed by Ticker have this
 	// length.
@@ -172,6 +181,9 @@ var tickerNames = [NumTickers]string{
 
 	WALRecoveryDroppedRecords: "shale.wal.recovery.dropped.records",
 	WALRecoveryDroppedBytes:   "shale.wal.recovery.dropped.bytes",
+	BlockCacheIndexMiss:       "shale.block.cache.index.miss",
+	BlockCacheFilterMiss:      "shale.block.cache.filter.miss",
+	BlockCacheFilterHit:       "shale.block.cache.filter.hit",
 }
 
 // String returns the ticker's name, "shale." plus RocksDB's suffix, for

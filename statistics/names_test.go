@@ -21,7 +21,7 @@ func TestNames(t *testing.T) {
 		{VerifyChecksumReadBytes.String(), "shale.verify_checksum.read.bytes"},
 		{NumberRateLimiterDrains.String(), "shale.number.rate_limiter.drains"},
 		{TxnConflicts.String(), "shale.txn.conflicts"},
-		{Ticker(NumTickers).String(), "shale.ticker(67)"},
+		{Ticker(NumTickers).String(), "shale.ticker(70)"},
 		{WALRecoveryDroppedBytes.String(), "shale.wal.recovery.dropped.bytes"},
 		{Ticker(1000).String(), "shale.ticker(1000)"},
 		{DBGet.String(), "shale.db.get.micros"},
@@ -45,7 +45,7 @@ func TestNames(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}
-	require.Equal(t, 67, int(NumTickers))
+	require.Equal(t, 70, int(NumTickers))
 	require.Equal(t, 28, int(NumHistograms))
 	require.Equal(t, NumHistograms, HistogramNone)
 

@@ -25,11 +25,18 @@ func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Han
 		st.RecordTick(statistics.BlockCacheHit, 1)
 		if index {
 			st.RecordTick(statistics.BlockCacheIndexHit, 1)
+		} else {
+			st.RecordTick(statistics.BlockCacheFilterHit, 1)
 		}
 		fileio.NoteCacheHit(st, io)
 		return hd, nil
 	}
 	st.RecordTick(statistics.BlockCacheMiss, 1)
+	if index {
+		st.RecordTick(statistics.BlockCacheIndexMiss, 1)
+	} else {
+		st.RecordTick(statistics.BlockCacheFilterMiss, 1)
+	}
 	fileio.NoteCacheMiss(st, io)
 	return r.loadMeta(ctx, io, h, index)
 }
