@@ -75,6 +75,11 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 	}
 	sw.Stop()
 	d.endFlushEvent(fe, tw, err)
+	if err == nil {
+		// Before waking Flush's waiters: a Flush returns with the files it
+		// made obsolete (the WAL it replaced) already gone.
+		d.deleteObsoleteFiles(false)
+	}
 
 	d.mu.Lock()
 	if err != nil {
@@ -82,9 +87,6 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 	}
 	d.notifyLocked()
 	d.mu.Unlock()
-	if err == nil {
-		d.deleteObsoleteFiles(false)
-	}
 	return err == nil, err
 }
 
