@@ -355,7 +355,14 @@ func TestVerifyChecksumCorruptMember(t *testing.T) {
 	if err := c.members[leader].etcd.Server.CorruptionChecker().PeriodicCheck(); err != nil {
 		t.Fatalf("etcd's corruption check on the leader: %v", err)
 	}
-	err = db.VerifyFileChecksums(bg)
+	// The check raises the alarm through a raft proposal that it does not
+	// wait for: poll until the alarm is applied, or give up.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err = db.VerifyFileChecksums(bg)
+		if errors.Is(err, driver.ErrCorruption) || time.Now().After(deadline) {
+			break
+		}
+	}
 	switch {
 	case !errors.Is(err, driver.ErrCorruption):
 		t.Errorf("VerifyFileChecksums after etcd's corruption check = %v; want ErrCorruption", err)
