@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shaledb/shale/ioctx"
 )
 
 // MetricsReporter is an optional interface of a [DriverConn]: Metrics
@@ -35,6 +37,25 @@ type Metrics struct {
 	WAL *WALMetrics
 	// WriteStalls counts the waits of writes for background work.
 	WriteStalls *WriteStallMetrics
+	// RateLimiter is the database's rate limiter by priority, when it has
+	// one that counts by priority.
+	RateLimiter *RateLimiterMetrics
+}
+
+// RateLimiterMetrics are a rate limiter's counts at each charged priority
+// (Low, Mid, High, User, in that order), since the limiter was made:
+// RocksDB's GetTotalRequests, GetTotalBytesThrough and
+// GetTotalPendingRequests.
+type RateLimiterMetrics struct {
+	ByPriority []RateLimiterPriorityMetrics
+}
+
+// RateLimiterPriorityMetrics are the requests a limiter granted at one
+// priority, their bytes, and the requests waiting at it now.
+type RateLimiterPriorityMetrics struct {
+	Priority        ioctx.Priority
+	Requests, Bytes int64
+	Pending         int64
 }
 
 // LevelMetrics is one level of the tree.
@@ -195,6 +216,16 @@ func (m *Metrics) String() string {
 	}
 	if c := m.WriteStalls; c != nil {
 		fmt.Fprintf(&b, "write stalls: %d, %s in all, %d now\n", c.Count, c.Duration.Round(time.Microsecond), c.Active)
+	}
+	if c := m.RateLimiter; c != nil {
+		b.WriteString("rate limiter:")
+		for i, p := range c.ByPriority {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, " %s %d requests %s %d waiting", p.Priority, p.Requests, humanBytes(uint64(max(p.Bytes, 0))), p.Pending)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -95,7 +97,35 @@ func (d *DB) Metrics(ctx context.Context) (*driver.Metrics, error) {
 		return nil, err
 	}
 	m.WAL = wal
+	m.RateLimiter = rateLimiterMetrics(d.opts.RateLimiter)
 	return m, nil
+}
+
+// priorityCounter is a rate limiter that counts by priority, as
+// ratelimit.Generic does (RocksDB's GetTotalRequests and friends).
+type priorityCounter interface {
+	TotalRequests(ioctx.Priority) int64
+	TotalBytesThrough(ioctx.Priority) int64
+	TotalPendingRequests(ioctx.Priority) int64
+}
+
+// rateLimiterMetrics reports lim's counts at each charged priority, or nil
+// when there is no limiter or it does not count by priority.
+func rateLimiterMetrics(lim ratelimit.Limiter) *driver.RateLimiterMetrics {
+	pc, ok := lim.(priorityCounter)
+	if !ok {
+		return nil
+	}
+	m := &driver.RateLimiterMetrics{}
+	for p := ioctx.PriorityLow; p < ioctx.NumPriorities; p++ {
+		m.ByPriority = append(m.ByPriority, driver.RateLimiterPriorityMetrics{
+			Priority: p,
+			Requests: pc.TotalRequests(p),
+			Bytes:    pc.TotalBytesThrough(p),
+			Pending:  pc.TotalPendingRequests(p),
+		})
+	}
+	return m
 }
 
 // pendingBytes estimates the bytes compactions must move out of a level

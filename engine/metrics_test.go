@@ -9,6 +9,8 @@ import (
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -138,4 +140,38 @@ func TestMetricsThroughDriver(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, m.Levels[0].Tables+m.Levels[6].Tables)
 	require.Contains(t, m.String(), "level | tables")
+}
+
+// TestMetricsRateLimiter: a limiter that counts by priority shows in
+// Metrics, one entry per charged priority; without a limiter there is none.
+func TestMetricsRateLimiter(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTestDB(t, nil)
+	m, err := db.Metrics(ctx)
+	require.NoError(t, err)
+	require.Nil(t, m.RateLimiter)
+
+	lim := ratelimit.NewGeneric(1<<30, 0, 0, ratelimit.ModeAll)
+	opts := smallOptions(nil)
+	opts.RateLimiter = lim
+	db, _ = openTestDB(t, opts)
+	for i := range 100 {
+		require.NoError(t, db.Put(ctx, key(i), []byte("value")))
+	}
+	require.NoError(t, db.Flush(ctx))
+	low := ioctx.WithReadOptions(ctx, ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityLow, DontFillCache: true})
+	require.NoError(t, db.VerifyChecksum(low))
+
+	m, err = db.Metrics(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, m.RateLimiter)
+	require.Len(t, m.RateLimiter.ByPriority, 4)
+	byPri := map[ioctx.Priority]driver.RateLimiterPriorityMetrics{}
+	for _, p := range m.RateLimiter.ByPriority {
+		byPri[p.Priority] = p
+	}
+	require.Equal(t, lim.TotalBytesThrough(ioctx.PriorityLow), byPri[ioctx.PriorityLow].Bytes)
+	require.Positive(t, byPri[ioctx.PriorityLow].Bytes, "the verification's reads were charged at Low")
+	require.Equal(t, lim.TotalRequests(ioctx.PriorityUser), byPri[ioctx.PriorityUser].Requests)
+	require.Contains(t, m.String(), "rate limiter: Low ")
 }

@@ -42,9 +42,11 @@
 // write stalls). What the driver does not report is not exported; neither is
 // anything after the database is closed.
 //
-// The statistics carry no rate-limiter priority, so the rate-limiter counters
-// (shale_rate_limiter_requests_read_total and the like) have no priority
-// label: they count every priority together.
+// The statistics' rate-limiter counters (shale_rate_limiter_requests_read_total
+// and the like) count every priority together. By priority, with the label
+// priority, come from the limiter the driver reports in DB.Metrics:
+// shale_rate_limiter_priority_requests_total, ..._bytes_total and
+// shale_rate_limiter_priority_pending_requests.
 //
 // The collector is a checked one: Describe sends every family it can export,
 // whatever the level, so registering two collectors that would export the

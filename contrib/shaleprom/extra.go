@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,9 +17,11 @@ import (
 // driver.DB.Metrics (label "level" for the per-level ones).
 
 const (
-	tagLabel   = "tag"
-	lsmLevel   = "level"
-	tagReadFam = "shale_tag_file_read_seconds"
+	tagLabel = "tag"
+	lsmLevel = "level"
+	// priorityLabel is the rate-limiter priority: low, mid, high or user.
+	priorityLabel = "priority"
+	tagReadFam    = "shale_tag_file_read_seconds"
 )
 
 // tagTickerFamilies are the per-tag tickers' families, by TagTicker.
@@ -44,6 +47,7 @@ type extraDescs struct {
 	flushesRunning, flushesDone                            *prometheus.Desc
 	walFiles, walBytes                                     *prometheus.Desc
 	stalls, stallSeconds, stallsActive                     *prometheus.Desc
+	limiterRequests, limiterBytes, limiterPending          *prometheus.Desc
 }
 
 func newExtraDescs(constLabels prometheus.Labels) extraDescs {
@@ -83,6 +87,12 @@ func newExtraDescs(constLabels prometheus.Labels) extraDescs {
 	d.stalls = plain("shale_lsm_write_stalls_total", "Write stalls (waits of a write for background work) since open.")
 	d.stallSeconds = plain("shale_lsm_write_stall_seconds_total", "Time writes stalled since open, in seconds.")
 	d.stallsActive = plain("shale_lsm_write_stalls_active", "Writes stalled now.")
+	priority := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{priorityLabel}, constLabels)
+	}
+	d.limiterRequests = priority("shale_rate_limiter_priority_requests_total", "Requests the rate limiter granted at the priority since it was made.")
+	d.limiterBytes = priority("shale_rate_limiter_priority_bytes_total", "Bytes the rate limiter granted at the priority since it was made.")
+	d.limiterPending = priority("shale_rate_limiter_priority_pending_requests", "Requests waiting at the priority now.")
 	return d
 }
 
@@ -94,7 +104,7 @@ func (d *extraDescs) describe(ch chan<- *prometheus.Desc) {
 		d.levelCompactWritten, d.levelFlushed, d.readAmp, d.writeAmp, d.memtables, d.memtableBytes,
 		d.blockCacheCapacity, d.blockCacheUsage, d.tableCacheOpen, d.compactionsRunning, d.compactionsDone,
 		d.compactionPending, d.flushesRunning, d.flushesDone, d.walFiles, d.walBytes, d.stalls, d.stallSeconds,
-		d.stallsActive} {
+		d.stallsActive, d.limiterRequests, d.limiterBytes, d.limiterPending} {
 		ch <- x
 	}
 }
@@ -189,6 +199,14 @@ func (c *collector) collectLSM(ch chan<- prometheus.Metric) {
 		ch <- constMetric(d.stalls, counter, float64(x.Count))
 		ch <- constMetric(d.stallSeconds, counter, x.Duration.Seconds())
 		ch <- constMetric(d.stallsActive, gauge, float64(x.Active))
+	}
+	if x := m.RateLimiter; x != nil {
+		for _, p := range x.ByPriority {
+			name := strings.ToLower(p.Priority.String())
+			ch <- labelled(d.limiterRequests, counter, float64(p.Requests), name)
+			ch <- labelled(d.limiterBytes, counter, float64(p.Bytes), name)
+			ch <- labelled(d.limiterPending, gauge, float64(p.Pending), name)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/engine"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 	"github.com/stretchr/testify/require"
 )
@@ -120,4 +121,29 @@ func testTag(t testing.TB, prefix string, opts ioctx.TagOptions) ioctx.Tag {
 	tag, err := ioctx.RegisterTag(fmt.Sprintf("%s-%d", prefix, tagSeq.Add(1)), opts)
 	require.NoError(t, err)
 	return tag
+}
+
+// TestRateLimiterByPriority: a database whose limiter counts by priority has
+// its counts exported with the label priority, one series per priority.
+func TestRateLimiterByPriority(t *testing.T) {
+	lim := ratelimit.NewGeneric(1<<30, 0, 0, ratelimit.ModeAll)
+	db := driver.OpenDB(engine.NewConnector(engine.MemoryPath, &engine.Options{RateLimiter: lim}))
+	defer func() { require.NoError(t, db.Close()) }()
+	ctx := context.Background()
+	require.NoError(t, db.Put(ctx, []byte("k"), []byte("v")))
+	require.NoError(t, db.Flush(ctx))
+	low := ioctx.WithReadOptions(ctx, ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityLow})
+	require.NoError(t, db.VerifyChecksum(low))
+
+	c := NewCollector(db, nil)
+	mfs := gather(t, c)
+	require.Len(t, mfs["shale_rate_limiter_priority_bytes_total"].GetMetric(), 4)
+	got := metric(mfs, "shale_rate_limiter_priority_bytes_total", priorityLabel, "low").GetCounter().GetValue()
+	require.Equal(t, float64(lim.TotalBytesThrough(ioctx.PriorityLow)), got)
+	require.Positive(t, got)
+	require.NotNil(t, metric(mfs, "shale_rate_limiter_priority_pending_requests", priorityLabel, "user").GetGauge())
+
+	problems, err := testutil.CollectAndLint(c)
+	require.NoError(t, err)
+	require.Empty(t, problems)
 }

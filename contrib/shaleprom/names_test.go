@@ -171,5 +171,6 @@ func TestREADMEListsExtraFamilies(t *testing.T) {
 		require.Contains(t, string(readme), "`"+m[1]+"`", "README.md does not list %s", m[1])
 		n++
 	}
-	require.Equal(t, int(statistics.NumTagTickers)+1+23, n, "the tag tickers, the tag histogram, 6 per-level and 17 other LSM families")
+	require.Equal(t, int(statistics.NumTagTickers)+1+23+3, n,
+		"the tag tickers, the tag histogram, 6 per-level and 17 other LSM families, 3 rate-limiter families by priority")
 }
