@@ -152,14 +152,7 @@ func (d *DB) Flush(ctx context.Context) error {
 		return err
 	}
 	// Queue as a writer so the rotation happens between commit groups.
-	w := writerPool.Get().(*writer)
-	*w = writer{ctx: ctx}
-	w.cond.L = &d.mu.Mutex
-	d.mu.Lock()
-	d.mu.writers = append(d.mu.writers, w)
-	for d.mu.writers[0] != w {
-		w.cond.Wait()
-	}
+	w := d.headAloneLocked(ctx)
 	var err error
 	if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
 		err = e

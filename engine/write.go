@@ -284,12 +284,9 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 		return true, errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
 	}
 	if syncWAL {
-		start := time.Now()
-		if err := d.commit.log.Sync(); err != nil {
-			return true, errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
+		if err := d.syncLog(); err != nil {
+			return true, err
 		}
-		d.stats.RecordTick(statistics.WALFileSynced, 1)
-		d.stats.ReportTimeToHistogram(statistics.WALFileSyncMicros, uint64(time.Since(start).Microseconds()))
 	} else if err := d.commit.log.Flush(); err != nil {
 		return true, errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
 	}
@@ -344,8 +341,21 @@ func (d *DB) SyncWAL(ctx context.Context) error {
 	if err := d.checkWritable(ctx); err != nil {
 		return err
 	}
-	// Queue as a writer with no batch, like Flush: only the queue head
-	// touches the WAL.
+	// Only the queue head touches the WAL.
+	w := d.headAloneLocked(ctx)
+	err := d.syncWALLocked()
+	d.finishGroupLocked(d.mu.writers[:1], err)
+	d.mu.Unlock()
+	writerPool.Put(w)
+	return err
+}
+
+// headAloneLocked queues a writer with no batch and returns, holding d.mu,
+// once it heads the queue: between commit groups, where the caller may touch
+// the WAL or rotate the memtable. The caller ends its turn with
+// finishGroupLocked(d.mu.writers[:1], err) and, after unlocking, puts w back
+// in writerPool.
+func (d *DB) headAloneLocked(ctx context.Context) *writer {
 	w := writerPool.Get().(*writer)
 	*w = writer{ctx: ctx}
 	w.cond.L = &d.mu.Mutex
@@ -354,11 +364,7 @@ func (d *DB) SyncWAL(ctx context.Context) error {
 	for d.mu.writers[0] != w {
 		w.cond.Wait()
 	}
-	err := d.syncWALLocked()
-	d.finishGroupLocked(d.mu.writers[:1], err)
-	d.mu.Unlock()
-	writerPool.Put(w)
-	return err
+	return w
 }
 
 // syncWALLocked fsyncs the current WAL; the caller is the queue head and
@@ -371,11 +377,20 @@ func (d *DB) syncWALLocked() error {
 		return nil
 	}
 	d.mu.Unlock()
-	start := time.Now()
-	err := d.commit.log.Sync()
+	err := d.syncLog()
 	d.mu.Lock()
 	if err != nil {
-		return d.walFailedLocked(errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum))
+		return d.walFailedLocked(err)
+	}
+	return nil
+}
+
+// syncLog fsyncs the current WAL and records the sync in the statistics.
+// Only the queue head calls it, without d.mu.
+func (d *DB) syncLog() error {
+	start := time.Now()
+	if err := d.commit.log.Sync(); err != nil {
+		return errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
 	}
 	d.stats.RecordTick(statistics.WALFileSynced, 1)
 	d.stats.ReportTimeToHistogram(statistics.WALFileSyncMicros, uint64(time.Since(start).Microseconds()))
