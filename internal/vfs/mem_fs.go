@@ -231,6 +231,33 @@ func (m *MemFS) Remove(name string) error {
 	return nil
 }
 
+// namePair is the two names of a Rename or a Link, resolved: the node at
+// the old name, and the directory and base name of each.
+type namePair struct {
+	n            *memNode
+	odir, ndir   *memNode
+	obase, nbase string
+}
+
+// walkPairLocked resolves oldname, which must exist, and newname's
+// directory. rootErrno is the error when either name is the root itself.
+func (m *MemFS) walkPairLocked(oldname, newname string, rootErrno syscall.Errno) (p namePair, errno syscall.Errno) {
+	if p.odir, p.obase, errno = m.walkErrnoLocked(oldname); errno != 0 {
+		return namePair{}, errno
+	}
+	if p.ndir, p.nbase, errno = m.walkErrnoLocked(newname); errno != 0 {
+		return namePair{}, errno
+	}
+	if p.odir == nil || p.ndir == nil {
+		return namePair{}, rootErrno
+	}
+	var ok bool
+	if p.n, ok = p.odir.children[p.obase]; !ok {
+		return namePair{}, syscall.ENOENT
+	}
+	return p, 0
+}
+
 // Link implements Linker with os.Link's rules on Unix: newname must not
 // exist (EEXIST) and oldname must not be a directory (EPERM). Both names
 // then share the file; a crash keeps each name as its directory's last Sync
@@ -241,24 +268,14 @@ func (m *MemFS) Link(oldname, newname string) error {
 	linkErr := func(errno syscall.Errno) error {
 		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errno}
 	}
-	odir, obase, errno := m.walkErrnoLocked(oldname)
-	if errno != 0 {
-		return linkErr(errno)
-	}
-	ndir, nbase, errno := m.walkErrnoLocked(newname)
-	if errno != 0 {
-		return linkErr(errno)
-	}
-	if odir == nil || ndir == nil {
-		return linkErr(syscall.EPERM)
-	}
-	n, ok := odir.children[obase]
+	p, errno := m.walkPairLocked(oldname, newname, syscall.EPERM)
 	switch {
-	case !ok:
-		return linkErr(syscall.ENOENT)
-	case n.isDir:
+	case errno != 0:
+		return linkErr(errno)
+	case p.n.isDir:
 		return linkErr(syscall.EPERM)
 	}
+	n, ndir, nbase := p.n, p.ndir, p.nbase
 	if _, ok := ndir.children[nbase]; ok {
 		return linkErr(syscall.EEXIST)
 	}
@@ -277,21 +294,11 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	linkErr := func(errno syscall.Errno) error {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errno}
 	}
-	odir, obase, errno := m.walkErrnoLocked(oldname)
+	p, errno := m.walkPairLocked(oldname, newname, syscall.EBUSY)
 	if errno != 0 {
 		return linkErr(errno)
 	}
-	ndir, nbase, errno := m.walkErrnoLocked(newname)
-	if errno != 0 {
-		return linkErr(errno)
-	}
-	if odir == nil || ndir == nil {
-		return linkErr(syscall.EBUSY)
-	}
-	n, ok := odir.children[obase]
-	if !ok {
-		return linkErr(syscall.ENOENT)
-	}
+	n, odir, obase, ndir, nbase := p.n, p.odir, p.obase, p.ndir, p.nbase
 	if existing, ok := ndir.children[nbase]; ok {
 		switch {
 		case existing.isDir:
