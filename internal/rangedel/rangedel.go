@@ -137,8 +137,9 @@ func (s *Set) Fragments() []Fragment {
 	return s.frags
 }
 
-// search returns the index of the fragment containing key, or -1.
-func (s *Set) search(key []byte) int {
+// firstEndingAfter returns the index of the first fragment whose end is
+// above key, or len(s.frags): the only fragment that can contain key.
+func (s *Set) firstEndingAfter(key []byte) int {
 	i, j := 0, len(s.frags)
 	for i < j {
 		h := int(uint(i+j) >> 1)
@@ -148,6 +149,12 @@ func (s *Set) search(key []byte) int {
 			j = h
 		}
 	}
+	return i
+}
+
+// search returns the index of the fragment containing key, or -1.
+func (s *Set) search(key []byte) int {
+	i := s.firstEndingAfter(key)
 	if i < len(s.frags) && bytes.Compare(s.frags[i].Start, key) <= 0 {
 		return i
 	}
@@ -181,16 +188,7 @@ func (s *Set) Gap(key []byte) (lo, hi []byte, ok bool) {
 	if s == nil {
 		return nil, nil, true
 	}
-	i, j := 0, len(s.frags)
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if bytes.Compare(s.frags[h].End, key) <= 0 {
-			i = h + 1
-		} else {
-			j = h
-		}
-	}
-	// s.frags[i] is the first fragment ending after key.
+	i := s.firstEndingAfter(key)
 	if i < len(s.frags) {
 		if bytes.Compare(s.frags[i].Start, key) <= 0 {
 			return nil, nil, false
