@@ -212,7 +212,12 @@ func (c *conn) getAt(ctx context.Context, req ioctx.ReadRequest, op string, key 
 // Get reads key with one Range. The returned value is the response's own
 // slice, which nothing else holds.
 func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
-	kv, err := c.timedGet(ctx, req, "Get", key, 0)
+	return c.getValue(ctx, req, "Get", key, 0)
+}
+
+// getValue is timedGet returning the value, or errNotFound.
+func (c *conn) getValue(ctx context.Context, req ioctx.ReadRequest, op string, key []byte, rev int64) ([]byte, error) {
+	kv, err := c.timedGet(ctx, req, op, key, rev)
 	switch {
 	case err != nil:
 		return nil, err
@@ -242,7 +247,13 @@ func (c *conn) timedGet(ctx context.Context, req ioctx.ReadRequest, op string, k
 // MultiGet reads keys with Txns of at most max_txn_ops Ranges, all at the
 // revision of the first, so the result is one snapshot.
 func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
-	kvs, err := c.timedMultiGet(ctx, req, keys, 0)
+	return c.multiGetValues(ctx, req, keys, 0)
+}
+
+// multiGetValues is timedMultiGet returning the values, nil for a key not
+// found.
+func (c *conn) multiGetValues(ctx context.Context, req ioctx.ReadRequest, keys [][]byte, rev int64) ([][]byte, error) {
+	kvs, err := c.timedMultiGet(ctx, req, keys, rev)
 	if err != nil {
 		return nil, err
 	}

@@ -41,30 +41,13 @@ func (c *conn) NewSnapshot(ctx context.Context) (driver.DriverSnapshot, error) {
 
 // Get reads key at the snapshot's revision, with one Range.
 func (s *snapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
-	kv, err := s.c.timedGet(ctx, req, "Snapshot.Get", key, s.rev)
-	switch {
-	case err != nil:
-		return nil, err
-	case kv == nil:
-		return nil, errNotFound
-	}
-	return valueOf(kv), nil
+	return s.c.getValue(ctx, req, "Snapshot.Get", key, s.rev)
 }
 
 // MultiGet reads keys at the snapshot's revision, in Txns of at most
 // max_txn_ops Ranges as the DB's MultiGet does.
 func (s *snapshot) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
-	kvs, err := s.c.timedMultiGet(ctx, req, keys, s.rev)
-	if err != nil {
-		return nil, err
-	}
-	vals := make([][]byte, len(keys))
-	for i, kv := range kvs {
-		if kv != nil {
-			vals[i] = valueOf(kv)
-		}
-	}
-	return vals, nil
+	return s.c.multiGetValues(ctx, req, keys, s.rev)
 }
 
 // NewIterator returns an iterator at the snapshot's revision. It fetches

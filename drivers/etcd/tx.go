@@ -520,16 +520,7 @@ func (t *txIter) settle() bool {
 // its key, if one does, with one seek (not key by key), and reports whether
 // it moved.
 func (t *txIter) skipRange() bool {
-	k := t.snap.Key()
-	i, found := slices.BinarySearchFunc(t.ranges, k, func(r keyRange, k []byte) int {
-		switch {
-		case bytes.Compare(r.end, k) <= 0:
-			return -1
-		case bytes.Compare(r.start, k) > 0:
-			return 1
-		}
-		return 0
-	})
+	i, found := searchRanges(t.ranges, t.snap.Key())
 	if !found {
 		return false
 	}

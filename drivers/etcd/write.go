@@ -141,9 +141,10 @@ func mergeRanges(rs []keyRange) []keyRange {
 	return out
 }
 
-// covered reports whether a range of rs (sorted, disjoint) holds k.
-func covered(rs []keyRange, k []byte) bool {
-	i, _ := slices.BinarySearchFunc(rs, k, func(r keyRange, k []byte) int {
+// searchRanges finds k among rs (sorted, disjoint): the index of the range
+// holding k and true, or the index of the first range after k and false.
+func searchRanges(rs []keyRange, k []byte) (int, bool) {
+	return slices.BinarySearchFunc(rs, k, func(r keyRange, k []byte) int {
 		switch {
 		case bytes.Compare(r.end, k) <= 0:
 			return -1
@@ -152,6 +153,11 @@ func covered(rs []keyRange, k []byte) bool {
 		}
 		return 0
 	})
+}
+
+// covered reports whether a range of rs (sorted, disjoint) holds k.
+func covered(rs []keyRange, k []byte) bool {
+	i, _ := searchRanges(rs, k)
 	return i < len(rs) && inRange(string(k), rs[i].start, rs[i].end)
 }
 
