@@ -77,6 +77,33 @@ func crashChild(dir, round string) {
 	wg.Wait()
 }
 
+// killChildAfter starts cmd, passes each line of its standard output, split
+// into fields, to ack, and sends SIGKILL once ack has accepted target lines;
+// it returns once the child is dead, how many lines ack accepted. The child
+// must have been killed, not have exited, and have acknowledged something.
+func killChildAfter(t *testing.T, cmd *exec.Cmd, target int, ack func(fields []string) bool) int {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	n := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if !ack(strings.Fields(sc.Text())) {
+			continue
+		}
+		if n++; n == target {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		}
+	}
+	err = cmd.Wait()
+	require.Error(t, err, "the child must have been killed; stderr: %s", stderr.String())
+	require.Greater(t, n, 0, "stderr: %s", stderr.String())
+	return n
+}
+
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -91,28 +118,14 @@ func TestCrashRecovery(t *testing.T) {
 	for round := range 5 {
 		cmd := exec.Command(exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, "SHALE_CRASH_CHILD_ROUND="+strconv.Itoa(round))
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		sc := bufio.NewScanner(stdout)
-		target := 300 + rand.IntN(1500)
-		n := 0
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
+		n := killChildAfter(t, cmd, 300+rand.IntN(1500), func(fields []string) bool {
 			if len(fields) != 2 {
-				continue
+				return false
 			}
 			l, _ := strconv.Atoi(fields[1])
 			acked[fields[0]] = l
-			if n++; n == target {
-				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			}
-		}
-		err = cmd.Wait()
-		require.Error(t, err, "the child must have been killed; stderr: %s", stderr.String())
-		require.Greater(t, n, 0, "stderr: %s", stderr.String())
+			return true
+		})
 
 		db, err := Open(dir, nil)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)

@@ -9,9 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/shaledb/shale/ioctx"
@@ -99,30 +97,16 @@ func TestSyncOptionSurvivesSIGKILL(t *testing.T) {
 	for round := range 4 {
 		cmd := exec.Command(exe, "-test.run=^TestSyncOptionCrashChild$")
 		cmd.Env = append(os.Environ(), syncCrashChildEnv+"="+dir, "SHALE_SYNC_CRASH_ROUND="+strconv.Itoa(round))
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
 		// perG holds each goroutine's acknowledged writes in order.
 		perG := make([][]ackedWrite, 4)
-		target := 500 + rand.IntN(2000)
-		n := 0
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
+		n := killChildAfter(t, cmd, 500+rand.IntN(2000), func(f []string) bool {
 			if len(f) != 4 || (f[0] != "S" && f[0] != "U") {
-				continue
+				return false
 			}
 			g, _ := strconv.Atoi(f[1])
 			perG[g] = append(perG[g], ackedWrite{key: f[3], synced: f[0] == "S"})
-			if n++; n == target {
-				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			}
-		}
-		err = cmd.Wait()
-		require.Error(t, err, "the child must have been killed; stderr: %s", stderr.String())
-		require.Greater(t, n, 0, "stderr: %s", stderr.String())
+			return true
+		})
 
 		db, err := Open(dir, nil)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
