@@ -58,41 +58,54 @@ func FuzzIteratorOps(f *testing.F) {
 				t.Fatal(err)
 			}
 		}()
-		for step, b := range data[3:] {
-			key := []byte(testKey(int(b>>3) % (cfg.keySpace + 2)))
-			if b>>3&1 == 1 {
-				key = append(key, '~') // between keys
-			}
-			var ok bool
-			switch b & 7 {
-			case 0:
-				ok = it.First()
-				m.seekGE(nil)
-			case 1:
-				ok = it.Last()
-				m.seekLT([]byte("\xff"))
-			case 4:
-				ok = it.SeekGE(key)
-				m.seekGE(key)
-			case 5:
-				ok = it.SeekLT(key)
-				m.seekLT(key)
-			case 2, 6:
-				ok = it.Next()
-				m.next()
-			default:
-				ok = it.Prev()
-				m.prev()
-			}
-			if err := it.Error(); err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-			if ok != m.valid() {
-				t.Fatalf("step %d (op %d): valid %t, model %t", step, b&7, ok, m.valid())
-			}
-			if ok && (string(it.Key()) != m.keys[m.pos] || string(it.Value()) != string(m.values[m.pos])) {
-				t.Fatalf("step %d (op %d): at %q=%q, model %q=%q", step, b&7, it.Key(), it.Value(), m.keys[m.pos], m.values[m.pos])
-			}
-		}
+		runIterOps(t, it, m, cfg, data[3:])
 	})
+}
+
+// iterOp makes the move op (0 First, 1 Last, 4 SeekGE key, 5 SeekLT key,
+// 2 and 6 Next, 3 and 7 Prev) on it and on the model m, and returns the
+// iterator's answer.
+func iterOp(it *Iterator, m *iterModel, op int, key []byte) bool {
+	switch op & 7 {
+	case 0:
+		m.seekGE(nil)
+		return it.First()
+	case 1:
+		m.seekLT([]byte("\xff"))
+		return it.Last()
+	case 4:
+		m.seekGE(key)
+		return it.SeekGE(key)
+	case 5:
+		m.seekLT(key)
+		return it.SeekLT(key)
+	case 2, 6:
+		m.next()
+		return it.Next()
+	default:
+		m.prev()
+		return it.Prev()
+	}
+}
+
+// runIterOps runs the fuzz targets' operations on it and m, one byte each:
+// the move in its low three bits, the key (with '~' appended, between keys,
+// when bit 3 is set) in the rest, and fails at the first difference.
+func runIterOps(t *testing.T, it *Iterator, m *iterModel, cfg lsmConfig, ops []byte) {
+	for step, b := range ops {
+		key := []byte(testKey(int(b>>3) % (cfg.keySpace + 2)))
+		if b>>3&1 == 1 {
+			key = append(key, '~') // between keys
+		}
+		ok := iterOp(it, m, int(b), key)
+		if err := it.Error(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if ok != m.valid() {
+			t.Fatalf("step %d (op %d): valid %t, model %t", step, b&7, ok, m.valid())
+		}
+		if ok && (string(it.Key()) != m.keys[m.pos] || string(it.Value()) != string(m.values[m.pos])) {
+			t.Fatalf("step %d (op %d): at %q=%q, model %q=%q", step, b&7, it.Key(), it.Value(), m.keys[m.pos], m.values[m.pos])
+		}
+	}
 }

@@ -152,28 +152,8 @@ func TestRangeDelModel(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					key = append(key, '~')
 				}
-				var ok bool
 				op := rng.IntN(8)
-				switch op {
-				case 0:
-					ok = it.First()
-					m.seekGE(nil)
-				case 1:
-					ok = it.Last()
-					m.seekLT([]byte("\xff"))
-				case 2:
-					ok = it.SeekGE(key)
-					m.seekGE(key)
-				case 3:
-					ok = it.SeekLT(key)
-					m.seekLT(key)
-				case 4, 5:
-					ok = it.Next()
-					m.next()
-				default:
-					ok = it.Prev()
-					m.prev()
-				}
+				ok := iterOp(it, m, op, key)
 				require.NoError(t, it.Error())
 				require.Equal(t, m.valid(), ok, "seed %d seq %d step %d op %d", s, seq, step, op)
 				if ok {
@@ -224,41 +204,6 @@ func FuzzIteratorOpsRangeDel(f *testing.F) {
 				t.Fatal(err)
 			}
 		}()
-		for step, b := range data[3:] {
-			key := []byte(testKey(int(b>>3) % (cfg.keySpace + 2)))
-			if b>>3&1 == 1 {
-				key = append(key, '~')
-			}
-			var ok bool
-			switch b & 7 {
-			case 0:
-				ok = it.First()
-				m.seekGE(nil)
-			case 1:
-				ok = it.Last()
-				m.seekLT([]byte("\xff"))
-			case 4:
-				ok = it.SeekGE(key)
-				m.seekGE(key)
-			case 5:
-				ok = it.SeekLT(key)
-				m.seekLT(key)
-			case 2, 6:
-				ok = it.Next()
-				m.next()
-			default:
-				ok = it.Prev()
-				m.prev()
-			}
-			if err := it.Error(); err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-			if ok != m.valid() {
-				t.Fatalf("step %d (op %d): valid %t, model %t", step, b&7, ok, m.valid())
-			}
-			if ok && (string(it.Key()) != m.keys[m.pos] || string(it.Value()) != string(m.values[m.pos])) {
-				t.Fatalf("step %d (op %d): at %q=%q, model %q=%q", step, b&7, it.Key(), it.Value(), m.keys[m.pos], m.values[m.pos])
-			}
-		}
+		runIterOps(t, it, m, cfg, data[3:])
 	})
 }
