@@ -50,18 +50,7 @@ func (b *Batch) ensureHeader() {
 // Set appends a record that sets key to value. The batch copies key and
 // value; the caller may reuse them at once. It panics if key or value is 4 GiB
 // or longer, which the encoding cannot represent.
-func (b *Batch) Set(key, value []byte) {
-	checkFieldLen(len(key))
-	checkFieldLen(len(value))
-	b.ensureHeader()
-	b.grow(1 + 2*maxVarint32Len + len(key) + len(value))
-	b.data = append(b.data, byte(base.KindSet))
-	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
-	b.data = append(b.data, key...)
-	b.data = binary.AppendUvarint(b.data, uint64(len(value)))
-	b.data = append(b.data, value...)
-	b.addCount(1)
-}
+func (b *Batch) Set(key, value []byte) { b.appendTwoFields(base.KindSet, key, value) }
 
 // Delete appends a record that deletes key. The batch copies key. It panics
 // if key is 4 GiB or longer.
@@ -82,15 +71,21 @@ func (b *Batch) Delete(key []byte) {
 // check their order (the engine drops empty and inverted ranges before they
 // reach a batch). It panics if start or end is 4 GiB or longer.
 func (b *Batch) DeleteRange(start, end []byte) {
-	checkFieldLen(len(start))
-	checkFieldLen(len(end))
+	b.appendTwoFields(base.KindRangeDelete, start, end)
+}
+
+// appendTwoFields appends a record of kind with two length-prefixed fields:
+// a Set's key and value, a range deletion's start and end.
+func (b *Batch) appendTwoFields(kind base.Kind, first, second []byte) {
+	checkFieldLen(len(first))
+	checkFieldLen(len(second))
 	b.ensureHeader()
-	b.grow(1 + 2*maxVarint32Len + len(start) + len(end))
-	b.data = append(b.data, byte(base.KindRangeDelete))
-	b.data = binary.AppendUvarint(b.data, uint64(len(start)))
-	b.data = append(b.data, start...)
-	b.data = binary.AppendUvarint(b.data, uint64(len(end)))
-	b.data = append(b.data, end...)
+	b.grow(1 + 2*maxVarint32Len + len(first) + len(second))
+	b.data = append(b.data, byte(kind))
+	b.data = binary.AppendUvarint(b.data, uint64(len(first)))
+	b.data = append(b.data, first...)
+	b.data = binary.AppendUvarint(b.data, uint64(len(second)))
+	b.data = append(b.data, second...)
 	b.addCount(1)
 }
 
