@@ -153,8 +153,8 @@ func (d *DB) getImpl(call readCall, key []byte, seq base.SeqNum) (PinnedValue, e
 	rs := d.loadReadState()
 	seq = d.readSeq(seq)
 	// The Get's tickers and its DBGet sample are recorded together, in one
-	// shard access (readpath.GetTimed stops sw).
-	v, err := readpath.GetTimed(call.ctx, &rs.view, call.env, key, seq, &sw)
+	// shard access (readpath.Get stops sw).
+	v, err := readpath.Get(call.ctx, &rs.view, call.env, key, seq, &sw)
 	if err != nil {
 		rs.unref()
 		return PinnedValue{}, err

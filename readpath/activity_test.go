@@ -59,7 +59,7 @@ func TestEveryReadCarriesTheCallersIO(t *testing.T) {
 	}{
 		{ioctx.ActivityGet, func(t *testing.T, v *View, renv sstable.ReadEnv) {
 			for _, k := range db.keys {
-				val, err := Get(context.Background(), v, renv, []byte(k), db.maxSeq)
+				val, err := Get(context.Background(), v, renv, []byte(k), db.maxSeq, nil)
 				if err == nil {
 					val.Release()
 				}
@@ -156,12 +156,12 @@ func TestRateLimiterRequestCounts(t *testing.T) {
 			// Get: 1 per file; again 1 only without a block cache.
 			for i, k := range keys {
 				before := requests()
-				val, err := Get(context.Background(), v, user, k, 100)
+				val, err := Get(context.Background(), v, user, k, 100, nil)
 				require.NoError(t, err)
 				val.Release()
 				require.EqualValues(t, 1, requests()-before, "first Get of key %d", i)
 				before = requests()
-				val, err = Get(context.Background(), v, user, k, 100)
+				val, err = Get(context.Background(), v, user, k, 100, nil)
 				require.NoError(t, err)
 				val.Release()
 				require.EqualValues(t, boolInt(!withCache), requests()-before, "second Get of key %d", i)

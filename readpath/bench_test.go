@@ -50,14 +50,14 @@ func BenchmarkGet(b *testing.B) {
 			ctx := context.Background()
 			env := readEnv()
 			for _, k := range db.keys { // open every table, fill the cache
-				if v, err := Get(ctx, db.view, env, []byte(k), db.maxSeq); err == nil {
+				if v, err := Get(ctx, db.view, env, []byte(k), db.maxSeq, nil); err == nil {
 					v.Release()
 				}
 			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				v, err := Get(ctx, db.view, env, keys[i&4095], db.maxSeq)
+				v, err := Get(ctx, db.view, env, keys[i&4095], db.maxSeq, nil)
 				if err == nil {
 					v.Release()
 				}

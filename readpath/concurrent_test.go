@@ -35,7 +35,7 @@ func TestConcurrentReads(t *testing.T) {
 				case 0:
 					k := db.randomKey(rng, cfg.keySpace)
 					want, ok := db.model.value(string(k), seq)
-					v, err := Get(ctx, db.view, readEnv(), k, seq)
+					v, err := Get(ctx, db.view, readEnv(), k, seq, nil)
 					if ok != (err == nil) || string(want) != string(v.Data) {
 						fail("Get(%q@%d) = %q, %v; want %q", k, seq, v.Data, err, want)
 					}

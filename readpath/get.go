@@ -106,15 +106,11 @@ func (h *holder) unref() {
 // GetHitL2AndUp when a table holds the value; BytesRead with the value's
 // length; the BytesPerRead histogram with it (0 when not found), as RocksDB's
 // DBImpl::GetImpl records them.
-func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum) (Value, error) {
-	return GetTimed(ctx, v, env, key, seq, nil)
-}
-
-// GetTimed is Get, which also stops sw, the caller's stopwatch timing the
-// lookup (DBGet), when it records the lookup's tickers: the sample and the
-// counts go to the statistics in one shard access
-// (statistics.RecordGet). sw may be nil.
-func GetTimed(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum, sw *statistics.StopWatch) (Value, error) {
+//
+// sw, when not nil, is the caller's stopwatch timing the lookup (DBGet):
+// Get stops it when it records the lookup's tickers, so the sample and the
+// counts go to the statistics in one shard access (statistics.RecordGet).
+func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum, sw *statistics.StopWatch) (Value, error) {
 	c := statistics.GetCounts{Hit: statistics.NumTickers}
 	val, err := get(ctx, v, &env, key, seq, &c)
 	if err == nil {

@@ -32,7 +32,7 @@ func TestGetAgainstModel(t *testing.T) {
 				key := db.randomKey(rng, cfg.keySpace)
 				seq := db.randomSeq(rng)
 				want, wantOK := db.model.value(string(key), seq)
-				v, err := Get(ctx, db.view, readEnv(), key, seq)
+				v, err := Get(ctx, db.view, readEnv(), key, seq, nil)
 				if !wantOK {
 					require.ErrorIs(t, err, base.ErrNotFound, "Get(%q@%d)", key, seq)
 					require.Nil(t, v.Data)
@@ -155,7 +155,7 @@ func TestGetOrderTickersAndAcquires(t *testing.T) {
 		t.Run(fmt.Sprintf("%s@%d", tc.key, tc.seq), func(t *testing.T) {
 			src.resetAcquires()
 			before := v.Stats.Snapshot()
-			val, err := Get(ctx, v, readEnv(), []byte(tc.key), tc.seq)
+			val, err := Get(ctx, v, readEnv(), []byte(tc.key), tc.seq, nil)
 			if tc.want == "" {
 				require.ErrorIs(t, err, base.ErrNotFound)
 			} else {
@@ -201,30 +201,30 @@ func TestGetContextAndErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// A memtable hit needs no table: the context is not consulted.
-	val, err := Get(ctx, v, readEnv(), []byte("m"), 100)
+	val, err := Get(ctx, v, readEnv(), []byte("m"), 100, nil)
 	require.NoError(t, err)
 	require.Equal(t, "m51", string(val.Data))
 	// A table access fails with the context's error, before any Acquire.
 	src.resetAcquires()
-	_, err = Get(ctx, v, readEnv(), []byte("f"), 100)
+	_, err = Get(ctx, v, readEnv(), []byte("f"), 100, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Zero(t, src.acquired(4)+src.acquired(5))
 
 	// A table that cannot be opened fails the Get, naming it.
 	boom := base.CorruptionErrorf("boom")
 	src.failOpen[4] = boom
-	_, err = Get(context.Background(), v, readEnv(), []byte("f"), 100)
+	_, err = Get(context.Background(), v, readEnv(), []byte("f"), 100, nil)
 	require.ErrorIs(t, err, boom)
 	require.True(t, base.IsCorruption(err))
 	require.Contains(t, err.Error(), "000004")
 	// An entry in a newer source decides before the failing table is needed.
-	val, err = Get(context.Background(), v, readEnv(), []byte("c"), 100)
+	val, err = Get(context.Background(), v, readEnv(), []byte("c"), 100, nil)
 	require.NoError(t, err)
 	require.Equal(t, "c40", string(val.Data))
 	val.Release()
 
 	// A View without a version reads only the memtables.
-	_, err = Get(context.Background(), &View{Mems: v.Mems}, readEnv(), []byte("f"), 100)
+	_, err = Get(context.Background(), &View{Mems: v.Mems}, readEnv(), []byte("f"), 100, nil)
 	require.ErrorIs(t, err, base.ErrNotFound)
 }
 
@@ -234,7 +234,7 @@ func TestGetValueHoldsTableRef(t *testing.T) {
 	fs := vfs.NewMem()
 	v, src := buildHandLSM(t, fs, handFiles, nil, sstable.WriterOptions{})
 	src.fileOps.Mmap = true
-	val, err := Get(context.Background(), v, readEnv(), []byte("z"), 100)
+	val, err := Get(context.Background(), v, readEnv(), []byte("z"), 100, nil)
 	require.NoError(t, err)
 	require.Equal(t, "z2", string(val.Data))
 	require.EqualValues(t, 1, src.outstanding.Load())
@@ -255,12 +255,12 @@ func TestGetAllocs(t *testing.T) {
 	for _, key := range db.keys {
 		for _, seq := range []base.SeqNum{db.maxSeq, db.maxSeq / 2} {
 			// Warm the cache and open the tables.
-			v, err := Get(ctx, db.view, env, []byte(key), seq)
+			v, err := Get(ctx, db.view, env, []byte(key), seq, nil)
 			if err == nil {
 				v.Release()
 			}
 			allocs := testing.AllocsPerRun(20, func() {
-				v, err := Get(ctx, db.view, env, []byte(key), seq)
+				v, err := Get(ctx, db.view, env, []byte(key), seq, nil)
 				if err == nil {
 					v.Release()
 				}

@@ -125,7 +125,7 @@ func TestRangeDelModel(t *testing.T) {
 			require.NoError(t, MultiGet(ctx, db.view, readEnv(), keys, seq, out))
 			for i, k := range keys {
 				want, ok := db.valueAt(string(k), seq)
-				v, err := Get(ctx, db.view, readEnv(), k, seq)
+				v, err := Get(ctx, db.view, readEnv(), k, seq, nil)
 				if !ok {
 					require.ErrorIs(t, err, base.ErrNotFound, "seed %d seq %d: Get(%s) = %q", s, seq, k, v.Data)
 					require.False(t, out[i].Found, "seed %d seq %d: MultiGet(%s)", s, seq, k)
