@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/shaledb/shale/driver"
-	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
@@ -189,25 +188,16 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batc
 	// The façade's encoding is the engine's records without the header:
 	// size the batch once instead of growing it.
 	b.b.Grow(db.Size())
-	r := db.Reader()
-	for op, ok := r.Next(); ok; op, ok = r.Next() {
-		switch op.Kind {
-		case driver.OpPut:
-			b.Put(op.Key, op.Value)
-		case driver.OpDelete:
-			b.Delete(op.Key)
-		case driver.OpDeleteRange:
-			b.DeleteRange(op.Key, op.Value)
-		default:
-			return base.AssertionFailedf("engine: Write: unknown batch operation %s", op.Kind)
-		}
-	}
+	db.Replay(b)
 	return c.db.writeOpts(ctx, &b.b, wo, nil)
 }
 
 // maxPooledBatch is the largest encoded batch conn.Write returns to the
 // pool.
 const maxPooledBatch = 1 << 20
+
+// An engine batch takes the façade's writes as they are.
+var _ driver.BatchWriter = (*Batch)(nil)
 
 // DeleteRange writes one range tombstone with the façade's write options.
 func (c *conn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
