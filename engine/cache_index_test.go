@@ -54,7 +54,7 @@ func TestTableCacheIndexAndFilterInBlockCache(t *testing.T) {
 		require.NoError(t, db.Put(ctx, fmt.Appendf(nil, "key%04d", i), []byte("value")))
 	}
 	require.NoError(t, db.Flush(ctx))
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	meta := rs.current.Levels[0][0]
 	rs.unref()
 

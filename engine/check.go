@@ -23,7 +23,10 @@ func (d *DB) Check(ctx context.Context) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	rs := d.loadReadState()
+	rs, err := d.loadReadState()
+	if err != nil {
+		return err
+	}
 	defer rs.unref()
 	v := rs.current
 	if err := v.CheckConsistency(); err != nil {

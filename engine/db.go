@@ -43,8 +43,12 @@ type DB struct {
 	dirLock io.Closer
 
 	readState struct {
+		// The mutex orders installs; val is the installed state, for
+		// code that holds d.mu. Readers load cur instead, without a lock
+		// (loadReadState): it is val, published atomically.
 		sync.RWMutex
 		val *readState
+		cur atomic.Pointer[readState]
 	}
 
 	// closedFlag is set by Close; reads check it without taking mu.

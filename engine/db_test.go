@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -548,7 +549,7 @@ func TestObsoleteFilesDeleted(t *testing.T) {
 	require.NoError(t, db.Compact(ctx, nil, nil))
 	names, err := fs.List("/db")
 	require.NoError(t, err)
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	defer rs.unref()
 	live := map[manifest.FileNum]bool{}
 	for _, files := range rs.current.Levels {
@@ -605,6 +606,56 @@ func TestClosedDB(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	err = db.Put(ctx, []byte("k"), nil)
 	require.True(t, errors.Is(err, ErrClosed), "%v", err)
+}
+
+// TestReadsRacingClose runs Gets, MultiGets and iterators while the
+// database closes: each must succeed or fail with ErrClosed, never fault,
+// and the race detector must see no unsynchronised access to the read
+// state (Close used to clear it outside the lock readers took).
+func TestReadsRacingClose(t *testing.T) {
+	ctx := context.Background()
+	for round := range 20 {
+		fs := vfs.NewMem()
+		db, err := Open("/db", smallOptions(fs))
+		require.NoError(t, err)
+		require.NoError(t, db.Put(ctx, []byte("k"), []byte("v")))
+		var wg sync.WaitGroup
+		errs := make(chan error, 3)
+		for r := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					var err error
+					switch (r + i) % 3 {
+					case 0:
+						_, err = db.Get(ctx, []byte("k"))
+					case 1:
+						_, err = db.MultiGet(ctx, [][]byte{[]byte("k"), []byte("x")})
+					case 2:
+						var it *Iterator
+						if it, err = db.NewIterator(ctx, nil); err == nil {
+							it.First()
+							err = it.Close()
+						}
+					}
+					if err != nil {
+						if !errors.Is(err, ErrClosed) {
+							errs <- errors.Wrapf(err, "round %d", round)
+						}
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Millisecond)
+		require.NoError(t, db.Close())
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
 }
 
 // TestIteratorOverManyVersions covers the reseek past a key's hidden
@@ -695,7 +746,7 @@ func TestCompactWaitsForBackgroundCompaction(t *testing.T) {
 	db.notifyLocked()
 	db.mu.Unlock()
 	require.NoError(t, <-done)
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	defer rs.unref()
 	require.Zero(t, rs.current.NumFiles(0), "L0 compacted once its tables were free")
 }

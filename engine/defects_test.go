@@ -27,7 +27,7 @@ func TestTableCacheWaiterOutlivesOpenersContext(t *testing.T) {
 	db, fs := openTestDB(t, nil)
 	require.NoError(t, db.Put(ctx, []byte("k"), []byte("v")))
 	require.NoError(t, db.Flush(ctx))
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	meta := rs.current.Levels[0][0]
 	rs.unref()
 
@@ -131,7 +131,7 @@ func TestCompactWaitsForOutputLevelBusyBeyondRange(t *testing.T) {
 		require.NoError(t, db.Flush(ctx))
 	}
 	levelFiles := func() (levels [manifest.NumLevels][]*manifest.FileMetadata) {
-		rs := db.loadReadState()
+		rs := mustReadState(t, db)
 		defer rs.unref()
 		for l := range levels {
 			levels[l] = append(levels[l], rs.current.Levels[l]...)

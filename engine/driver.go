@@ -256,7 +256,7 @@ func (ds driverSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest,
 	if err != nil {
 		return nil, err
 	}
-	return ds.s.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq), nil
+	return ds.s.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq)
 }
 
 func (ds driverSnapshot) Close() error { return ds.s.Close() }
@@ -266,7 +266,7 @@ func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driv
 	if err != nil {
 		return nil, err
 	}
-	return c.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest), nil
+	return c.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest)
 }
 
 func (c *conn) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
@@ -358,7 +358,7 @@ func (t *driverTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts 
 	if err != nil {
 		return nil, err
 	}
-	return t.tx.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}), nil
+	return t.tx.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound})
 }
 
 func (t *driverTx) Put(ctx context.Context, key, value []byte) error {

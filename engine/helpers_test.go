@@ -110,3 +110,11 @@ func (m model) scan(lower, upper []byte) []string {
 	}
 	return out
 }
+
+// mustReadState returns db's current read state, referenced.
+func mustReadState(tb testing.TB, db *DB) *readState {
+	tb.Helper()
+	rs, err := db.loadReadState()
+	require.NoError(tb, err)
+	return rs
+}

@@ -55,13 +55,17 @@ func (d *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, err
 	if err != nil {
 		return nil, err
 	}
-	return d.newIteratorImpl(call, opts, readLatest), nil
+	return d.newIteratorImpl(call, opts, readLatest)
 }
 
 // newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
 // with the caller's tag. It takes over call's cancel function.
-func (d *DB) newIteratorImpl(call readCall, opts *IterOptions, seq base.SeqNum) *Iterator {
-	rs := d.loadReadState()
+func (d *DB) newIteratorImpl(call readCall, opts *IterOptions, seq base.SeqNum) (*Iterator, error) {
+	rs, err := d.loadReadState()
+	if err != nil {
+		call.done()
+		return nil, err
+	}
 	seq = d.readSeq(seq)
 	var io readpath.IterOptions
 	if opts != nil {
@@ -73,7 +77,7 @@ func (d *DB) newIteratorImpl(call readCall, opts *IterOptions, seq base.SeqNum) 
 		cancel:   call.cancel,
 		copyAll:  d.opts.MmapReads,
 		deadline: call.env.Deadline,
-	}
+	}, nil
 }
 
 // live reports whether the iterator may move: it is open and its request's
@@ -200,5 +204,5 @@ func (s *Snapshot) NewIterator(ctx context.Context, opts *IterOptions) (*Iterato
 	if err != nil {
 		return nil, err
 	}
-	return s.db.newIteratorImpl(call, opts, s.seq), nil
+	return s.db.newIteratorImpl(call, opts, s.seq)
 }

@@ -34,7 +34,7 @@ func TestMetricsShape(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m.Levels, manifest.NumLevels)
 
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	defer rs.unref()
 	var tables int
 	for level, lm := range m.Levels {

@@ -396,10 +396,15 @@ func (d *DB) Close() error {
 	}
 	d.mu.Lock()
 	d.mu.closed = true
-	if d.readState.val != nil {
-		d.readState.val.unref()
+	d.readState.Lock()
+	if rs := d.readState.val; rs != nil {
+		// Readers that load nil from now on get ErrClosed; those that
+		// hold rs keep it until they release it.
 		d.readState.val = nil
+		d.readState.cur.Store(nil)
+		rs.unref()
 	}
+	d.readState.Unlock()
 	for _, m := range d.mu.imm {
 		m.unref()
 	}

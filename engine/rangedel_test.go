@@ -273,7 +273,7 @@ func TestDeleteRangeEmpty(t *testing.T) {
 func tableStats(t *testing.T, db *DB, start, end []byte) (points, withDels int) {
 	t.Helper()
 	ctx := context.Background()
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	defer rs.unref()
 	for level, files := range rs.current.Levels {
 		for _, f := range files {

@@ -150,7 +150,10 @@ func (d *DB) readSeq(seq base.SeqNum) base.SeqNum {
 // is kept.
 func (d *DB) getImpl(call readCall, key []byte, seq base.SeqNum) (PinnedValue, error) {
 	sw := d.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
-	rs := d.loadReadState()
+	rs, err := d.loadReadState()
+	if err != nil {
+		return PinnedValue{}, err
+	}
 	seq = d.readSeq(seq)
 	// The Get's tickers and its DBGet sample are recorded together, in one
 	// shard access (readpath.Get stops sw).
@@ -178,11 +181,14 @@ func (d *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 func (d *DB) multiGetImpl(call readCall, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
 	sw := d.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
 	defer sw.Stop()
-	rs := d.loadReadState()
+	rs, err := d.loadReadState()
+	if err != nil {
+		return nil, err
+	}
 	defer rs.unref()
 	seq = d.readSeq(seq)
 	results := make([]readpath.Result, len(keys))
-	err := readpath.MultiGet(call.ctx, &rs.view, call.env, keys, seq, results)
+	err = readpath.MultiGet(call.ctx, &rs.view, call.env, keys, seq, results)
 	out := make([][]byte, len(keys))
 	for i := range results {
 		r := &results[i]
@@ -218,7 +224,10 @@ func (d *DB) VerifyChecksum(ctx context.Context) error {
 }
 
 func (d *DB) verifyChecksumImpl(call readCall) error {
-	rs := d.loadReadState()
+	rs, err := d.loadReadState()
+	if err != nil {
+		return err
+	}
 	defer rs.unref()
 	return readpath.VerifyChecksum(call.ctx, d.readEnv(), &rs.view, call.env)
 }
@@ -236,7 +245,10 @@ func (d *DB) VerifyFileChecksums(ctx context.Context) error {
 }
 
 func (d *DB) verifyFileChecksumsImpl(call readCall) error {
-	rs := d.loadReadState()
+	rs, err := d.loadReadState()
+	if err != nil {
+		return err
+	}
 	defer rs.unref()
 	return readpath.VerifyFileChecksums(call.ctx, d.readEnv(), &rs.view, call.env)
 }

@@ -248,7 +248,7 @@ func TestRateLimiterOnRead(t *testing.T) {
 func waitForLevel(t *testing.T, db *DB, level, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		rs := db.loadReadState()
+		rs := mustReadState(t, db)
 		defer rs.unref()
 		for l := 0; l < level; l++ {
 			if rs.current.NumFiles(l) > 0 {
@@ -641,7 +641,7 @@ func TestMaxOpenFiles(t *testing.T) {
 		m[string(k)] = string(v)
 	}
 	require.NoError(t, db.Compact(ctx, nil, nil))
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	tables := 0
 	for _, files := range rs.current.Levels {
 		tables += len(files)
@@ -683,7 +683,7 @@ func TestLastLevelReadTickers(t *testing.T) {
 		require.NoError(t, db.Put(ctx, key(i), []byte("value")))
 	}
 	require.NoError(t, db.Compact(ctx, nil, nil))
-	rs := db.loadReadState()
+	rs := mustReadState(t, db)
 	last := manifest.NumLevels - 1
 	require.Positive(t, rs.current.NumFiles(last), "a full compaction fills the last level")
 	for l := range last {

@@ -196,20 +196,24 @@ func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*TxIterator, 
 	if err != nil {
 		return nil, err
 	}
-	return tx.newIteratorImpl(call, opts), nil
+	return tx.newIteratorImpl(call, opts)
 }
 
 // newIteratorImpl creates the transaction's iterator with the caller's tag.
-func (tx *Tx) newIteratorImpl(call readCall, opts *IterOptions) *TxIterator {
+func (tx *Tx) newIteratorImpl(call readCall, opts *IterOptions) (*TxIterator, error) {
 	var lower, upper []byte
 	if opts != nil {
 		lower, upper = opts.LowerBound, opts.UpperBound
 	}
+	it, err := tx.db.newIteratorImpl(call, opts, tx.snap.seq)
+	if err != nil {
+		return nil, err
+	}
 	return &TxIterator{
-		db:    tx.db.newIteratorImpl(call, opts, tx.snap.seq),
+		db:    it,
 		batch: tx.index.NewIter(lower, upper),
 		dels:  tx.rangeDels(),
-	}
+	}, nil
 }
 
 // Commit applies the transaction's writes atomically, unless a key it wrote
@@ -236,7 +240,10 @@ func (tx *Tx) Commit() error {
 // carry activity Unknown and count only in the aggregate histogram.
 func (tx *Tx) checkConflicts() error {
 	d := tx.db
-	rs := d.loadReadState()
+	rs, err := d.loadReadState()
+	if err != nil {
+		return err
+	}
 	defer rs.unref()
 	env := conflictCheckReadEnv
 	r := tx.b.Reader()
