@@ -22,7 +22,16 @@ import (
 
 // ---- Pebble v2 ----
 
-type pebbleStore struct{ db *pebble.DB }
+type pebbleStore struct {
+	db *pebble.DB
+	// With -pebble-cache=blocks, cache has room for blockBudget bytes of
+	// blocks beside the largest memtable reservation Pebble can hold;
+	// settleCache reserves what its memtables leave over, and release
+	// gives it back at close.
+	cache       *pebble.Cache
+	blockBudget int64
+	release     func()
+}
 
 func openPebble(dir string, cfg storeConfig) (*pebbleStore, error) {
 	if cfg.defaults {
@@ -48,7 +57,31 @@ func openPebble(dir string, cfg storeConfig) (*pebbleStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pebbleStore{db: db}, nil
+	s := &pebbleStore{db: db}
+	if !cfg.pebbleCacheTotal {
+		cache.Ref()
+		s.cache, s.blockBudget = cache, cfg.cacheSize
+	}
+	return s, nil
+}
+
+// settleCache leaves Pebble's blocks exactly blockBudget bytes of cache
+// from now on, by reserving the surplus its memtables do not hold. Pebble
+// reserves its memtables' arenas in its block cache; the memtable grows
+// from 256 KiB to MemTableSize as the fill goes on, and a flushed one may
+// be kept for recycling, so what it holds after a fill varies (32 MiB plus
+// 32 MiB kept, after 32 MiB of data with 64 MiB memtables). Sizing the
+// cache for the worst case alone gave its blocks three times the others'
+// cache, enough to hold all the data where the others missed.
+func (s *pebbleStore) settleCache() {
+	if s.cache == nil || s.release != nil {
+		return
+	}
+	m := s.db.Metrics()
+	held := int64(m.MemTable.Size + m.MemTable.ZombieSize)
+	if surplus := s.cache.MaxSize() - held - s.blockBudget; surplus > 0 {
+		s.release = s.cache.Reserve(int(surplus))
+	}
 }
 
 func (s *pebbleStore) put(key, value []byte) error { return s.db.Set(key, value, pebble.NoSync) }
@@ -75,6 +108,7 @@ func (s *pebbleStore) compact() error {
 	for s.db.Metrics().Compact.NumInProgress > 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
+	s.settleCache()
 	return nil
 }
 
@@ -112,7 +146,16 @@ func (s *pebbleStore) newCursor() (cursor, error) {
 	return pebbleCursor{it}, nil
 }
 
-func (s *pebbleStore) close() error { return s.db.Close() }
+func (s *pebbleStore) close() error {
+	err := s.db.Close()
+	if s.release != nil {
+		s.release()
+	}
+	if s.cache != nil {
+		s.cache.Unref()
+	}
+	return err
+}
 
 type pebbleCursor struct{ it *pebble.Iterator }
 

@@ -61,8 +61,10 @@ type storeConfig struct {
 	// charges its memtables to its block cache (Cache.Reserve of each
 	// memtable's size, the mutable one and one kept for recycling), so
 	// with 64 MiB memtables and a 32 MiB cache it caches no blocks at all.
-	// By default Pebble's cache is cacheSize + 2 × memtableSize, so that
-	// its blocks get as much cache as the other engines' do.
+	// By default Pebble's cache is cacheSize + 2 × memtableSize, and
+	// after the load (pebbleStore.settleCache) whatever its memtables do
+	// not hold is reserved, so that its blocks get exactly as much cache
+	// as the other engines' do.
 	pebbleCacheTotal bool
 	// shaleCacheIndexAndFilter sets shale's CacheIndexAndFilterBlocks,
 	// whatever the other fields say.

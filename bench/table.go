@@ -229,8 +229,8 @@ func printReport(w io.Writer, cfg *config, rep *report) {
 	}
 	switch m.PebbleCache {
 	case "blocks":
-		fmt.Fprintf(w, "- Pebble's cache: %s + 2 × the memtable size, because Pebble charges its memtables (the mutable one and one kept for recycling) to its block cache; its blocks get about the same cache as the others' (`-pebble-cache=total` gives it exactly %s)\n",
-			formatSize(cfg.cacheSize), formatSize(cfg.cacheSize))
+		fmt.Fprintf(w, "- Pebble's cache: %s + 2 × the memtable size, because Pebble charges its memtables (the mutable one and one kept for recycling) to its block cache; after the load, the part its memtables do not hold is reserved, so its blocks get exactly %s like the others' (`-pebble-cache=total` gives it exactly %s in all)\n",
+			formatSize(cfg.cacheSize), formatSize(cfg.cacheSize), formatSize(cfg.cacheSize))
 	case "total":
 		fmt.Fprintf(w, "- Pebble's cache: exactly %s, with its memtables charged to it: with memtables as large as the cache it caches (almost) no blocks\n", formatSize(cfg.cacheSize))
 	}
