@@ -33,6 +33,9 @@ type Batch struct {
 	// gen changes whenever the records are replaced rather than appended to
 	// (Reset, SetRepr), so that an Index knows to start over.
 	gen uint64
+	// retained says data was handed out by Retain and must never change
+	// again: the next change moves the batch to a buffer of its own first.
+	retained bool
 }
 
 // New returns an empty batch.
@@ -98,6 +101,10 @@ func (b *Batch) Grow(n int) {
 		panic(errors.AssertionFailedf("batch: Grow(%d)", n))
 	}
 	b.ensureHeader()
+	if b.retained {
+		b.unretain(n)
+		return
+	}
 	b.data = slices.Grow(b.data, n)
 }
 
@@ -106,14 +113,43 @@ func (b *Batch) Grow(n int) {
 // million records means copying about four times its final size and
 // allocating five; doubling copies at most its size and allocates at most
 // twice (issue 12's million-record batch: 393 MB allocated to build 67 MB).
+// A retained batch moves to a buffer of its own, even when there is room.
 func (b *Batch) grow(n int) {
-	if cap(b.data)-len(b.data) >= n {
+	if !b.retained && cap(b.data)-len(b.data) >= n {
 		return
 	}
 	// slices.Grow asked for more than twice the capacity gives exactly
 	// what was asked (rounded up to an allocation size class), without
 	// zeroing the part it copies.
+	if b.retained {
+		// Appending to a retained batch is the start of its next version:
+		// leave the same doubling room, in a new buffer.
+		b.unretain(max(n, len(b.data)+1))
+		return
+	}
 	b.data = slices.Grow(b.data, max(n, 2*cap(b.data)+1-len(b.data)))
+}
+
+// Retain hands the batch's encoding to the caller to keep: the returned
+// bytes never change again, whatever is done to b later. Every later change
+// to b (Set, Delete, DeleteRange, Append, Grow, SetSeqNum, Reset) first
+// moves b to a buffer of its own, so b stays usable and a retained encoding
+// costs nothing unless b is changed after all (copy-on-write). The engine
+// retains a large batch's encoding as the data of a memtable made from it
+// (memtable.NewFromBatch) instead of copying it.
+func (b *Batch) Retain() []byte {
+	b.ensureHeader()
+	b.retained = true
+	return b.data
+}
+
+// unretain moves a retained batch to a new buffer with room for n more
+// bytes, so the retained encoding is left as it was.
+func (b *Batch) unretain(n int) {
+	data := make([]byte, len(b.data), len(b.data)+n)
+	copy(data, b.data)
+	b.data = data
+	b.retained = false
 }
 
 // HasValue reports whether records of kind carry a second field: the value
@@ -164,6 +200,12 @@ func (b *Batch) SeqNum() base.SeqNum {
 // batch to the WAL.
 func (b *Batch) SetSeqNum(seq base.SeqNum) {
 	b.ensureHeader()
+	if b.retained {
+		if b.SeqNum() == seq {
+			return
+		}
+		b.unretain(0)
+	}
 	binary.LittleEndian.PutUint64(b.data[:8], uint64(seq))
 }
 
@@ -189,6 +231,7 @@ func (b *Batch) SetRepr(data []byte) error {
 		return err
 	}
 	b.data = data
+	b.retained = false
 	b.gen++
 	return nil
 }
@@ -201,6 +244,9 @@ func (b *Batch) Append(other *Batch) {
 		return
 	}
 	b.ensureHeader()
+	if b.retained {
+		b.unretain(len(other.data) - HeaderLen)
+	}
 	// Appending b to itself is fine: append copies the source before it
 	// writes past len(b.data).
 	b.data = append(b.data, other.data[HeaderLen:]...)
@@ -208,9 +254,12 @@ func (b *Batch) Append(other *Batch) {
 }
 
 // Reset empties the batch and zeroes its sequence number, keeping its buffer
-// for reuse.
+// for reuse unless the buffer is retained: then the batch lets it go and
+// becomes a zero batch.
 func (b *Batch) Reset() {
-	if b.data != nil {
+	if b.retained {
+		b.data, b.retained = nil, false
+	} else if b.data != nil {
 		b.data = b.data[:HeaderLen]
 		clear(b.data)
 	}
@@ -307,6 +356,47 @@ func (r *Reader) Next() (kind base.Kind, key, value []byte, ok bool, err error) 
 		value = r.data[rec.valOff : rec.valOff+rec.valLen : rec.valOff+rec.valLen]
 	}
 	return rec.kind, key, value, true, nil
+}
+
+// Offset returns the offset, in the batch's encoding, of the record the next
+// call to Next decodes: an index of a batch can name its records by offset
+// and decode them later with DecodeAt.
+func (r *Reader) Offset() int { return r.off }
+
+// DecodeAt decodes the record at offset off of an encoding whose records
+// were already read without error (by a Reader, or SetRepr), off being a
+// value Reader.Offset gave before one of them. It does not check the
+// encoding again: it is the fast path for an index of record offsets, such
+// as a memtable made from a batch. key and value are as Reader.Next returns
+// them.
+func DecodeAt(data []byte, off uint32) (kind base.Kind, key, value []byte) {
+	kind = base.Kind(data[off])
+	key, end := fieldAt(data, off+1)
+	if HasValue(kind) {
+		value, _ = fieldAt(data, end)
+	}
+	return kind, key, value
+}
+
+// KeyAt returns the key (or range start) of the record at off, under the
+// conditions of DecodeAt.
+func KeyAt(data []byte, off uint32) []byte {
+	key, _ := fieldAt(data, off+1)
+	return key
+}
+
+// fieldAt returns the length-prefixed field at off of a checked encoding and
+// the offset just past it. A one-byte length, the common case, is decoded
+// inline.
+func fieldAt(data []byte, off uint32) ([]byte, uint32) {
+	n, w := uint32(data[off]), uint32(1)
+	if n >= 0x80 {
+		v, k := uvarint32(data[off:])
+		n, w = v, uint32(k)
+	}
+	start := off + w
+	end := start + n
+	return data[start:end:end], end
 }
 
 // record locates one decoded record within a batch's encoding. Offsets, not

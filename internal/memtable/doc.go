@@ -34,6 +34,18 @@
 // plus headroom and rotates to a new memtable when ApproximateSize reaches
 // write_buffer_size or an Add or Apply reports ErrArenaFull.
 //
+// # Memtables made from a batch
+//
+// NewFromBatch makes an immutable memtable out of one large batch without
+// inserting it: the batch's encoding is the memtable's data (retained from
+// the batch, not copied) and an index of 8 bytes per point record, sorted
+// once by internal key, replaces the skiplist. Get and the iterator binary
+// search the index and decode records in place; range deletions join the
+// tombstone list as Apply adds them. To readers it is the memtable Apply
+// would make. MemTable and Iter dispatch on it with one branch, so the
+// engine's read path treats both kinds alike. It has no arena: it lives on
+// the Go heap, like a batch, and takes no writes.
+//
 // # Arena layout
 //
 // The arena is one []byte addressed by uint32 offsets (so it holds at most

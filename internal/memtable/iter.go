@@ -29,6 +29,11 @@ type Iter struct {
 	nd           uint32 // current node; 0 when exhausted or unpositioned
 	lower, upper []byte
 	kv           base.InternalKV
+	// bm is m.bm: an iterator over a memtable made from a batch walks its
+	// index, where pos is 1 + the current position (0 when exhausted or
+	// unpositioned, as nd).
+	bm  *batchMem
+	pos int
 }
 
 var _ base.InternalIterator = (*Iter)(nil)
@@ -37,7 +42,7 @@ var _ base.InternalIterator = (*Iter)(nil)
 // [lower, upper); a nil bound is no bound. The iterator keeps lower and
 // upper, which must not be modified while it is in use.
 func (m *MemTable) NewIter(lower, upper []byte) *Iter {
-	return &Iter{m: m, lower: lower, upper: upper}
+	return &Iter{m: m, lower: lower, upper: upper, bm: m.bm}
 }
 
 // SeekGE moves to the first entry whose user key is >= key (and >= the
@@ -45,6 +50,9 @@ func (m *MemTable) NewIter(lower, upper []byte) *Iter {
 func (it *Iter) SeekGE(key []byte) *base.InternalKV {
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
+	}
+	if it.bm != nil {
+		return it.forwardAt(it.bm.searchGE(key))
 	}
 	// (key, MaxSeqNum, KindMax) sorts before every entry of key.
 	_, next := it.m.seek(base.MakeSearchKey(key, base.MaxSeqNum))
@@ -57,6 +65,9 @@ func (it *Iter) SeekLT(key []byte) *base.InternalKV {
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
+	if it.bm != nil {
+		return it.backwardAt(it.bm.searchGE(key) - 1)
+	}
 	prev, _ := it.m.seek(base.MakeSearchKey(key, base.MaxSeqNum))
 	return it.backward(prev)
 }
@@ -66,6 +77,9 @@ func (it *Iter) First() *base.InternalKV {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
+	if it.bm != nil {
+		return it.forwardAt(0)
+	}
 	return it.forward(it.m.arena.node(it.m.head).next[0].Load())
 }
 
@@ -74,11 +88,20 @@ func (it *Iter) Last() *base.InternalKV {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
+	if it.bm != nil {
+		return it.backwardAt(len(it.bm.index) - 1)
+	}
 	return it.backward(it.m.last())
 }
 
 // Next moves to the following entry.
 func (it *Iter) Next() *base.InternalKV {
+	if it.bm != nil {
+		if it.pos == 0 {
+			return nil
+		}
+		return it.forwardAt(it.pos)
+	}
 	if it.nd == 0 {
 		return nil
 	}
@@ -87,6 +110,12 @@ func (it *Iter) Next() *base.InternalKV {
 
 // Prev moves to the preceding entry.
 func (it *Iter) Prev() *base.InternalKV {
+	if it.bm != nil {
+		if it.pos == 0 {
+			return nil
+		}
+		return it.backwardAt(it.pos - 2)
+	}
 	if it.nd == 0 {
 		return nil
 	}
@@ -141,4 +170,37 @@ func (it *Iter) set(off uint32) {
 	if base.Kind(nd.trailer&0xff) == base.KindSet {
 		it.kv.V = a.bytes(nd.keyOffset+nd.keySize, nd.valueSize)
 	}
+}
+
+// forwardAt positions at index position i of a memtable made from a batch,
+// reached by moving forward, checking the upper bound; i past the end
+// exhausts the iterator.
+func (it *Iter) forwardAt(i int) *base.InternalKV {
+	if i >= len(it.bm.index) {
+		it.pos = 0
+		return nil
+	}
+	it.bm.set(&it.kv, i)
+	it.pos = i + 1
+	if it.upper != nil && bytes.Compare(it.kv.K.UserKey, it.upper) >= 0 {
+		it.pos = 0
+		return nil
+	}
+	return &it.kv
+}
+
+// backwardAt is forwardAt moving backward: it checks the lower bound, and
+// i < 0 exhausts the iterator.
+func (it *Iter) backwardAt(i int) *base.InternalKV {
+	if i < 0 {
+		it.pos = 0
+		return nil
+	}
+	it.bm.set(&it.kv, i)
+	it.pos = i + 1
+	if it.lower != nil && bytes.Compare(it.kv.K.UserKey, it.lower) < 0 {
+		it.pos = 0
+		return nil
+	}
+	return &it.kv
 }

@@ -44,6 +44,10 @@ type MemTable struct {
 	// yield, set only by tests, makes inserters yield inside the windows
 	// where links are half updated, so concurrent tests hit them.
 	yield bool
+	// bm is set in a memtable made from a batch (NewFromBatch), which has
+	// no arena and no skiplist: reads dispatch on it with one predictable
+	// branch.
+	bm *batchMem
 }
 
 // New returns an empty memtable whose arena has arenaSize bytes, allocated
@@ -76,6 +80,7 @@ func (m *MemTable) Free() {
 		panic(base.AssertionFailedf("memtable: Free called twice"))
 	}
 	m.freed = true
+	m.bm = nil
 	if m.arena.mapped {
 		m.unmap.Stop()
 		unmapMemory(m.arena.buf)
@@ -97,6 +102,9 @@ func (m *MemTable) initHead() {
 // that nothing refers to the memtable any more: no reader, no iterator, no
 // value it returned.
 func (m *MemTable) Reset() {
+	if m.bm != nil {
+		panic(base.AssertionFailedf("memtable: Reset of a memtable made from a batch"))
+	}
 	// Nodes are linked assuming zeroed memory, as a fresh arena has.
 	clear(m.arena.buf[:m.arena.used.Load()])
 	m.arena.used.Store(arenaStart)
@@ -193,6 +201,9 @@ func (m *MemTable) NumRangeDeletions() int { return int(m.rangeDels.n.Load()) }
 // or a sequence number above base.MaxSeqNum; in each case nothing is
 // inserted.
 func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, key, value []byte) error {
+	if err := m.checkWritable(); err != nil {
+		return err
+	}
 	if err := checkEntry(seq, kind); err != nil {
 		return err
 	}
@@ -206,6 +217,14 @@ func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, key, value []byte) error
 	}
 	m.initNode(off, h, base.MakeTrailer(seq, kind), key, value)
 	return m.link(off, h)
+}
+
+// checkWritable refuses writes to a memtable made from a batch.
+func (m *MemTable) checkWritable() error {
+	if m.bm != nil {
+		return base.InvalidArgumentf("memtable: a memtable made from a batch takes no writes")
+	}
+	return nil
 }
 
 func checkEntry(seq base.SeqNum, kind base.Kind) error {
@@ -238,6 +257,9 @@ func checkEntry(seq base.SeqNum, kind base.Kind) error {
 // than batch order (see applySorted): readers cannot tell, as none of its
 // sequence numbers is visible yet.
 func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
+	if err := m.checkWritable(); err != nil {
+		return err
+	}
 	n := b.Count()
 	if n == 0 {
 		return nil
@@ -301,8 +323,11 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 // Fits reports whether Apply(b, ...) would find room for b now. It uses an
 // upper bound on the space (every tower at full height), so Fits implies
 // success when nothing else writes meanwhile; it is cheap, O(1), for deciding
-// to rotate before applying.
+// to rotate before applying. A memtable made from a batch fits nothing.
 func (m *MemTable) Fits(b *batch.Batch) bool {
+	if m.bm != nil {
+		return false
+	}
 	return alignUp(m.arena.used.Load())+applyBound(b) <= uint64(len(m.arena.buf)-towerSlack)
 }
 
@@ -349,6 +374,9 @@ func (m *MemTable) Get(key []byte, seq base.SeqNum) (value []byte, kind base.Kin
 // GetEntry is Get that also returns the entry's sequence number, which a
 // reader compares with the range tombstones covering key.
 func (m *MemTable) GetEntry(key []byte, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool) {
+	if m.bm != nil {
+		return m.bm.getEntry(key, seq)
+	}
 	_, next := m.seek(base.MakeSearchKey(key, min(seq, base.MaxSeqNum)))
 	if next == 0 {
 		return nil, 0, 0, false
@@ -367,7 +395,8 @@ func (m *MemTable) GetEntry(key []byte, seq base.SeqNum) (value []byte, kind bas
 
 // ApproximateSize returns the arena bytes in use, including the memtable's
 // fixed overhead (a few hundred bytes), plus the heap bytes of its range
-// tombstones.
+// tombstones. For a memtable made from a batch it is the batch's encoding
+// and its index instead of the arena.
 func (m *MemTable) ApproximateSize() int {
 	n := m.arena.size()
 	if m.rangeDels.n.Load() != 0 {
@@ -378,7 +407,8 @@ func (m *MemTable) ApproximateSize() int {
 	return n
 }
 
-// Capacity returns the arena's size in bytes.
+// Capacity returns the arena's size in bytes: 0 for a memtable made from a
+// batch.
 func (m *MemTable) Capacity() int { return len(m.arena.buf) }
 
 // OffHeap reports whether b points into this memtable's arena and the arena
