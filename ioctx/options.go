@@ -150,23 +150,35 @@ func (ro ReadOptions) IOOptions() (IOOptions, error) {
 //     RateLimiterPriority, or the tag's default priority when that is
 //     PriorityTotal.
 func (ro ReadOptions) IOOptionsAt(now time.Time) (IOOptions, error) {
-	opts := IOOptions{RateLimiterPriority: ro.priority(), Activity: ro.Activity, Tag: ro.Tag, Perf: ro.Perf}
+	opts := IOOptions{Timeout: ro.IOTimeout, RateLimiterPriority: ro.priority(), Activity: ro.Activity, Tag: ro.Tag, Perf: ro.Perf}
 	if !ro.Deadline.IsZero() {
-		left := ro.Deadline.Sub(now)
-		if left <= 0 {
-			return IOOptions{}, errDeadlineExceeded
+		var err error
+		if opts.Timeout, err = ioTimeout(ro.Deadline, ro.IOTimeout, now); err != nil {
+			return IOOptions{}, err
 		}
-		// RocksDB keeps the timeout in whole microseconds, and zero would
-		// mean "no timeout"; round the time left up so it never reaches zero.
-		opts.Timeout = left.Round(time.Microsecond)
-		if opts.Timeout < left {
-			opts.Timeout += time.Microsecond
-		}
-	}
-	if ro.IOTimeout != 0 && (opts.Timeout == 0 || ro.IOTimeout < opts.Timeout) {
-		opts.Timeout = ro.IOTimeout
 	}
 	return opts, nil
+}
+
+// ioTimeout is the IO timeout of a request with a deadline, at now: an error
+// (ErrTimedOut) when the deadline is at or before now; otherwise the time
+// left, at least one microsecond, lowered to ioTimeout when that is set and
+// smaller.
+func ioTimeout(deadline time.Time, ioTimeout time.Duration, now time.Time) (time.Duration, error) {
+	left := deadline.Sub(now)
+	if left <= 0 {
+		return 0, errDeadlineExceeded
+	}
+	// RocksDB keeps the timeout in whole microseconds, and zero would mean
+	// "no timeout"; round the time left up so it never reaches zero.
+	t := left.Round(time.Microsecond)
+	if t < left {
+		t += time.Microsecond
+	}
+	if ioTimeout != 0 && ioTimeout < t {
+		t = ioTimeout
+	}
+	return t, nil
 }
 
 // priority is the priority the request's reads are charged at: its own, or
