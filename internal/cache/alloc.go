@@ -125,5 +125,8 @@ func (c *Cache) newEntry(k Key, state entryState) *entry {
 	}
 	e.key = k
 	e.state = state
+	// A scan entry evicted from probation keeps its flag: a plain store,
+	// as for the state.
+	e.scan = false
 	return e
 }

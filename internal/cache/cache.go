@@ -188,10 +188,47 @@ func detached(k Key, value []byte) Handle {
 	return Handle{e: e}
 }
 
-// GetOrLoad returns a referenced handle to k's value, which the caller must
-// Release. On a hit, hit is true. On a miss, load is called to produce the
-// value, which is inserted as by Set: the cache owns load's value afterwards
-// (it may come from Alloc). Concurrent callers missing the same key share one
+// Priority says where an entry that a GetOrLoadWithPriority miss inserts
+// starts out (RocksDB's Cache::Priority): see the package documentation. It
+// is a plain value passed with the call.
+type Priority uint8
+
+const (
+	// PriorityNormal entries join the main CLOCK ring, as every entry did
+	// before priorities: point reads (Get, MultiGet), index and filter
+	// blocks, and anything else not known to be a scan. Set and GetOrLoad
+	// always insert with it.
+	PriorityNormal Priority = iota
+	// PriorityScan entries are probationary: they join the probation ring
+	// and move to the main ring only if a hit sets their bit before they
+	// are evicted. For blocks read by a sequential scan.
+	PriorityScan
+)
+
+// String returns "normal" or "scan".
+func (p Priority) String() string {
+	switch p {
+	case PriorityNormal:
+		return "normal"
+	case PriorityScan:
+		return "scan"
+	}
+	return fmt.Sprintf("Priority(%d)", uint8(p))
+}
+
+// GetOrLoad is GetOrLoadWithPriority with PriorityNormal.
+func (c *Cache) GetOrLoad(
+	ctx context.Context, k Key, load func() ([]byte, error),
+) (h Handle, hit bool, err error) {
+	return c.GetOrLoadWithPriority(ctx, k, PriorityNormal, load)
+}
+
+// GetOrLoadWithPriority returns a referenced handle to k's value, which the
+// caller must Release. On a hit, hit is true. On a miss, load is called to
+// produce the value, which is inserted as by Set but with priority pri: the
+// cache owns load's value afterwards (it may come from Alloc). A caller of
+// PriorityNormal that waits for a PriorityScan load of the same key makes
+// the entry a normal one: a point read wants the block kept. Concurrent callers missing the same key share one
 // call of load (single flight): the first calls it, the others wait and get
 // their own handles to the same value. If load fails, its error is returned
 // to the loader and every waiter, and nothing is cached; the next call loads
@@ -208,10 +245,10 @@ func detached(k Key, value []byte) Handle {
 //
 // load must not call GetOrLoad for the same key: it would wait for itself.
 //
-// On a nil *Cache, GetOrLoad calls load and returns its value in a detached
-// handle.
-func (c *Cache) GetOrLoad(
-	ctx context.Context, k Key, load func() ([]byte, error),
+// On a nil *Cache, GetOrLoadWithPriority calls load and returns its value in
+// a detached handle.
+func (c *Cache) GetOrLoadWithPriority(
+	ctx context.Context, k Key, pri Priority, load func() ([]byte, error),
 ) (h Handle, hit bool, err error) {
 	if c == nil {
 		v, err := load()
@@ -235,6 +272,7 @@ func (c *Cache) GetOrLoad(
 			// callers find it and wait, and the load's value then fills
 			// it in place.
 			e = c.newEntry(k, stateLoading)
+			e.scan = pri == PriorityScan
 			// Count the loader's handle and the index's reference now,
 			// while the struct's line is at hand and just before the
 			// Unlock fences anyway, so that the usual finish (no waiters)
@@ -249,6 +287,9 @@ func (c *Cache) GetOrLoad(
 			h := refLocked(e)
 			s.mu.Unlock()
 			return h, !waited, nil
+		}
+		if pri == PriorityNormal {
+			e.scan = false
 		}
 		f := e.flight
 		if f == nil {

@@ -472,7 +472,8 @@ func TestValueAfterReleasePanics(t *testing.T) {
 }
 
 // TestModel runs random operations on one goroutine against a model of the
-// last value set for each key: a hit must return exactly that value. A small
+// last value set for each key: a hit must return exactly that value. Loads
+// take either priority, so entries move between the rings. A small
 // hash mask makes most keys collide in the indexes.
 func TestModel(t *testing.T) {
 	for _, tc := range collisionCases {
@@ -501,7 +502,8 @@ func TestModel(t *testing.T) {
 						held, heldKeys = append(held, h), append(heldKeys, k)
 					}
 				case r < 85:
-					h, hit, err := c.GetOrLoad(context.Background(), k, func() ([]byte, error) {
+					pri := Priority(rng.IntN(2))
+					h, hit, err := c.GetOrLoadWithPriority(context.Background(), k, pri, func() ([]byte, error) {
 						version++
 						model[k] = version
 						return makeValue(c.Alloc(32+rng.IntN(1024)), k, version), nil

@@ -11,10 +11,10 @@ import (
 )
 
 // TestConcurrent hammers a small cache from 8 goroutines with Get, Set,
-// GetOrLoad, EvictFile and Release on a few keys, holding handles across
-// other operations and checking their values before every Release: a buffer
-// reused or poisoned while referenced shows up as a wrong value, and any
-// unsynchronised access as a race report under -race.
+// GetOrLoad (of either priority), EvictFile and Release on a few keys,
+// holding handles across other operations and checking their values before
+// every Release: a buffer reused or poisoned while referenced shows up as a
+// wrong value, and any unsynchronised access as a race report under -race.
 func TestConcurrent(t *testing.T) {
 	for _, tc := range collisionCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func concurrentWorker(c *Cache, g uint64, ops int, errLoad error) error {
 			if rng.IntN(4) == 0 {
 				ctx = cancelled
 			}
-			h, _, err := c.GetOrLoad(ctx, k, func() ([]byte, error) {
+			h, _, err := c.GetOrLoadWithPriority(ctx, k, Priority(rng.IntN(2)), func() ([]byte, error) {
 				if rng.IntN(10) == 0 {
 					return nil, errLoad
 				}

@@ -22,6 +22,57 @@
 // shard's lock shared, never exclusively: readers of one shard do not wait
 // for each other, only for inserts and evictions.
 //
+// # Scans: the probation ring
+//
+// Plain CLOCK has no defence against a scan over more data than the cache:
+// each block it reads joins behind the hand, the hand clears every bit in
+// one turn and then evicts in insertion order, so the scan flushes every
+// block that point reads keep, then its own blocks before it comes back to
+// them; a cyclic scan misses on every block. Serious engines separate blocks
+// read once from blocks read again: RocksDB's LRU cache inserts data blocks
+// into a low-priority pool and moves them to the high-priority one when they
+// are hit (Cache::Priority, high_pri_pool_ratio), InnoDB inserts at the
+// midpoint of its LRU list, PostgreSQL gives a sequential scan a small ring
+// of buffers of its own, Pebble runs CLOCK-Pro.
+//
+// This cache does the CLOCK equivalent with a probation ring per shard. A
+// load of [PriorityScan] (an iterator's block read as part of a
+// sequential run) links its entry on the probation ring, oldest first,
+// instead of the main ring; every other entry ([PriorityNormal]: point
+// reads, Set, index and filter blocks) joins the main ring just behind its
+// hand as before. Eviction takes the oldest probation entry while the
+// probation ring holds more than its share of the shard, capacity/8 (or
+// while the main ring is empty); otherwise the main ring's CLOCK hand runs
+// exactly as above. A probation entry whose bit a hit has set when its turn
+// comes is not evicted but promoted: it moves to the main ring behind the
+// hand with its bit cleared, as if a point read had just inserted it. So:
+//
+//   - a scan over any amount of data takes from the main ring at most the
+//     probation share (less, by the free room it finds) and then recycles
+//     that share: the blocks point reads brought in and hits kept stay,
+//     and a cyclic scan over data larger than the cache hits on the part
+//     of it they hold;
+//   - a scanned range smaller than the room the scan finds (free space, its
+//     own earlier blocks, and the probation share) is all cached when it is
+//     scanned again: unlike inserting scan blocks at the hand (examined
+//     first), which would evict each block by the next and leave a range
+//     scanned twice uncached however small, the classic pathology of
+//     LRU-tail insertion;
+//   - a scanned block hit again (by another scan or a point read) is kept
+//     like any other; a point read that waits for a scan's load of its
+//     block (single flight) makes the entry a normal one;
+//   - point reads alone see today's CLOCK: with no scan entries, the main
+//     ring is the whole cache. Their misses evict probation entries first
+//     while the probation ring exceeds its share, so scanned blocks that
+//     filled an idle cache give way to them down to the share.
+//
+// The price is the share: a range scanned repeatedly that is larger than
+// the share, in a cache full of blocks point reads keep, is not cached;
+// CLOCK-Pro would adapt the share to that, at the cost of tracking evicted
+// keys. A hit is unchanged (the same bit, set under the shared lock): which
+// ring an entry is on matters only under the write lock, to inserts and
+// evictions.
+//
 // An entry is charged len(value) + [EntryOverhead] bytes. [Cache.Size] sums
 // the charges of the entries in the index and stays within
 // [Cache.Capacity] (each shard within its share) whenever no insert is in

@@ -51,6 +51,12 @@ type entry struct {
 	// chained is set while another entry precedes this one on its index
 	// chain (see index). Guarded by the shard's mu.
 	chained bool
+	// scan says the entry is probationary: a load of PriorityScan that no
+	// hit has promoted yet. An indexed scan entry is on its shard's
+	// probation ring (shard.scanHand), any other on the main ring
+	// (shard.hand). Guarded by the shard's write lock; it fits in the
+	// padding before buf, so the struct does not grow.
+	scan bool
 
 	// buf is the value, with the full capacity the cache owns; handles see
 	// buf[:len:len]. Written before the entry is published and not again
@@ -58,12 +64,13 @@ type entry struct {
 	buf []byte
 	key Key
 
-	// next and prev link the shard's CLOCK ring; after removal, next chains
-	// the entries whose index reference is still to be dropped (see
-	// releaseChain). hashNext links an index chain. fileNext and filePrev
-	// link a ring of the entries of one file and its sentinel (see
-	// shard.files). All are guarded by the shard's write lock and nil while
-	// the entry is not linked, so a freed entry needs no reset.
+	// next and prev link the shard's main or probation ring (see scan);
+	// after removal, next chains the entries whose index reference is
+	// still to be dropped (see releaseChain). hashNext links an index
+	// chain. fileNext and filePrev link a ring of the entries of one file
+	// and its sentinel (see shard.files). All are guarded by the shard's
+	// write lock and nil while the entry is not linked, so a freed entry
+	// needs no reset.
 	next, prev         *entry
 	hashNext           *entry
 	fileNext, filePrev *entry

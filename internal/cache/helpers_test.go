@@ -89,48 +89,28 @@ func (s *shard) checkLocked(c *Cache, idx int) error {
 			return errors.Newf("shard %d: entry %s in the index in state %d", idx, e.key, e.state)
 		}
 	}
-	var ringLen int
-	var size int64
-	if e := s.hand; e != nil {
-		for {
-			ringLen++
-			if ringLen > indexed+1 {
-				return errors.Newf("shard %d: ring longer than the index (%d)", idx, indexed)
-			}
-			if s.entries.find(hashKey(e.key)&s.mask, e.key) != e {
-				return errors.Newf("shard %d: ring entry %s is not the indexed one", idx, e.key)
-			}
-			if e.state != stateIndexed {
-				return errors.Newf("shard %d: ring entry %s in state %d", idx, e.key, e.state)
-			}
-			if n := e.refs.Load(); n < indexRef {
-				return errors.Newf("shard %d: indexed entry %s has %d refs", idx, e.key, n)
-			}
-			if c.shardFor(e.key) != s {
-				return errors.Newf("shard %d: entry %s belongs to another shard", idx, e.key)
-			}
-			if e.next.prev != e || e.prev.next != e {
-				return errors.Newf("shard %d: ring links broken at %s", idx, e.key)
-			}
-			if e.flight != nil {
-				return errors.Newf("shard %d: indexed entry %s has a flight", idx, e.key)
-			}
-			size += charge(len(e.buf))
-			e = e.next
-			if e == s.hand {
-				break
-			}
-		}
+	mainLen, mainSize, err := s.checkRingLocked(c, idx, s.hand, false, indexed)
+	if err != nil {
+		return err
 	}
+	scanLen, scanSize, err := s.checkRingLocked(c, idx, s.scanHand, true, indexed)
+	if err != nil {
+		return err
+	}
+	ringLen, size := mainLen+scanLen, mainSize+scanSize
 	if ringLen != indexed || int64(ringLen) != s.count {
-		return errors.Newf("shard %d: ring %d, index %d (and %d loading), count %d",
-			idx, ringLen, indexed, loading, s.count)
+		return errors.Newf("shard %d: rings %d+%d, index %d (and %d loading), count %d",
+			idx, mainLen, scanLen, indexed, loading, s.count)
 	}
-	if size != s.size {
-		return errors.Newf("shard %d: charges sum to %d, size says %d", idx, size, s.size)
+	if size != s.size || scanSize != s.scanSize {
+		return errors.Newf("shard %d: charges sum to %d (%d on probation), size says %d (%d)",
+			idx, size, scanSize, s.size, s.scanSize)
 	}
 	if size > s.capacity {
 		return errors.Newf("shard %d: size %d over capacity %d", idx, size, s.capacity)
+	}
+	if s.scanCapacity != s.capacity/scanShare {
+		return errors.Newf("shard %d: probation share %d of capacity %d", idx, s.scanCapacity, s.capacity)
 	}
 	sentinels, err := checkIndex(s.files, s.mask)
 	if err != nil {
@@ -159,6 +139,47 @@ func (s *shard) checkLocked(c *Cache, idx int) error {
 		return errors.Newf("shard %d: file lists hold %d entries, index %d", idx, inFiles, indexed)
 	}
 	return nil
+}
+
+// checkRingLocked walks the ring headed by hand, the probation ring if scan
+// is set and the main one otherwise, and returns its length and the sum of
+// its charges. Every entry must be the indexed one of its key, in this
+// shard, with consistent links, and flagged for this ring.
+func (s *shard) checkRingLocked(c *Cache, idx int, hand *entry, scan bool, indexed int) (int, int64, error) {
+	var n int
+	var size int64
+	for e := hand; e != nil; {
+		n++
+		if n > indexed+1 {
+			return 0, 0, errors.Newf("shard %d: ring (scan %t) longer than the index (%d)", idx, scan, indexed)
+		}
+		if s.entries.find(hashKey(e.key)&s.mask, e.key) != e {
+			return 0, 0, errors.Newf("shard %d: ring entry %s is not the indexed one", idx, e.key)
+		}
+		if e.state != stateIndexed {
+			return 0, 0, errors.Newf("shard %d: ring entry %s in state %d", idx, e.key, e.state)
+		}
+		if e.scan != scan {
+			return 0, 0, errors.Newf("shard %d: entry %s flagged scan %t on the ring of scan %t", idx, e.key, e.scan, scan)
+		}
+		if n := e.refs.Load(); n < indexRef {
+			return 0, 0, errors.Newf("shard %d: indexed entry %s has %d refs", idx, e.key, n)
+		}
+		if c.shardFor(e.key) != s {
+			return 0, 0, errors.Newf("shard %d: entry %s belongs to another shard", idx, e.key)
+		}
+		if e.next.prev != e || e.prev.next != e {
+			return 0, 0, errors.Newf("shard %d: ring links broken at %s", idx, e.key)
+		}
+		if e.flight != nil {
+			return 0, 0, errors.Newf("shard %d: indexed entry %s has a flight", idx, e.key)
+		}
+		size += charge(len(e.buf))
+		if e = e.next; e == hand {
+			break
+		}
+	}
+	return n, size, nil
 }
 
 // checkIndex verifies x's chains (every entry under its masked hash, each

@@ -24,11 +24,22 @@ type shardState struct {
 	// mask is applied to hashes before they key entries and files: all
 	// ones, except in tests that force hash collisions. Immutable.
 	mask uint64
-	// hand is the CLOCK hand: the next entry eviction examines. New entries
-	// are linked just behind it, so they are examined last.
+	// hand is the CLOCK hand of the main ring: the next entry eviction
+	// examines there. New entries of PriorityNormal, and promoted scan
+	// entries, are linked just behind it, so they are examined last.
 	hand *entry
-	// capacity is this shard's share of the cache's capacity. Immutable.
-	capacity int64
+	// scanHand heads the probation ring: the entries of PriorityScan loads
+	// that have not been promoted, oldest first (new ones are linked just
+	// behind it). Eviction takes from here first while scanSize exceeds
+	// scanCapacity (see evictLocked).
+	scanHand *entry
+	// capacity is this shard's share of the cache's capacity, and
+	// scanCapacity the share of that the probation ring may take from the
+	// main ring's entries (see scanShare). Immutable.
+	capacity     int64
+	scanCapacity int64
+	// scanSize is the part of size charged for the probation ring.
+	scanSize int64
 	// size and count are the charged bytes and number of indexed entries
 	// (placeholders excluded). Plain fields, not atomics: the miss path
 	// changes them under mu anyway, and Size and Len are rare enough to
@@ -65,10 +76,17 @@ type flight struct {
 	err       error
 }
 
+// scanShare is the divisor of a shard's capacity that gives its probation
+// share (see the package documentation): a scan over more data than the
+// cache recycles an eighth of it and leaves the rest to the entries that
+// point reads brought in and hits kept.
+const scanShare = 8
+
 func (s *shard) init(capacity int64, mask uint64) {
 	s.entries = make(index)
 	s.files = make(index)
 	s.capacity = capacity
+	s.scanCapacity = capacity / scanShare
 	s.mask = mask
 }
 
@@ -130,18 +148,17 @@ func (s *shard) publishLocked(e *entry, refs int32) (evicted *entry) {
 }
 
 // linkLocked makes e, which holds a value and the index slot of its key,
-// an indexed entry: it joins the ring just behind the hand and its file's
-// list, is charged, and the hand then evicts until the shard is within
-// capacity. e.refs must already count indexRef.
+// an indexed entry: it joins its ring (the probation ring if e.scan, else
+// the main one) just behind that ring's hand and its file's list, is
+// charged, and eviction then runs until the shard is within capacity.
+// e.refs must already count indexRef.
 func (s *shard) linkLocked(e *entry, evicted *entry) *entry {
 	e.state = stateIndexed
-	if h := s.hand; h == nil {
-		e.next, e.prev = e, e
-		s.hand = e
+	if e.scan {
+		linkBehind(&s.scanHand, e)
+		s.scanSize += charge(len(e.buf))
 	} else {
-		e.next, e.prev = h, h.prev
-		h.prev.next = e
-		h.prev = e
+		linkBehind(&s.hand, e)
 	}
 
 	fk := Key{ID: e.key.ID, FileNum: e.key.FileNum}
@@ -161,13 +178,52 @@ func (s *shard) linkLocked(e *entry, evicted *entry) *entry {
 	return s.evictLocked(evicted)
 }
 
-// evictLocked runs the CLOCK hand until the shard is within capacity: an
-// entry whose bit is set gets a second chance (the bit is cleared), one whose
-// bit is clear is removed. Hits cannot set bits meanwhile (they need the
-// shared lock), so after at most one turn every bit is clear and the loop
-// ends.
+// linkBehind links e into the ring whose hand is *hand, just behind the
+// hand: the last entry that hand examines.
+func linkBehind(hand **entry, e *entry) {
+	if h := *hand; h == nil {
+		e.next, e.prev = e, e
+		*hand = e
+	} else {
+		e.next, e.prev = h, h.prev
+		h.prev.next = e
+		h.prev = e
+	}
+}
+
+// unlinkRing takes e out of the ring whose hand is *hand, moving the hand
+// on if it points at e. It leaves e's own links as they are.
+func unlinkRing(hand **entry, e *entry) {
+	if e.next == e {
+		*hand = nil
+		return
+	}
+	if *hand == e {
+		*hand = e.next
+	}
+	e.prev.next = e.next
+	e.next.prev = e.prev
+}
+
+// evictLocked removes entries until the shard is within capacity. While
+// the probation ring holds more than its share (or the main ring is
+// empty), its oldest entry goes, unless a hit set its bit: then it is
+// promoted to the main ring instead (see promoteLocked). Otherwise the
+// CLOCK hand of the main ring runs: an entry whose bit is set gets a second
+// chance (the bit is cleared), one whose bit is clear is removed. Hits
+// cannot set bits meanwhile (they need the shared lock), so every promotion
+// shrinks the probation ring for good and after at most one turn of the
+// main hand every bit there is clear: the loop ends.
 func (s *shard) evictLocked(evicted *entry) *entry {
 	for s.size > s.capacity {
+		if e := s.scanHand; e != nil && (s.scanSize > s.scanCapacity || s.hand == nil) {
+			if e.referenced.Load() {
+				s.promoteLocked(e)
+			} else {
+				evicted = s.removeLocked(e, evicted)
+			}
+			continue
+		}
 		e := s.hand
 		if e == nil {
 			break
@@ -182,21 +238,30 @@ func (s *shard) evictLocked(evicted *entry) *entry {
 	return evicted
 }
 
-// removeLocked takes the indexed entry e out of the index, the ring and its
+// promoteLocked moves e, the oldest probation entry, whose bit a hit set,
+// to the main ring just behind its hand, as if a point read had just
+// inserted it: the hit is spent on the promotion (the bit is cleared), and
+// a further hit before the main hand comes round keeps it again.
+func (s *shard) promoteLocked(e *entry) {
+	unlinkRing(&s.scanHand, e)
+	e.scan = false
+	s.scanSize -= charge(len(e.buf))
+	e.referenced.Store(false)
+	linkBehind(&s.hand, e)
+}
+
+// removeLocked takes the indexed entry e out of the index, its ring and its
 // file's list, and pushes it on the evicted chain. Its links are cleared, as
 // newEntry expects of a freed entry.
 func (s *shard) removeLocked(e, evicted *entry) *entry {
 	s.entries.remove(hashKey(e.key)&s.mask, e)
 	e.state = stateDetached
 
-	if e.next == e {
-		s.hand = nil
+	if e.scan {
+		unlinkRing(&s.scanHand, e)
+		s.scanSize -= charge(len(e.buf))
 	} else {
-		if s.hand == e {
-			s.hand = e.next
-		}
-		e.prev.next = e.next
-		e.next.prev = e.prev
+		unlinkRing(&s.hand, e)
 	}
 
 	if sent := e.fileNext; sent == e.filePrev {
