@@ -145,21 +145,21 @@ var (
 )
 
 func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
-	call, err := c.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return c.db.getCopyImpl(call, key, readLatest)
+	return c.db.getCopyImpl(&call, key, readLatest)
 }
 
 func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
-	call, err := c.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return c.db.multiGetImpl(call, keys, readLatest)
+	return c.db.multiGetImpl(&call, keys, readLatest)
 }
 
 // Put, Delete and Write receive the façade's resolved write options and
@@ -234,39 +234,39 @@ var (
 )
 
 func (ds driverSnapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
-	call, err := ds.s.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return ds.s.db.getCopyImpl(call, key, ds.s.seq)
+	return ds.s.db.getCopyImpl(&call, key, ds.s.seq)
 }
 
 func (ds driverSnapshot) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
-	call, err := ds.s.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return ds.s.db.multiGetImpl(call, keys, ds.s.seq)
+	return ds.s.db.multiGetImpl(&call, keys, ds.s.seq)
 }
 
 func (ds driverSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
-	call, err := ds.s.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return ds.s.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq)
+	return ds.s.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq)
 }
 
 func (ds driverSnapshot) Close() error { return ds.s.Close() }
 
 func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
-	call, err := c.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return c.db.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest)
+	return c.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest)
 }
 
 func (c *conn) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
@@ -276,21 +276,21 @@ func (c *conn) Compact(ctx context.Context, start, end []byte) error {
 }
 
 func (c *conn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error {
-	call, err := c.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := c.db.startRead(ctx, &call); err != nil {
 		return err
 	}
 	defer call.done()
-	return c.db.verifyChecksumImpl(call)
+	return c.db.verifyChecksumImpl(&call)
 }
 
 func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error {
-	call, err := c.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := c.db.startRead(ctx, &call); err != nil {
 		return err
 	}
 	defer call.done()
-	return c.db.verifyFileChecksumsImpl(call)
+	return c.db.verifyFileChecksumsImpl(&call)
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
@@ -330,35 +330,35 @@ func (t *driverTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) (
 	if err := t.tx.check(); err != nil {
 		return nil, err
 	}
-	call, err := t.tx.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return t.tx.getImpl(call, key)
+	return t.tx.getImpl(&call, key)
 }
 
 func (t *driverTx) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	if err := t.tx.check(); err != nil {
 		return nil, err
 	}
-	call, err := t.tx.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return t.tx.multiGetImpl(call, keys)
+	return t.tx.multiGetImpl(&call, keys)
 }
 
 func (t *driverTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
 	if err := t.tx.check(); err != nil {
 		return nil, err
 	}
-	call, err := t.tx.db.startRead(ctx, req)
-	if err != nil {
+	call := readCall{env: req}
+	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return t.tx.newIteratorImpl(call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound})
+	return t.tx.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound})
 }
 
 func (t *driverTx) Put(ctx context.Context, key, value []byte) error {

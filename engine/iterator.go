@@ -51,16 +51,16 @@ type Iterator struct {
 // before each table block read, so cancelling it stops a long scan (the
 // iterator then reports the context's error).
 func (d *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
-	call, err := d.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
-	if err != nil {
+	var call readCall
+	if err := d.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
 		return nil, err
 	}
-	return d.newIteratorImpl(call, opts, readLatest)
+	return d.newIteratorImpl(&call, opts, readLatest)
 }
 
 // newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
 // with the caller's tag. It takes over call's cancel function.
-func (d *DB) newIteratorImpl(call readCall, opts *IterOptions, seq base.SeqNum) (*Iterator, error) {
+func (d *DB) newIteratorImpl(call *readCall, opts *IterOptions, seq base.SeqNum) (*Iterator, error) {
 	rs, err := d.loadReadState()
 	if err != nil {
 		call.done()
@@ -170,39 +170,38 @@ func (i *Iterator) Close() error {
 // beginRead is DB.beginRead for a read of the snapshot, which must not be
 // closed: a closed snapshot no longer holds back compaction, so its sequence
 // number may no longer see what it saw.
-func (s *Snapshot) beginRead(ctx context.Context, api string, want ioctx.Activity) (readCall, error) {
-	req, err := ioctx.ResolveRead(ctx, nil, api, want)
-	if err != nil {
-		return readCall{}, err
+func (s *Snapshot) beginRead(ctx context.Context, api string, want ioctx.Activity, call *readCall) error {
+	if err := ioctx.ResolveReadInto(ctx, nil, api, want, &call.env); err != nil {
+		return err
 	}
-	return s.startRead(ctx, req)
+	return s.startRead(ctx, call)
 }
 
 // Get returns a copy of the value of key as of the snapshot.
 func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
-	call, err := s.beginRead(ctx, "Get", ioctx.ActivityGet)
-	if err != nil {
+	var call readCall
+	if err := s.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return s.db.getCopyImpl(call, key, s.seq)
+	return s.db.getCopyImpl(&call, key, s.seq)
 }
 
 // MultiGet returns the values of keys as of the snapshot.
 func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	call, err := s.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
-	if err != nil {
+	var call readCall
+	if err := s.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return s.db.multiGetImpl(call, keys, s.seq)
+	return s.db.multiGetImpl(&call, keys, s.seq)
 }
 
 // NewIterator returns an iterator over the database as of the snapshot.
 func (s *Snapshot) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
-	call, err := s.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
-	if err != nil {
+	var call readCall
+	if err := s.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
 		return nil, err
 	}
-	return s.db.newIteratorImpl(call, opts, s.seq)
+	return s.db.newIteratorImpl(&call, opts, s.seq)
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/ioctx"
 )
 
 // Snapshot is a consistent point-in-time view of the database: reads through
@@ -101,11 +100,11 @@ func (s *Snapshot) Close() error {
 
 // startRead checks the snapshot and the database and starts a read with
 // the resolved request (the driver adapter's reads: the façade resolved it).
-func (s *Snapshot) startRead(ctx context.Context, req ioctx.ReadRequest) (readCall, error) {
+func (s *Snapshot) startRead(ctx context.Context, call *readCall) error {
 	if s.released.Load() {
-		return readCall{}, errSnapshotClosed
+		return errSnapshotClosed
 	}
-	return s.db.startRead(ctx, req)
+	return s.db.startRead(ctx, call)
 }
 
 var errSnapshotClosed = base.Mark(errors.New("engine: read of a closed snapshot"), ErrClosed)

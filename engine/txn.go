@@ -123,16 +123,16 @@ func (tx *Tx) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	call, err := tx.db.beginRead(ctx, "Get", ioctx.ActivityGet)
-	if err != nil {
+	var call readCall
+	if err := tx.db.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return tx.getImpl(call, key)
+	return tx.getImpl(&call, key)
 }
 
 // getImpl reads key with the caller's tag.
-func (tx *Tx) getImpl(call readCall, key []byte) ([]byte, error) {
+func (tx *Tx) getImpl(call *readCall, key []byte) ([]byte, error) {
 	if v, kind, ok := tx.index.Get(key); ok {
 		if kind == base.KindDelete {
 			return nil, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
@@ -150,15 +150,15 @@ func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	call, err := tx.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet)
-	if err != nil {
+	var call readCall
+	if err := tx.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
 		return nil, err
 	}
 	defer call.done()
-	return tx.multiGetImpl(call, keys)
+	return tx.multiGetImpl(&call, keys)
 }
 
-func (tx *Tx) multiGetImpl(call readCall, keys [][]byte) ([][]byte, error) {
+func (tx *Tx) multiGetImpl(call *readCall, keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
 	var rest [][]byte
 	var restIdx []int
@@ -192,15 +192,15 @@ func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*TxIterator, 
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
-	call, err := tx.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator)
-	if err != nil {
+	var call readCall
+	if err := tx.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
 		return nil, err
 	}
-	return tx.newIteratorImpl(call, opts)
+	return tx.newIteratorImpl(&call, opts)
 }
 
 // newIteratorImpl creates the transaction's iterator with the caller's tag.
-func (tx *Tx) newIteratorImpl(call readCall, opts *IterOptions) (*TxIterator, error) {
+func (tx *Tx) newIteratorImpl(call *readCall, opts *IterOptions) (*TxIterator, error) {
 	var lower, upper []byte
 	if opts != nil {
 		lower, upper = opts.LowerBound, opts.UpperBound

@@ -51,12 +51,19 @@ type ReadRequest struct {
 // It reads the context once, and the clock only when there is a deadline.
 // It allocates only for an error.
 func ResolveRead(ctx context.Context, defaults *ReadOptions, api string, want Activity) (req ReadRequest, err error) {
-	if err := ctx.Err(); err != nil {
+	if err := ResolveReadInto(ctx, defaults, api, want, &req); err != nil {
 		return ReadRequest{}, err
 	}
-	// The options are read in place, never copied, unless there are
-	// defaults to merge: a Get resolves its options on every call, and
-	// each by-value copy of them is measurable there (BenchmarkResolveRead).
+	return req, nil
+}
+
+// ResolveReadInto is ResolveRead filling *req in place, for callers that keep
+// the request in a struct of their own: it saves copying it. On an error
+// *req is unspecified.
+func ResolveReadInto(ctx context.Context, defaults *ReadOptions, api string, want Activity, req *ReadRequest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	ro := readOptionsIn(ctx)
 	if defaults != nil {
 		merged := Merge(*defaults, *ro)
@@ -68,12 +75,9 @@ func ResolveRead(ctx context.Context, defaults *ReadOptions, api string, want Ac
 	case ActivityUnknown:
 		activity = want
 	default:
-		return ReadRequest{}, ActivityError(api, want, activity)
+		return ActivityError(api, want, activity)
 	}
-	if err := resolve(ctx, ro, activity, &req); err != nil {
-		return ReadRequest{}, err
-	}
-	return req, nil
+	return resolve(ctx, ro, activity, req)
 }
 
 // Resolve is ResolveRead's last step, for options already checked and
