@@ -35,6 +35,10 @@ type PrefetchBuffer struct {
 	readahead    int
 	lastEnd      int64
 
+	// visitOff and visitEnd bound the range Sequential last recorded (-1
+	// before the first).
+	visitOff, visitEnd int64
+
 	cur prefetchChunk
 
 	async   bool
@@ -63,7 +67,26 @@ func NewPrefetchBuffer(r *Reader, fixed, initial, max int, async bool) *Prefetch
 		max = DefaultMaxReadahead
 	}
 	initial = min(initial, max)
-	return &PrefetchBuffer{r: r, fixed: fixed, initial: initial, max: max, readahead: initial, lastEnd: -1, async: async}
+	return &PrefetchBuffer{
+		r: r, fixed: fixed, initial: initial, max: max, readahead: initial, lastEnd: -1,
+		visitOff: -1, visitEnd: -1, async: async,
+	}
+}
+
+// Sequential records that the caller moves to the n bytes at off (a block it
+// is about to read through the buffer, or has found elsewhere, in a block
+// cache) and reports whether they adjoin the range it recorded last: right
+// after it, as a forward scan moves, or right before it, as a backward one
+// does. It is the readahead's own test (a read that starts where the last
+// one ended is sequential) applied to every block the caller visits rather
+// than to the reads alone, so that blocks found in a cache do not break a
+// scan's run; it does not change what Read reads. Iterators use it to give
+// the blocks of a scan a scan priority in the block cache.
+func (p *PrefetchBuffer) Sequential(off int64, n int) bool {
+	end := off + int64(n)
+	seq := off == p.visitEnd || end == p.visitOff
+	p.visitOff, p.visitEnd = off, end
+	return seq
 }
 
 // Read returns the n bytes at off, from the buffer when they are there and

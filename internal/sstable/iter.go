@@ -21,7 +21,9 @@ import (
 // Block reads go through a fileio.PrefetchBuffer: readahead grows on
 // sequential access (or is ReadEnv.ReadaheadSize), and with ReadEnv.AsyncIO
 // the next chunk is read asynchronously. Blocks come from and go to the
-// block cache as ReadEnv.FillCache says. Data blocks that cannot hold keys in
+// block cache as ReadEnv.FillCache says; a block the Iter moves to from the
+// adjacent one, cached or not, is a scan's (PrefetchBuffer.Sequential) and
+// goes in with cache.PriorityScan, the first of a run with PriorityNormal. Data blocks that cannot hold keys in
 // range are not read: moving forward stops at the first index separator at
 // or above upper, moving backward at the first below lower.
 //
@@ -331,7 +333,15 @@ func (i *Iter) loadBlock() bool {
 	if i.pf == nil {
 		i.pf = fileio.NewPrefetchBuffer(i.r.file, int(i.env.ReadaheadSize), 0, 0, i.env.AsyncIO)
 	}
-	data, pin, _, err := i.r.readData(i.ctx, &i.env, h, blockDest{pf: i.pf, dec: &i.buf})
+	// A block next to the last one this Iter moved to is part of a scan:
+	// if it is loaded into the cache, it goes in on probation, so that a
+	// scan over more data than the cache does not evict the blocks that
+	// point reads and hits keep there (see the cache package).
+	dest := blockDest{pf: i.pf, dec: &i.buf}
+	if i.pf.Sequential(int64(h.Offset), int(h.Length)+block.TrailerLen) {
+		dest.pri = cache.PriorityScan
+	}
+	data, pin, _, err := i.r.readData(i.ctx, &i.env, h, dest)
 	if err != nil {
 		i.fail(err)
 		return false

@@ -111,7 +111,10 @@ const maxSnappyExpansion = 32
 // from buffers owned by the caller's BlockPin or iterator. An uncompressed
 // block of a memory-mapped file is used in place and never cached; one read
 // from the file into the cache by Get or MultiGet is cached in the buffer it
-// was read into, without a copy.
+// was read into, without a copy. Get and MultiGet insert data blocks with
+// cache.PriorityNormal; an iterator inserts the blocks of a sequential run
+// with cache.PriorityScan (see Iter), so a scan recycles only the cache's
+// probation share instead of evicting what point reads keep.
 //
 // # Memory in the cache
 //
@@ -596,6 +599,10 @@ type blockDest struct {
 	raw *[]byte
 	// dec receives a decompressed block.
 	dec *[]byte
+	// pri is the cache priority of a block this read inserts:
+	// PriorityScan for the blocks of an iterator's sequential run,
+	// PriorityNormal (the zero value) for point reads.
+	pri cache.Priority
 }
 
 // blockLoc says which memory a data block returned by readData is in.
@@ -649,7 +656,7 @@ func (r *Reader) readData(
 		// A compressed block of a mapped file: decompress once into the
 		// cache.
 		var loaded bool
-		hd, _, err := c.GetOrLoad(ctx, r.cacheKey(h), func() ([]byte, error) {
+		hd, _, err := c.GetOrLoadWithPriority(ctx, r.cacheKey(h), dest.pri, func() ([]byte, error) {
 			v, err := r.decompress(ct, raw, h, c.Alloc)
 			loaded = err == nil
 			return v, err
@@ -676,7 +683,7 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 	// ReadEnv escape to the heap, hits included.
 	io, verify := env.IO, env.VerifyChecksums
 	var loaded bool
-	hd, _, err := c.GetOrLoad(ctx, r.cacheKey(h), func() ([]byte, error) {
+	hd, _, err := c.GetOrLoadWithPriority(ctx, r.cacheKey(h), dest.pri, func() ([]byte, error) {
 		raw, ct, err := r.readRaw(ctx, io, h, r.dataEnd, verify, dest.pf, dest.raw)
 		if err != nil {
 			return nil, err
