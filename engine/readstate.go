@@ -57,10 +57,13 @@ type readState struct {
 	current *manifest.Version
 	// mems are the memtables of view.Mems, referenced by this state.
 	mems []*memTable
+	// tables is the table cache, used by this state (tableCache.use).
+	tables *tableCache
 }
 
-func newReadState(mems []*memTable, v *manifest.Version, tables readpath.TableSource, stats *statistics.Statistics) *readState {
-	rs := &readState{current: v, mems: mems}
+func newReadState(mems []*memTable, v *manifest.Version, tables *tableCache, stats *statistics.Statistics) *readState {
+	tables.use()
+	rs := &readState{current: v, mems: mems, tables: tables}
 	views := make([]*memtable.MemTable, len(mems))
 	for i, m := range mems {
 		m.ref()
@@ -105,6 +108,7 @@ func (rs *readState) unref() {
 		for _, m := range rs.mems {
 			m.unref()
 		}
+		rs.tables.unuse()
 	}
 }
 

@@ -39,6 +39,12 @@ type tableCache struct {
 	entries map[manifest.FileNum]*tableEntry
 	// lru links the entries of a bounded cache, most recent first.
 	lru tableEntry
+
+	// users counts who may still read tables through
+	// FileMetadata.TableCache, without a reference: the engine until
+	// close, and every live readState. The last to go closes the readers,
+	// so an iterator that outlives DB.Close keeps its tables open.
+	users atomic.Int64
 }
 
 func newTableCache(fs vfs.FS, dirname string, fileOpts fileio.Options, c *cache.Cache, cacheID uint64,
@@ -46,7 +52,20 @@ func newTableCache(fs vfs.FS, dirname string, fileOpts fileio.Options, c *cache.
 	tc := &tableCache{fs: fs, dirname: dirname, fileOpts: fileOpts, cache: c, cacheID: cacheID, stats: stats,
 		capacity: capacity, entries: make(map[manifest.FileNum]*tableEntry)}
 	tc.lru.prev, tc.lru.next = &tc.lru, &tc.lru
+	tc.users.Store(1)
 	return tc
+}
+
+// use and unuse count a user of the pinned tables (see users).
+func (tc *tableCache) use() { tc.users.Add(1) }
+
+func (tc *tableCache) unuse() {
+	switch n := tc.users.Add(-1); {
+	case n == 0:
+		tc.closeReaders()
+	case n < 0:
+		panic(base.AssertionFailedf("engine: table cache released more often than used"))
+	}
 }
 
 // tableEntry is one table's reader and its references: one held by the
@@ -70,7 +89,22 @@ var _ readpath.TableSource = (*tableCache)(nil)
 // context (cancelled or past its deadline), which says nothing about the
 // table: a waiter whose context is live then opens the table itself, as
 // cache.GetOrLoad's waiters do.
+//
+// A cache without a bound keeps every table open until it is deleted, which
+// happens only once no version lists it; so a table a caller's version lists
+// is pinned in its FileMetadata once open, and later Acquires of it take
+// neither a lock nor a reference: a Get saves four atomic operations on
+// lines that every reader shares. The callers of Acquire all hold such a
+// version (through a readState, or as the engine's own flush, compaction
+// and open), and users keeps the readers open past close for them.
 func (tc *tableCache) Acquire(ctx context.Context, env sstable.ReadEnv, meta *manifest.FileMetadata, level int) (readpath.TableRef, error) {
+	if tc.capacity == 0 {
+		// The entry must be this cache's: a FileMetadata may be shared
+		// with another table cache over the same files (tests build one).
+		if e, _ := meta.TableCache.Load().(*tableEntry); e != nil && e.tc == tc {
+			return readpath.NewTableRef(e.reader, nil), nil
+		}
+	}
 	for {
 		e, opened := tc.lookup(meta.FileNum), false
 		if e == nil {
@@ -87,6 +121,9 @@ func (tc *tableCache) Acquire(ctx context.Context, env sstable.ReadEnv, meta *ma
 			}
 		}
 		if e.err == nil {
+			if tc.capacity == 0 {
+				meta.TableCache.Store(e)
+			}
 			return readpath.NewTableRef(e.reader, e), nil
 		}
 		err := e.err
@@ -238,8 +275,13 @@ func (tc *tableCache) evict(fileNum manifest.FileNum) {
 	}
 }
 
-// close drops every reader. Acquired references must have been released.
-func (tc *tableCache) close() {
+// close ends the engine's use of the cache: the readers are closed once no
+// readState is left either.
+func (tc *tableCache) close() { tc.unuse() }
+
+// closeReaders drops every reader. References acquired without the pinned
+// path are released by their holders; the last release closes the reader.
+func (tc *tableCache) closeReaders() {
 	tc.mu.Lock()
 	entries := tc.entries
 	tc.entries = make(map[manifest.FileNum]*tableEntry)

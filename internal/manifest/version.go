@@ -55,6 +55,13 @@ type FileMetadata struct {
 	// engine's mutex; the compaction picker reads it and the engine sets it
 	// from picking a compaction until its edit is applied or abandoned.
 	CompactionInProgress bool
+
+	// TableCache is runtime state, never encoded, that belongs to the
+	// engine's table cache: when the cache keeps every table open, it
+	// holds the file's open table, which a reader holding a version that
+	// lists the file uses without looking it up or referencing it (as
+	// RocksDB keeps table readers in FileMetaData with max_open_files=-1).
+	TableCache atomic.Value
 }
 
 // String formats the file as "000042:[a#5,SET-c#3,SET]".
