@@ -80,11 +80,23 @@ func NewPrefetchBuffer(r *Reader, fixed, initial, max int, async bool) *Prefetch
 // does. It is the readahead's own test (a read that starts where the last
 // one ended is sequential) applied to every block the caller visits rather
 // than to the reads alone, so that blocks found in a cache do not break a
-// scan's run; it does not change what Read reads. Iterators use it to give
-// the blocks of a scan a scan priority in the block cache.
+// scan's run. Iterators use it to give the blocks of a scan a scan priority
+// in the block cache.
+//
+// A forward visit also continues the readahead's run, as RocksDB's
+// BlockPrefetcher tracks every block an iterator visits: a Read at off after
+// visits served from a cache reads ahead as if those blocks had been read.
+// Otherwise a scan that finds some of its blocks cached would restart the
+// readahead at every cached block and read the rest a block or two at a
+// time; the price is that a readahead chunk may cover blocks the caller
+// will find cached.
 func (p *PrefetchBuffer) Sequential(off int64, n int) bool {
 	end := off + int64(n)
-	seq := off == p.visitEnd || end == p.visitOff
+	forward := off == p.visitEnd
+	if forward {
+		p.lastEnd = off
+	}
+	seq := forward || end == p.visitOff
 	p.visitOff, p.visitEnd = off, end
 	return seq
 }
@@ -104,7 +116,10 @@ func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int
 		<-p.pending
 		p.pending = nil
 		if p.nextReq.Err == nil {
-			p.cur, p.next = prefetchChunk{off: p.nextReq.Offset, data: p.nextReq.Result}, p.cur
+			// Result is Scratch cut to its length and capacity: keep
+			// Scratch, whose capacity a later refill reuses.
+			chunk := prefetchChunk{off: p.nextReq.Offset, data: p.nextReq.Scratch[:len(p.nextReq.Result)]}
+			p.cur, p.next = chunk, p.cur
 			if p.cur.covers(off, n) {
 				p.prefetchNext(ctx, opts)
 				return p.slice(off, n), nil
@@ -129,12 +144,15 @@ func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int
 	if cap(p.cur.data) < size {
 		p.cur.data = make([]byte, size)
 	}
-	data, err := p.r.Read(ctx, opts, off, size, p.cur.data[:size])
-	if err != nil {
+	buf := p.cur.data[:size]
+	if _, err := p.r.Read(ctx, opts, off, size, buf); err != nil {
 		p.cur = prefetchChunk{data: p.cur.data[:0]}
 		return nil, err
 	}
-	p.cur = prefetchChunk{off: off, data: data}
+	// Read returns buf cut to its length and capacity (the file is not
+	// mapped): keep buf itself, or the next refill larger than this one,
+	// after a short exact read say, would allocate again.
+	p.cur = prefetchChunk{off: off, data: buf}
 	if size > n {
 		p.prefetchNext(ctx, opts)
 	}
