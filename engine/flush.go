@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -55,6 +56,11 @@ func (d *DB) flushOne(ctx context.Context) (bool, error) {
 	return d.flushOldest(ctx)
 }
 
+// flushStartHook, when a test sets it, is called by every background flush
+// with the memtable it is about to write, without d.mu: a test can hold one
+// memtable's flush back while the ones before it are flushed.
+var flushStartHook atomic.Pointer[func(d *DB, mem *memtable.MemTable)]
+
 // flushOldest flushes the oldest immutable memtable, reporting whether there
 // was one. Its failure becomes the background error.
 func (d *DB) flushOldest(ctx context.Context) (bool, error) {
@@ -66,6 +72,9 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 	mem := d.mu.imm[0]
 	snapshots := d.mu.snapshots.seqNums()
 	d.mu.Unlock()
+	if hook := flushStartHook.Load(); hook != nil {
+		(*hook)(d, mem.MemTable)
+	}
 	fe := d.startFlushEvent(mem.MemTable)
 
 	sw := d.stats.StartStopWatch(statistics.FlushTime, statistics.HistogramNone)
@@ -157,7 +166,7 @@ func (d *DB) Flush(ctx context.Context) error {
 	if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
 		err = e
 	} else if !d.mu.mem.Empty() {
-		err = d.rotateMemtableLocked(nil)
+		err = d.rotateMemtableLocked(nil, nil)
 	}
 	target := d.mu.flushesDone + uint64(len(d.mu.imm))
 	d.finishGroupLocked(d.mu.writers[:1], err)

@@ -201,9 +201,13 @@ func (d *DB) writeOpts(ctx context.Context, b *batch.Batch, wo WriteOptions, pre
 
 // leadLocked commits a group led by w, the head of the queue. d.mu is held on
 // entry and exit but released for IO. It returns the writers it committed.
+//
+// A large batch (see largeBatch) commits alone and is not inserted into the
+// mutable memtable: it becomes a memtable of its own (commitLarge).
 func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	group := d.mu.writers[:1]
-	if err := d.makeRoomForWriteLocked(w.ctx, w.batch); err != nil {
+	large := d.largeBatch(w.batch)
+	if err := d.makeRoomForWriteLocked(w.ctx, w.batch, large); err != nil {
 		return group, err
 	}
 	if w.precommit != nil {
@@ -215,13 +219,13 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 		if err != nil {
 			return group, err
 		}
-	} else {
+	} else if !large {
 		size := w.batch.Len()
 		for _, next := range d.mu.writers[1:] {
 			// A writer without a batch is a Flush waiting to lead; writers
-			// with a precommit check commit alone.
+			// with a precommit check commit alone, and so do large batches.
 			if next.batch == nil || next.precommit != nil || (next.sync && !w.sync) || next.noWAL != w.noWAL ||
-				size+next.batch.Len() > maxGroupBytes {
+				size+next.batch.Len() > maxGroupBytes || d.largeBatch(next.batch) {
 				break
 			}
 			size += next.batch.Len()
@@ -241,8 +245,18 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	d.mu.lastSeq += base.SeqNum(count)
 	mem := d.mu.mem
 	d.mu.Unlock()
-	inWAL, err := d.commitGroup(group, first, mem, syncWAL, w.noWAL)
+	var inWAL bool
+	var err error
+	var lm *memTable
+	if large {
+		lm, inWAL, err = d.commitLarge(w, first, mem.logNum, syncWAL)
+	} else {
+		inWAL, err = d.commitGroup(group, first, mem, syncWAL, w.noWAL)
+	}
 	d.mu.Lock()
+	if err == nil && lm != nil {
+		err = d.rotateMemtableLocked(nil, lm)
+	}
 	if err != nil {
 		if inWAL {
 			// Nothing of the group was applied; the WAL may end in a torn
@@ -257,6 +271,80 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	return group, nil
 }
 
+// largeBatch reports whether b is committed as a memtable of its own
+// (memtable.NewFromBatch) rather than inserted into the mutable memtable: when
+// it takes half the write buffer or more, as Pebble's large-batch threshold
+// (MemTableSize/2), or when the arena it could need (a node per record)
+// passes a standard memtable's. Such a batch would fill most of a memtable,
+// or overflow it, so it forces a rotation either way; inserting it would cost
+// a skiplist node per record and a second copy of its data in a freshly
+// mapped, oversized arena (first touches of fresh memory are expensive),
+// where indexing it costs a sort and 8 bytes per record, and its one
+// flush writes a table of at least half a memtable's size. A lower threshold
+// would turn mid-sized batches into many small L0 tables; a higher one would
+// leave batches that fill most of a memtable to the slow path.
+func (d *DB) largeBatch(b *batch.Batch) bool {
+	return b.Len() >= int(d.opts.WriteBufferSize/2) || memtable.ArenaSizeFor(b) > d.standardArenaSize()
+}
+
+// standardArenaSize is the arena of a memtable made for the write buffer.
+// The arena holds skiplist nodes as well as keys and values; the headroom
+// keeps a memtable from being rotated well before it holds WriteBufferSize
+// bytes of data.
+func (d *DB) standardArenaSize() int {
+	size := int(d.opts.WriteBufferSize)
+	return size + size/8
+}
+
+// commitLarge commits a large batch alone: it writes it to the WAL, unless
+// w.noWAL, as commitGroup does, and makes it an immutable memtable of its
+// own, the batch's encoding indexed in place (memtable.NewFromBatch, which
+// retains the encoding: an engine Batch reused after Write moves to a new
+// buffer first). The caller then rotates the memtables with it
+// (rotateMemtableLocked), which queues it after the mutable memtable.
+//
+// The batch has a WAL of its own, logNum, the returned memtable's: the
+// mutable memtable's, which makeRoomForWriteLocked made sure holds nothing
+// (the rotation drops it). Flushing the memtable before the batch then lets
+// that memtable's WAL go, and flushing the batch lets the batch's go, so a
+// reopen replays neither again. (Pebble appends the batch to the previous
+// memtable's WAL and flushes the two together; in a WAL of the next
+// memtable, it would be replayed after its own flush.) The rotation syncs
+// the WAL; commitLarge does it here, on the other core, while the batch is
+// indexed. It runs without d.mu.
+//
+// Recovery replays such a batch's WAL record into an ordinary (oversized)
+// memtable, as before large batches had memtables of their own: it runs
+// once per open, where indexing in place would save little.
+func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, syncWAL bool) (_ *memTable, inWAL bool, err error) {
+	group := []*writer{w}
+	if w.noWAL {
+		d.stats.RecordTick(statistics.BytesWritten, uint64(w.batch.Len()))
+		d.unlogged.Store(true)
+	} else if err := d.logGroup(group, first, syncWAL); err != nil {
+		return nil, true, err
+	}
+	var synced chan error
+	if log := d.commit.log; log != nil {
+		synced = make(chan error, 1)
+		go func() { synced <- log.Sync() }()
+	}
+	mt, err := memtable.NewFromBatch(w.batch, first)
+	if synced != nil {
+		if serr := <-synced; serr != nil {
+			return nil, true, errors.Wrapf(serr, "engine: syncing WAL %s", d.commit.logNum)
+		}
+	}
+	if err != nil {
+		return nil, false, errors.Wrap(err, "engine: indexing a large batch as a memtable")
+	}
+	d.stats.RecordTick(statistics.NumberKeysWritten, uint64(w.batch.Count()))
+	// Oversized: the arena pool frees it rather than keep it for reuse.
+	m := &memTable{MemTable: mt, logNum: logNum, free: &d.arenas, oversized: true}
+	m.refs.Store(1)
+	return m, false, nil
+}
+
 // commitGroup writes the group's batches to the WAL as one record, unless
 // noWAL, and applies them to mem. It runs without d.mu; only the leader calls
 // it. inWAL reports that the error is the WAL's, in which case no batch was
@@ -269,6 +357,16 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 		d.unlogged.Store(true)
 		return false, d.applyGroup(group, first, mem)
 	}
+	if err := d.logGroup(group, first, syncWAL); err != nil {
+		return true, err
+	}
+	return false, d.applyGroup(group, first, mem)
+}
+
+// logGroup writes the group's batches to the WAL as one record, the first
+// at sequence number first, and syncs it if syncWAL. Only the leader calls
+// it, without d.mu.
+func (d *DB) logGroup(group []*writer, first base.SeqNum, syncWAL bool) error {
 	var rec *batch.Batch
 	if len(group) == 1 {
 		rec = group[0].batch
@@ -281,21 +379,21 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 	}
 	rec.SetSeqNum(first)
 	if _, err := d.commit.log.WriteRecord(rec.Repr()); err != nil {
-		return true, errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
+		return errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
 	}
 	if syncWAL {
 		if err := d.syncLog(); err != nil {
-			return true, err
+			return err
 		}
 	} else if err := d.commit.log.Flush(); err != nil {
-		return true, errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
+		return errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
 	}
 	n := int64(len(rec.Repr()))
 	d.commit.logBytes += n
 	d.stats.RecordTick(statistics.WALFileBytes, uint64(n))
 	d.stats.RecordTick(statistics.WriteWithWAL, uint64(len(group)))
 	d.stats.RecordTick(statistics.BytesWritten, uint64(n))
-	return false, d.applyGroup(group, first, mem)
+	return nil
 }
 
 // applyGroup applies the group's batches to mem, the first at sequence
@@ -417,9 +515,13 @@ func (d *DB) finishGroupLocked(group []*writer, err error) {
 // makeRoomForWriteLocked makes sure the mutable memtable can take b: it
 // delays writes when L0 is filling, waits when flushes or L0 compactions fall
 // too far behind, and otherwise switches to a new memtable and WAL when the
-// current one is full. d.mu is held; it is released while waiting.
-func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch) error {
-	delayed := false
+// current one is full. A large batch, which becomes a memtable of its own
+// and switches memtables after its WAL write (commitLarge), needs an empty
+// mutable memtable, whose WAL it takes: it switches first unless the
+// memtable is empty, delaying and waiting as a switch does. d.mu is held;
+// it is released while waiting.
+func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch, large bool) error {
+	delayed, rotated := false, false
 	for {
 		if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
 			return e
@@ -437,7 +539,12 @@ func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch) error {
 			time.Sleep(time.Millisecond)
 			d.stats.RecordTick(statistics.StallMicros, 1000)
 			d.mu.Lock()
-		case d.mu.mem.ApproximateSize() < int(d.opts.WriteBufferSize) && d.mu.mem.Fits(b):
+		case !large && d.mu.mem.ApproximateSize() < int(d.opts.WriteBufferSize) && d.mu.mem.Fits(b):
+			return nil
+		case large && rotated:
+			// It waited as a switch does, and adds one more immutable
+			// memtable: its memory is the batch's, already allocated, so
+			// waiting for that would bound nothing.
 			return nil
 		case len(d.mu.imm) >= d.opts.MaxWriteBufferNumber-1:
 			if err := d.stallLocked(ctx, "memtables wait for a flush"); err != nil {
@@ -452,8 +559,15 @@ func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch) error {
 			if err := d.stallLocked(ctx, "L0 has too many tables"); err != nil {
 				return err
 			}
+		case large && d.mu.mem.Empty():
+			return nil
+		case large:
+			if err := d.rotateMemtableLocked(nil, nil); err != nil {
+				return err
+			}
+			rotated = true
 		default:
-			if err := d.rotateMemtableLocked(b); err != nil {
+			if err := d.rotateMemtableLocked(b, nil); err != nil {
 				return err
 			}
 		}
@@ -484,9 +598,11 @@ func (d *DB) stallLocked(ctx context.Context, why string) error {
 // rotateMemtableLocked makes the mutable memtable immutable and starts a new
 // one with a new WAL. Only the write leader calls it (Flush queues as a
 // writer to become one). b is the batch that did not fit, or nil, so an
-// oversized batch gets a memtable big enough for it.
-func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
-	if d.commit.log != nil {
+// oversized batch gets a memtable big enough for it. large, when not nil,
+// is a large batch's own memtable (commitLarge), which already synced the
+// WAL: it is queued after the memtable made immutable, before the new one.
+func (d *DB) rotateMemtableLocked(b *batch.Batch, large *memTable) error {
+	if d.commit.log != nil && large == nil {
 		// The old WAL's records are complete; sync it so that a crash after
 		// later, synced writes cannot lose these earlier ones (a synced
 		// write is only meaningful if everything before it is durable too).
@@ -517,6 +633,9 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
 	} else if d.mu.mem != nil {
 		d.mu.mem.unref()
 	}
+	if large != nil {
+		d.mu.imm = append(d.mu.imm, large)
+	}
 	d.mu.mem = d.newMemTable(b, logNum)
 	d.updateReadStateLocked()
 	d.maybeScheduleLocked()
@@ -538,11 +657,7 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch) error {
 // batch b (a batch larger than the write buffer gets a memtable of its own
 // size).
 func (d *DB) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
-	size := int(d.opts.WriteBufferSize)
-	// The arena holds skiplist nodes as well as keys and values; leave
-	// headroom so a memtable is not rotated well before it holds
-	// WriteBufferSize bytes of data.
-	size += size / 8
+	size := d.standardArenaSize()
 	standard := size
 	if b != nil {
 		size = max(size, memtable.ArenaSizeFor(b))
