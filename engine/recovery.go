@@ -294,6 +294,11 @@ records:
 }
 
 // apply applies batch b to the memtable, flushing first when it is full.
+// A large batch, which the write path made a memtable of its own
+// (commitLarge), is replayed like any other, into an ordinary memtable sized
+// for it: recovery runs once per open, and the record is the WAL reader's
+// buffer, valid only until the next record, so keeping it as a memtable
+// would need a copy anyway.
 func (r *recovery) apply(ctx context.Context, b *batch.Batch) error {
 	d := r.d
 	if b.Count() == 0 {

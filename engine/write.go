@@ -19,7 +19,14 @@ import (
 
 // Batch is an atomic group of writes: either all of them are applied or none
 // is. A Batch is not safe for concurrent use; after Write it may be reset and
-// reused.
+// reused, or added to and written again.
+//
+// A large batch (half the write buffer or more) is not copied into the
+// memtable: the database keeps its buffer as a memtable of its own until
+// that is flushed. The Batch is then copy-on-write: its next change (Put,
+// Delete, DeleteRange, or a second Write) first moves it to a new buffer,
+// and Reset lets the kept one go, so reusing it never changes what was
+// written.
 type Batch struct {
 	b batch.Batch
 }
@@ -132,7 +139,8 @@ var batchPool = sync.Pool{New: func() any { return NewBatch() }}
 
 // Write applies b atomically. opts may be nil, meaning the WriteOptions ctx
 // carries (ioctx.WithWriteOptions); non-nil opts are used instead of
-// them. The batch is not retained.
+// them. The caller may reuse b at once (a large batch's buffer is kept, but
+// b moves off it when next changed; see Batch).
 func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
 	if b == nil {
 		return base.InvalidArgumentf("engine: Write of a nil batch")
@@ -309,40 +317,64 @@ func (d *DB) standardArenaSize() int {
 // that memtable's WAL go, and flushing the batch lets the batch's go, so a
 // reopen replays neither again. (Pebble appends the batch to the previous
 // memtable's WAL and flushes the two together; in a WAL of the next
-// memtable, it would be replayed after its own flush.) The rotation syncs
-// the WAL; commitLarge does it here, on the other core, while the batch is
-// indexed. It runs without d.mu.
+// memtable, it would be replayed after its own flush.) The rotation needs
+// the WAL synced; commitLarge writes and syncs it while the batch is indexed
+// on the other core. It runs without d.mu.
 //
 // Recovery replays such a batch's WAL record into an ordinary (oversized)
 // memtable, as before large batches had memtables of their own: it runs
 // once per open, where indexing in place would save little.
 func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, syncWAL bool) (_ *memTable, inWAL bool, err error) {
-	group := []*writer{w}
+	b := w.batch
+	// The batch is indexed on the other core while the WAL is written and
+	// synced. Neither side may write what the other reads: the header gets
+	// its final sequence number and the buffer is retained before, so the
+	// WAL write only reads the batch, and the index works on a Batch value
+	// of its own over the same (now unchanging) bytes.
+	b.SetSeqNum(first)
+	b.Retain()
+	view := *b
+	type indexed struct {
+		mt  *memtable.MemTable
+		err error
+	}
+	done := make(chan indexed, 1)
+	go func() {
+		mt, err := memtable.NewFromBatch(&view, first)
+		done <- indexed{mt, err}
+	}()
+	walErr := d.logLarge(w, first, syncWAL)
+	ix := <-done
+	if walErr != nil {
+		return nil, true, walErr
+	}
+	if ix.err != nil {
+		return nil, false, errors.Wrap(ix.err, "engine: indexing a large batch as a memtable")
+	}
+	d.stats.RecordTick(statistics.NumberKeysWritten, uint64(b.Count()))
+	// Oversized: the arena pool frees it rather than keep it for reuse.
+	m := &memTable{MemTable: ix.mt, logNum: logNum, free: &d.arenas, oversized: true}
+	m.refs.Store(1)
+	return m, false, nil
+}
+
+// logLarge writes a large batch to the WAL, unless w.noWAL, and syncs the
+// WAL either way: the rotation that follows needs it synced (see
+// rotateMemtableLocked).
+func (d *DB) logLarge(w *writer, first base.SeqNum, syncWAL bool) error {
 	if w.noWAL {
 		d.stats.RecordTick(statistics.BytesWritten, uint64(w.batch.Len()))
 		d.unlogged.Store(true)
-	} else if err := d.logGroup(group, first, syncWAL); err != nil {
-		return nil, true, err
+	} else if err := d.logGroup([]*writer{w}, first, syncWAL); err != nil {
+		return err
 	}
-	var synced chan error
-	if log := d.commit.log; log != nil {
-		synced = make(chan error, 1)
-		go func() { synced <- log.Sync() }()
+	if d.commit.log == nil || syncWAL {
+		return nil
 	}
-	mt, err := memtable.NewFromBatch(w.batch, first)
-	if synced != nil {
-		if serr := <-synced; serr != nil {
-			return nil, true, errors.Wrapf(serr, "engine: syncing WAL %s", d.commit.logNum)
-		}
+	if err := d.commit.log.Sync(); err != nil {
+		return errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
 	}
-	if err != nil {
-		return nil, false, errors.Wrap(err, "engine: indexing a large batch as a memtable")
-	}
-	d.stats.RecordTick(statistics.NumberKeysWritten, uint64(w.batch.Count()))
-	// Oversized: the arena pool frees it rather than keep it for reuse.
-	m := &memTable{MemTable: mt, logNum: logNum, free: &d.arenas, oversized: true}
-	m.refs.Store(1)
-	return m, false, nil
+	return nil
 }
 
 // commitGroup writes the group's batches to the WAL as one record, unless

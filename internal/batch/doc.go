@@ -50,6 +50,16 @@
 //		...
 //	}
 //
+// # Retained encodings
+//
+// [Batch.Retain] hands a batch's encoding to a caller that keeps it, as the
+// engine does with a large batch (it becomes a memtable; see
+// memtable.NewFromBatch) instead of copying it. The batch becomes
+// copy-on-write: its next change moves it to a buffer of its own first, and
+// Reset lets the retained buffer go, so the retained bytes never change.
+// [Reader.Offset] and [DecodeAt] let such a keeper index records by offset
+// and decode them in place.
+//
 // # Indexed batches
 //
 // [Index] gives a transaction read-your-writes over its own batch: a point
