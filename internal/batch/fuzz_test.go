@@ -52,6 +52,23 @@ func FuzzBatchDecode(f *testing.F) {
 		if uint32(len(ops)) != count {
 			t.Fatalf("read %d records, header says %d", len(ops), count)
 		}
+		// DecodeAt, at the offsets the Reader reports, decodes the same
+		// records, non-minimal varints included.
+		r := b.Reader()
+		for {
+			off := r.Offset()
+			kind, key, value, ok, err := r.Next()
+			if err != nil || !ok {
+				break
+			}
+			k2, key2, value2 := DecodeAt(b.Repr(), uint32(off))
+			if k2 != kind || !bytes.Equal(key2, key) || !bytes.Equal(value2, value) || (value == nil) != (value2 == nil) {
+				t.Fatalf("DecodeAt(%d) = %v %q %q; the Reader read %v %q %q", off, k2, key2, value2, kind, key, value)
+			}
+			if !bytes.Equal(KeyAt(b.Repr(), uint32(off)), key) {
+				t.Fatalf("KeyAt(%d) differs from the Reader's key %q", off, key)
+			}
+		}
 		re := build(seq, ops...)
 		if re.Len() > len(data) {
 			t.Fatalf("re-encoding grew from %d to %d bytes", len(data), re.Len())
