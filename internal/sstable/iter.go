@@ -19,7 +19,8 @@ import (
 // another block.
 //
 // Block reads go through a fileio.PrefetchBuffer: readahead grows on
-// sequential access (or is ReadEnv.ReadaheadSize), and with ReadEnv.AsyncIO
+// sequential access, blocks found in the cache included (or is
+// ReadEnv.ReadaheadSize), and with ReadEnv.AsyncIO
 // the next chunk is read asynchronously. Blocks come from and go to the
 // block cache as ReadEnv.FillCache says; a block the Iter moves to from the
 // adjacent one, cached or not, is a scan's (PrefetchBuffer.Sequential) and
