@@ -74,6 +74,10 @@ type DB struct {
 		logNum   manifest.FileNum
 		group    groupBatch
 		logBytes int64
+		// prevSync, when not nil, delivers the result of the background
+		// sync of the previous WAL (syncPrevWAL), which must come before
+		// anything reaches the current one.
+		prevSync chan error
 	}
 
 	mu struct {

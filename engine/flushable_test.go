@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/stretchr/testify/require"
 )
 
@@ -396,4 +399,119 @@ func TestFlushableBatchRangeOnly(t *testing.T) {
 	require.NoError(t, db.Flush(ctx))
 	_, err = db.Get(ctx, key(10))
 	require.True(t, errors.Is(err, ErrNotFound), "%v", err)
+}
+
+// TestFlushableBatchWALSyncInBackground: a large batch's Write does not wait
+// for the fsync of its WAL, which the switch to the next WAL leaves to the
+// background; but nothing reaches the next WAL before that fsync is done, so
+// a crash cannot keep a later write and lose the batch. A synced write after
+// the batch waits for it, and then both survive a crash.
+func TestFlushableBatchWALSyncInBackground(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := smallOptions(fs)
+	db, err := Open("/db", opts)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	released := sync.OnceFunc(func() { close(release) })
+	hook := func() { <-release }
+	prevWALSyncHook.Store(&hook)
+	t.Cleanup(func() {
+		released()
+		prevWALSyncHook.Store(nil)
+	})
+
+	m := model{}
+	b := NewBatch()
+	largeTestBatch(rand.New(rand.NewPCG(6, 6)), b, m, 100, "L")
+	require.NoError(t, db.Write(ctx, b, nil), "returns with the WAL's sync held back")
+
+	putDone := make(chan error, 1)
+	go func() {
+		putDone <- db.Put(ioctx.WithWriteOptions(ctx, WriteOptions{Sync: true}), key(1), []byte("after"))
+	}()
+	select {
+	case err := <-putDone:
+		t.Fatalf("a write after the batch reached the next WAL before the batch's was synced (err %v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	released()
+	require.NoError(t, <-putDone)
+	m[string(key(1))] = "after"
+
+	crashed := fs.CrashClone()
+	require.NoError(t, db.Close())
+	opts.FS = crashed
+	db, err = Open("/db", opts)
+	require.NoError(t, err)
+	checkDB(t, db)
+	checkAgainst(t, rand.New(rand.NewPCG(7, 7)), db, m, 100, "after a crash")
+}
+
+// TestRecoveryTornWALBeforeEmptyWAL: a WAL whose last record is torn, with
+// only empty WALs after it, is the crash's trace (the state a crash leaves
+// while a large batch's WAL is synced in the background): the database
+// opens without that record. A WAL after it that holds records still makes
+// the tear damage.
+func TestRecoveryTornWALBeforeEmptyWAL(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		nextBytes []byte // the contents of the WAL after the torn one
+		wantErr   bool
+	}{
+		{"empty next WAL", nil, false},
+		{"next WAL with data", []byte("x"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			opts := smallOptions(fs)
+			db, err := Open("/db", opts)
+			require.NoError(t, err)
+			require.NoError(t, db.Put(ctx, key(1), []byte("kept")))
+			require.NoError(t, db.Put(ctx, key(2), bytes.Repeat([]byte("t"), 100)))
+			logNum := db.commit.logNum
+			require.NoError(t, db.Close())
+
+			name := manifest.LogFileName("/db", logNum)
+			data := readAllFile(t, fs, name)
+			writeFile(t, fs, name, data[:len(data)-10])
+			writeFile(t, fs, manifest.LogFileName("/db", logNum+100), tc.nextBytes)
+
+			db, err = Open("/db", opts)
+			if tc.wantErr {
+				require.ErrorIs(t, err, ErrCorruption)
+				return
+			}
+			require.NoError(t, err)
+			checkDB(t, db)
+			got, err := db.Get(ctx, key(1))
+			require.NoError(t, err)
+			require.Equal(t, "kept", string(got))
+			_, err = db.Get(ctx, key(2))
+			require.ErrorIs(t, err, ErrNotFound, "the torn record is dropped")
+		})
+	}
+}
+
+func readAllFile(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, st.Size()))
+	require.NoError(t, err)
+	return data
+}
+
+func writeFile(t *testing.T, fs vfs.FS, name string, data []byte) {
+	t.Helper()
+	f, err := fs.Create(name)
+	require.NoError(t, err)
+	_, err = f.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
 }

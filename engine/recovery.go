@@ -133,12 +133,16 @@ func (r *recovery) replayWALs(ctx context.Context) error {
 			r.mem = nil
 		}
 	}()
+	newest, err := r.newestWAL(logs)
+	if err != nil {
+		return err
+	}
 	for i, num := range logs {
 		var err error
 		if r.stopped {
 			err = r.skipWAL(num)
 		} else {
-			err = r.replayWAL(ctx, num, i == len(logs)-1)
+			err = r.replayWAL(ctx, num, i >= newest)
 		}
 		if err != nil {
 			return err
@@ -151,6 +155,27 @@ func (r *recovery) replayWALs(ctx context.Context) error {
 		d.mu.mem, r.mem = r.mem, nil
 	}
 	return nil
+}
+
+// newestWAL returns the index in logs of the newest WAL that holds
+// anything: the one whose tail the last writes before a crash were going
+// to, where a torn record is a crash's trace rather than damage. WALs after
+// it are empty: created, but not yet written, as when a crash comes while a
+// large batch's WAL is synced in the background (syncPrevWAL) after the
+// next one was created. 0 when every WAL is empty.
+func (r *recovery) newestWAL(logs []manifest.FileNum) (int, error) {
+	d := r.d
+	for i := len(logs) - 1; i > 0; i-- {
+		name := manifest.LogFileName(d.dirname, logs[i])
+		st, err := d.fs.Stat(name)
+		if err != nil {
+			return 0, errors.Wrapf(err, "engine: stat WAL %s", name)
+		}
+		if st.Size() > 0 {
+			return i, nil
+		}
+	}
+	return 0, nil
 }
 
 // flush writes the memtable being filled to an L0 table and starts another;

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -317,17 +318,17 @@ func (d *DB) standardArenaSize() int {
 // that memtable's WAL go, and flushing the batch lets the batch's go, so a
 // reopen replays neither again. (Pebble appends the batch to the previous
 // memtable's WAL and flushes the two together; in a WAL of the next
-// memtable, it would be replayed after its own flush.) The rotation needs
-// the WAL synced; commitLarge writes and syncs it while the batch is indexed
-// on the other core. It runs without d.mu.
+// memtable, it would be replayed after its own flush.) commitLarge writes
+// the WAL while the batch is indexed on the other core, and the rotation
+// syncs it in the background. It runs without d.mu.
 //
 // Recovery replays such a batch's WAL record into an ordinary (oversized)
 // memtable, as before large batches had memtables of their own: it runs
 // once per open, where indexing in place would save little.
 func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, syncWAL bool) (_ *memTable, inWAL bool, err error) {
 	b := w.batch
-	// The batch is indexed on the other core while the WAL is written and
-	// synced. Neither side may write what the other reads: the header gets
+	// The batch is indexed on the other core while the WAL is written.
+	// Neither side may write what the other reads: the header gets
 	// its final sequence number and the buffer is retained before, so the
 	// WAL write only reads the batch, and the index works on a Batch value
 	// of its own over the same (now unchanging) bytes.
@@ -358,23 +359,15 @@ func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, 
 	return m, false, nil
 }
 
-// logLarge writes a large batch to the WAL, unless w.noWAL, and syncs the
-// WAL either way: the rotation that follows needs it synced (see
-// rotateMemtableLocked).
+// logLarge writes a large batch to the WAL, unless w.noWAL. The rotation
+// that follows syncs the WAL in the background (syncPrevWAL).
 func (d *DB) logLarge(w *writer, first base.SeqNum, syncWAL bool) error {
 	if w.noWAL {
 		d.stats.RecordTick(statistics.BytesWritten, uint64(w.batch.Len()))
 		d.unlogged.Store(true)
-	} else if err := d.logGroup([]*writer{w}, first, syncWAL); err != nil {
-		return err
-	}
-	if d.commit.log == nil || syncWAL {
 		return nil
 	}
-	if err := d.commit.log.Sync(); err != nil {
-		return errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
-	}
-	return nil
+	return d.logGroup([]*writer{w}, first, syncWAL)
 }
 
 // commitGroup writes the group's batches to the WAL as one record, unless
@@ -399,6 +392,9 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 // at sequence number first, and syncs it if syncWAL. Only the leader calls
 // it, without d.mu.
 func (d *DB) logGroup(group []*writer, first base.SeqNum, syncWAL bool) error {
+	if err := d.awaitPrevWALSync(); err != nil {
+		return err
+	}
 	var rec *batch.Batch
 	if len(group) == 1 {
 		rec = group[0].batch
@@ -507,7 +503,10 @@ func (d *DB) syncWALLocked() error {
 		return nil
 	}
 	d.mu.Unlock()
-	err := d.syncLog()
+	err := d.awaitPrevWALSync()
+	if err == nil {
+		err = d.syncLog()
+	}
 	d.mu.Lock()
 	if err != nil {
 		return d.walFailedLocked(err)
@@ -631,20 +630,29 @@ func (d *DB) stallLocked(ctx context.Context, why string) error {
 // one with a new WAL. Only the write leader calls it (Flush queues as a
 // writer to become one). b is the batch that did not fit, or nil, so an
 // oversized batch gets a memtable big enough for it. large, when not nil,
-// is a large batch's own memtable (commitLarge), which already synced the
-// WAL: it is queued after the memtable made immutable, before the new one.
+// is a large batch's own memtable (commitLarge), written to the current WAL:
+// it is queued after the memtable made immutable, before the new one, and
+// the WAL is synced in the background.
 func (d *DB) rotateMemtableLocked(b *batch.Batch, large *memTable) error {
-	if d.commit.log != nil && large == nil {
+	if d.commit.log != nil {
 		// The old WAL's records are complete; sync it so that a crash after
 		// later, synced writes cannot lose these earlier ones (a synced
 		// write is only meaningful if everything before it is durable too).
 		// Before the new WAL exists: if the sync fails, the old one may end
-		// in a torn record, which recovery tolerates only in the newest WAL.
+		// in a torn record, which recovery tolerates only in the newest WAL
+		// that holds anything. After a large batch, which may have written
+		// tens of megabytes to it, the sync runs in the background instead
+		// (see syncPrevWAL): the new WAL stays empty until it is done.
 		d.mu.Unlock()
-		err := d.commit.log.Sync()
+		err := d.awaitPrevWALSync()
+		if err == nil && large == nil {
+			if err = d.commit.log.Sync(); err != nil {
+				err = errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
+			}
+		}
 		d.mu.Lock()
 		if err != nil {
-			return d.walFailedLocked(errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum))
+			return d.walFailedLocked(err)
 		}
 	}
 	logNum := d.vs.NewFileNum()
@@ -654,7 +662,7 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch, large *memTable) error {
 	if err != nil {
 		return err
 	}
-	old := d.commit.logFile
+	old, oldLog, oldNum := d.commit.logFile, d.commit.log, d.commit.logNum
 	wf := newWALFile(f)
 	d.commit.log = wal.NewWriter(wf)
 	d.commit.logFile = wf
@@ -671,17 +679,64 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch, large *memTable) error {
 	d.mu.mem = d.newMemTable(b, logNum)
 	d.updateReadStateLocked()
 	d.maybeScheduleLocked()
-	if old != nil {
-		d.mu.Unlock()
-		err := old.Close()
-		d.mu.Lock()
-		if err != nil {
-			// The WAL was synced: its records are durable; report the
-			// failure all the same.
-			return errors.Wrap(err, "engine: closing the previous WAL")
-		}
+	if old == nil {
+		return nil
+	}
+	if large != nil {
+		d.syncPrevWAL(oldLog, old, oldNum)
+		return nil
+	}
+	d.mu.Unlock()
+	err = old.Close()
+	d.mu.Lock()
+	if err != nil {
+		// The WAL was synced: its records are durable; report the failure
+		// all the same.
+		return errors.Wrap(err, "engine: closing the previous WAL")
 	}
 	return nil
+}
+
+// syncPrevWAL syncs and closes the WAL a large batch was written to, in the
+// background: the batch's Write does not wait for the fsync of its tens of
+// megabytes. Until it is done, nothing may reach the new WAL (a crash could
+// then keep a later write and lose the batch): the queue head waits for it
+// (awaitPrevWALSync) before it writes, syncs or switches the WAL, and Close
+// waits for it with the background goroutines. A crash before it is done
+// may leave the batch's WAL torn with only empty WALs after it, which
+// recovery treats as the newest WAL's torn tail.
+func (d *DB) syncPrevWAL(log *wal.Writer, f *walFile, num manifest.FileNum) {
+	done := make(chan error, 1)
+	d.commit.prevSync = done
+	d.bgDone.Add(1)
+	go func() {
+		defer d.bgDone.Done()
+		if hook := prevWALSyncHook.Load(); hook != nil {
+			(*hook)()
+		}
+		err := log.Sync()
+		if err != nil {
+			err = errors.Wrapf(err, "engine: syncing WAL %s", num)
+		}
+		if cerr := f.Close(); cerr != nil {
+			err = errors.CombineErrors(err, errors.Wrapf(cerr, "engine: closing WAL %s", num))
+		}
+		done <- err
+	}()
+}
+
+// prevWALSyncHook, when a test sets it, runs before syncPrevWAL's sync.
+var prevWALSyncHook atomic.Pointer[func()]
+
+// awaitPrevWALSync waits for syncPrevWAL's sync, if one is running, and
+// returns its error. Only the queue head calls it, without d.mu.
+func (d *DB) awaitPrevWALSync() error {
+	done := d.commit.prevSync
+	if done == nil {
+		return nil
+	}
+	d.commit.prevSync = nil
+	return <-done
 }
 
 // newMemTable returns an empty memtable, holding the database's reference,
