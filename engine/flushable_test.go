@@ -515,3 +515,37 @@ func writeFile(t *testing.T, fs vfs.FS, name string, data []byte) {
 	require.NoError(t, f.Sync())
 	require.NoError(t, f.Close())
 }
+
+// TestFlushableBatchTransaction: a transaction whose batch is large commits
+// it as a memtable of its own, after its conflict check, which still sees
+// every earlier write.
+func TestFlushableBatchTransaction(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTestDB(t, nil)
+	big, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	other, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	m := model{}
+	for i := range 300 {
+		v := fmt.Sprintf("tx-%d-%s", i, bytes.Repeat([]byte("v"), 150))
+		require.NoError(t, big.Put(ctx, key(i), []byte(v)))
+		m[string(key(i))] = v
+	}
+	require.NoError(t, other.Put(ctx, key(1000), []byte("other")))
+	require.NoError(t, other.Commit())
+	m[string(key(1000))] = "other"
+	require.NoError(t, big.Commit())
+	checkAgainst(t, rand.New(rand.NewPCG(8, 8)), db, m, 1001, "committed")
+
+	// A large transaction that conflicts is refused whole.
+	loser, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	for i := range 300 {
+		require.NoError(t, loser.Put(ctx, key(i), bytes.Repeat([]byte("x"), 150)))
+	}
+	require.NoError(t, db.Put(ctx, key(5), []byte("winner")))
+	m[string(key(5))] = "winner"
+	require.ErrorIs(t, loser.Commit(), ErrConflict)
+	checkAgainst(t, rand.New(rand.NewPCG(9, 9)), db, m, 1001, "after the conflict")
+}
