@@ -414,7 +414,11 @@ func TestFlushableBatchWALSyncInBackground(t *testing.T) {
 	require.NoError(t, err)
 	release := make(chan struct{})
 	released := sync.OnceFunc(func() { close(release) })
-	hook := func() { <-release }
+	hook := func(d *DB) {
+		if d == db {
+			<-release
+		}
+	}
 	prevWALSyncHook.Store(&hook)
 	t.Cleanup(func() {
 		released()

@@ -712,7 +712,7 @@ func (d *DB) syncPrevWAL(log *wal.Writer, f *walFile, num manifest.FileNum) {
 	go func() {
 		defer d.bgDone.Done()
 		if hook := prevWALSyncHook.Load(); hook != nil {
-			(*hook)()
+			(*hook)(d)
 		}
 		err := log.Sync()
 		if err != nil {
@@ -726,7 +726,7 @@ func (d *DB) syncPrevWAL(log *wal.Writer, f *walFile, num manifest.FileNum) {
 }
 
 // prevWALSyncHook, when a test sets it, runs before syncPrevWAL's sync.
-var prevWALSyncHook atomic.Pointer[func()]
+var prevWALSyncHook atomic.Pointer[func(d *DB)]
 
 // awaitPrevWALSync waits for syncPrevWAL's sync, if one is running, and
 // returns its error. Only the queue head calls it, without d.mu.
