@@ -388,9 +388,12 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	d.bgDone.Wait()
 
-	var err error
+	// A large batch's WAL may have been synced in the background
+	// (syncPrevWAL) after the last write: its failure is Close's to report,
+	// or the batch's loss would go unsaid.
+	err := d.awaitPrevWALSync()
 	if d.commit.log != nil {
-		err = d.commit.log.Sync()
+		err = errors.CombineErrors(err, d.commit.log.Sync())
 		err = errors.CombineErrors(err, d.commit.logFile.Close())
 		d.commit.log = nil
 	}
