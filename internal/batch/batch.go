@@ -127,7 +127,34 @@ func (b *Batch) grow(n int) {
 		b.unretain(max(n, len(b.data)+1))
 		return
 	}
-	b.data = slices.Grow(b.data, max(n, 2*cap(b.data)+1-len(b.data)))
+	want := max(n, 2*cap(b.data)+1-len(b.data))
+	if len(b.data)+want < hugeBufferMin {
+		b.data = slices.Grow(b.data, want)
+		return
+	}
+	b.data = growHuge(b.data, len(b.data)+want)
+}
+
+// hugeBufferMin is the capacity from which a batch's buffer is advised to
+// use transparent huge pages (see growHuge).
+const hugeBufferMin = 8 << 20
+
+// hugePage is the size of a transparent huge page on the platforms shale
+// runs on (x86-64 and arm64 with 4 KiB base pages).
+const hugePage = 2 << 20
+
+// growHuge returns a buffer of capacity at least c holding data, advised,
+// before anything is written to it, to be backed by transparent huge pages.
+// A large batch writes its buffer once, front to back, and fresh memory
+// costs a page fault per 4 KiB page: on virtual machines, where a fault is
+// several microseconds, the faults of the doubling buffers were most of the
+// time of building a million-record batch (300-600 ms of 0.1-0.7 s for
+// 67 MB), where huge pages fault once per 2 MiB.
+func growHuge(data []byte, c int) []byte {
+	nb := make([]byte, len(data), c)
+	adviseHugePages(nb[:c])
+	copy(nb, data)
+	return nb
 }
 
 // Retain hands the batch's encoding to the caller to keep: the returned
