@@ -41,17 +41,17 @@ type Cache struct {
 	live atomic.Int64
 }
 
-// Shard counts: 4 per GOMAXPROCS, a power of two in [minShards, maxShards],
-// halved while a shard would hold less than minShardCapacity (so that small
-// caches can still hold large blocks).
+// Shard counts: 16 per GOMAXPROCS (see the package documentation), a power
+// of two in [minShards, maxShards], halved while a shard would hold less
+// than minShardCapacity (so that small caches can still hold large blocks).
 const (
 	minShards        = 4
 	maxShards        = 256
-	minShardCapacity = 256 << 10
+	minShardCapacity = 1 << 20
 )
 
 func defaultShards(capacity int64, procs int) int {
-	n := 1 << bits.Len(uint(max(4*procs, 1)-1))
+	n := 1 << bits.Len(uint(max(16*procs, 1)-1))
 	n = min(max(n, minShards), maxShards)
 	for n > minShards && capacity/int64(n) < minShardCapacity {
 		n /= 2

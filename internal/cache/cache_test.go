@@ -82,13 +82,16 @@ func TestDefaultShards(t *testing.T) {
 		procs    int
 		want     int
 	}{
-		{capacity: 1 << 30, procs: 1, want: 4},
-		{capacity: 1 << 30, procs: 2, want: 8},
-		{capacity: 1 << 30, procs: 3, want: 16},
+		{capacity: 1 << 30, procs: 1, want: 16},
+		{capacity: 1 << 30, procs: 2, want: 32},
+		{capacity: 1 << 30, procs: 3, want: 64},
+		{capacity: 32 << 20, procs: 2, want: 32}, // 1 MiB per shard
 		{capacity: 1 << 30, procs: 64, want: 256},
 		{capacity: 1 << 30, procs: 1000, want: 256},
-		{capacity: 4 << 20, procs: 64, want: 16}, // 256 KiB per shard
+		{capacity: 4 << 20, procs: 64, want: 4}, // 1 MiB per shard
+		{capacity: 64 << 20, procs: 64, want: 64},
 		{capacity: 1 << 20, procs: 2, want: 4},
+		{capacity: 8 << 20, procs: 2, want: 8},
 		{capacity: 0, procs: 2, want: 4},
 	} {
 		t.Run(fmt.Sprintf("capacity=%d/procs=%d", tc.capacity, tc.procs), func(t *testing.T) {
