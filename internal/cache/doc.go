@@ -10,15 +10,15 @@
 // over a power-of-two number of shards: 16 per GOMAXPROCS, between 4 and 256,
 // but halved (down to 4) while a shard would get less than 1 MiB, so that a
 // large block (the index of a big table, charged to the cache) still fits a
-// shard's share of a small cache; the same
-// hash keys the shard's index. Each shard has its own lock, index and
-// eviction state; no lock is global. Many more shards than processors keep
-// readers from queueing behind a miss: a goroutine preempted while it holds
-// a shard's lock to insert a block stalls every read of that shard until it
-// runs again, and with 4 shards per processor, eight goroutines on two
-// processors read 1.35-1.48x as fast as one, against 1.75-1.79x with 16
-// (BenchmarkDBGet threads=8 against threads=1, 32 MiB; 1.7-1.75x is what
-// the machine gives random memory reads).
+// shard's share of a small cache; the same hash keys the shard's index. Each
+// shard has its own lock, index and eviction state; no lock is global.
+//
+// Many more shards than processors keep readers from queueing behind a miss:
+// a goroutine preempted while it holds a shard's lock to insert a block
+// stalls every read of that shard until it runs again. With 4 shards per
+// processor, eight goroutines on two processors read 1.35-1.48x as fast as
+// one, against 1.75-1.79x with 16 (BenchmarkDBGet threads=8 against
+// threads=1, 32 MiB; random memory reads scale 1.70-1.75x on that machine).
 //
 // Each shard holds capacity/shards bytes and evicts with CLOCK (second
 // chance): a hit sets the entry's reference bit with an atomic store; when a
