@@ -331,7 +331,8 @@ var dsnKeys = []dsnKey{
 	boolKey("mmap_reads", "memory-map table files and read blocks from the mapping",
 		func(c *Config) *bool { return &c.MmapReads }, false),
 	boolKey("cache_index_and_filter_blocks", "keep table index and filter blocks in the block cache, "+
-		"charged to block_cache_size, instead of in memory for as long as a table is open",
+		"charged to block_cache_size, instead of in memory for as long as a table is open; "+
+		"only for data whose index and filter blocks fit the cache: a miss rereads a table's whole index",
 		func(c *Config) *bool { return &c.CacheIndexAndFilterBlocks }, false),
 	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
 		func(c *Config) *int64 { return &c.MaxManifestFileSize }, positive),
