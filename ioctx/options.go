@@ -126,19 +126,13 @@ type IOOptions struct {
 }
 
 // IOOptions converts ro into the options of a file read at the current time.
-// It is the only conversion from ReadOptions to IOOptions (RocksDB's
-// PrepareIOFromReadOptions). It reads the clock only when ro has a deadline.
+// It reads the clock only when ro has a deadline.
 func (ro ReadOptions) IOOptions() (IOOptions, error) {
-	if ro.Deadline.IsZero() {
-		return IOOptions{
-			Timeout:             ro.IOTimeout,
-			RateLimiterPriority: ro.priority(),
-			Activity:            ro.Activity,
-			Tag:                 ro.Tag,
-			Perf:                ro.Perf,
-		}, nil
+	var io IOOptions
+	if err := fillIOOptions(&io, &ro, ro.Activity, ro.Deadline, time.Now); err != nil {
+		return IOOptions{}, err
 	}
-	return ro.IOOptionsAt(time.Now())
+	return io, nil
 }
 
 // IOOptionsAt is IOOptions with the current time given:
@@ -150,35 +144,40 @@ func (ro ReadOptions) IOOptions() (IOOptions, error) {
 //     RateLimiterPriority, or the tag's default priority when that is
 //     PriorityTotal.
 func (ro ReadOptions) IOOptionsAt(now time.Time) (IOOptions, error) {
-	opts := IOOptions{Timeout: ro.IOTimeout, RateLimiterPriority: ro.priority(), Activity: ro.Activity, Tag: ro.Tag, Perf: ro.Perf}
-	if !ro.Deadline.IsZero() {
-		var err error
-		if opts.Timeout, err = ioTimeout(ro.Deadline, ro.IOTimeout, now); err != nil {
-			return IOOptions{}, err
-		}
+	var io IOOptions
+	if err := fillIOOptions(&io, &ro, ro.Activity, ro.Deadline, func() time.Time { return now }); err != nil {
+		return IOOptions{}, err
 	}
-	return opts, nil
+	return io, nil
 }
 
-// ioTimeout is the IO timeout of a request with a deadline, at now: an error
-// (ErrTimedOut) when the deadline is at or before now; otherwise the time
-// left, at least one microsecond, lowered to ioTimeout when that is set and
-// smaller.
-func ioTimeout(deadline time.Time, ioTimeout time.Duration, now time.Time) (time.Duration, error) {
-	left := deadline.Sub(now)
-	if left <= 0 {
-		return 0, errDeadlineExceeded
+// fillIOOptions is the one conversion from ReadOptions to IOOptions
+// (RocksDB's PrepareIOFromReadOptions), for IOOptions, IOOptionsAt and
+// ResolveRead: ro, tagged with activity and bounded by deadline, into *io
+// (see IOOptionsAt). It reads ro in place and calls now only when there is
+// a deadline.
+func fillIOOptions(io *IOOptions, ro *ReadOptions, activity Activity, deadline time.Time, now func() time.Time) error {
+	io.Timeout = ro.IOTimeout
+	if !deadline.IsZero() {
+		left := deadline.Sub(now())
+		if left <= 0 {
+			return errDeadlineExceeded
+		}
+		// RocksDB keeps the timeout in whole microseconds, and zero would
+		// mean "no timeout"; round the time left up so it never reaches zero.
+		t := left.Round(time.Microsecond)
+		if t < left {
+			t += time.Microsecond
+		}
+		if ro.IOTimeout == 0 || t < ro.IOTimeout {
+			io.Timeout = t
+		}
 	}
-	// RocksDB keeps the timeout in whole microseconds, and zero would mean
-	// "no timeout"; round the time left up so it never reaches zero.
-	t := left.Round(time.Microsecond)
-	if t < left {
-		t += time.Microsecond
-	}
-	if ioTimeout != 0 && ioTimeout < t {
-		t = ioTimeout
-	}
-	return t, nil
+	io.RateLimiterPriority = ro.priority()
+	io.Activity = activity
+	io.Tag = ro.Tag
+	io.Perf = ro.Perf
+	return nil
 }
 
 // priority is the priority the request's reads are charged at: its own, or

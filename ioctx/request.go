@@ -97,23 +97,16 @@ func (ro ReadOptions) Resolve(ctx context.Context) (req ReadRequest, err error) 
 // (through IOOptions' value receiver, temporaries and a returned struct)
 // stalled on store forwarding and was most of a Get's resolution, 57 ns
 // on the development machine (BenchmarkResolveRead, ctx=background).
-func resolve(ctx context.Context, ro *ReadOptions, activity Activity, req *ReadRequest) (err error) {
+func resolve(ctx context.Context, ro *ReadOptions, activity Activity, req *ReadRequest) error {
 	deadline, own := ro.Deadline, ro.Deadline
 	if d, ok := ctx.Deadline(); ok && (own.IsZero() || !own.Before(d)) {
 		// The context expires first: it bounds the request, and the IO
 		// timeout is computed from its deadline.
 		deadline, own = d, time.Time{}
 	}
-	req.IO.Timeout = ro.IOTimeout
-	if !deadline.IsZero() {
-		if req.IO.Timeout, err = ioTimeout(deadline, ro.IOTimeout, time.Now()); err != nil {
-			return err
-		}
+	if err := fillIOOptions(&req.IO, ro, activity, deadline, time.Now); err != nil {
+		return err
 	}
-	req.IO.RateLimiterPriority = ro.priority()
-	req.IO.Activity = activity
-	req.IO.Tag = ro.Tag
-	req.IO.Perf = ro.Perf
 	req.VerifyChecksums = !ro.DontVerifyChecksums
 	req.FillCache = !ro.DontFillCache
 	req.AsyncIO = ro.AsyncIO
