@@ -253,9 +253,15 @@ func (d *DB) post(ev func(*EventListener)) {
 func tableInfos(level int, files []*manifest.FileMetadata) []TableInfo {
 	out := make([]TableInfo, 0, len(files))
 	for _, f := range files {
-		out = append(out, TableInfo{FileNum: uint64(f.FileNum), Level: level, Size: f.Size})
+		out = append(out, tableInfo(level, f, ""))
 	}
 	return out
+}
+
+// tableInfo describes file f of level, written for reason ("" for an
+// existing table).
+func tableInfo(level int, f *manifest.FileMetadata, reason string) TableInfo {
+	return TableInfo{FileNum: uint64(f.FileNum), Level: level, Size: f.Size, Reason: reason}
 }
 
 // The notify functions are the events' call sites: each updates the
@@ -412,8 +418,7 @@ func severityName(s bgSeverity) string {
 }
 
 // The helpers below turn the engine's own values into events, so that each
-// call site in flush.go, compaction.go, write.go, open.go and bgerror.go is
-// one line.
+// call site in flush.go, compaction.go and open.go is one line.
 
 // flushEvent is a flush in progress, for endFlushEvent.
 type flushEvent struct {
@@ -436,7 +441,7 @@ func (d *DB) endFlushEvent(ev flushEvent, tw *tableWriter, err error) {
 	info.Duration = time.Since(ev.start)
 	info.Err = err
 	if err == nil && tw != nil && tw.meta != nil {
-		out := TableInfo{FileNum: uint64(tw.meta.FileNum), Level: 0, Size: tw.meta.Size, Reason: "flush"}
+		out := tableInfo(0, tw.meta, "flush")
 		d.notifyTableCreated(out)
 		info.Output = &out
 	}
@@ -473,7 +478,7 @@ func (d *DB) endCompactionEvent(ev compactionEvent, outputs tableOutputs, err er
 			if tw.meta == nil {
 				continue
 			}
-			out := TableInfo{FileNum: uint64(tw.meta.FileNum), Level: info.OutputLevel, Size: tw.meta.Size, Reason: "compaction"}
+			out := tableInfo(info.OutputLevel, tw.meta, "compaction")
 			d.notifyTableCreated(out)
 			info.Outputs = append(info.Outputs, out)
 			info.BytesWritten += out.Size
