@@ -57,38 +57,11 @@ func (r *Reader) GetHash(ctx context.Context, env ReadEnv, key []byte, h uint32,
 // GetHashSeq is GetHash that also returns the found entry's sequence
 // number, which a reader compares with the range tombstones covering key.
 func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
-	if r.metaInCache {
-		return r.getCached(ctx, env, key, h, seq)
-	}
 	st := r.opts.Stats
 	env.IO.Perf.AddTableConsulted()
-	if r.filter != nil {
-		if !bloom.MayContainHash(r.filter, h) {
-			st.RecordTick(statistics.BloomFilterUseful, 1)
-			env.IO.Perf.AddFilterCheck(false)
-			return nil, 0, 0, false, BlockPin{}, nil
-		}
-		st.RecordTick(statistics.BloomFilterFullPositive, 1)
-		env.IO.Perf.AddFilterCheck(true)
-	}
-	gs := getStates.Get().(*getState)
-	gs.key = appendSearchKey(gs.key[:0], key, seq)
-	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, r.index)
-	// Drop the references to block memory before pooling.
-	gs.data.Reset()
-	getStates.Put(gs)
-	if found && r.filter != nil {
-		st.RecordTick(statistics.BloomFilterFullTruePositive, 1)
-	}
-	return value, kind, entrySeq, found, pin, err
-}
-
-// getCached is GetHashSeq for a Reader whose index and filter live in the
-// block cache: each is looked up (and loaded on a miss, with env.IO) and
-// pinned only while this call uses it.
-func (r *Reader) getCached(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
-	st := r.opts.Stats
-	env.IO.Perf.AddTableConsulted()
+	// The filter and the index are the Reader's own or, with
+	// CacheIndexAndFilterBlocks, looked up in the cache (and loaded on a
+	// miss, with env.IO) and pinned only while this call uses them.
 	if r.hasFilter {
 		filter, fh, err := r.pinFilter(ctx, env.IO)
 		if err != nil {
@@ -104,14 +77,15 @@ func (r *Reader) getCached(ctx context.Context, env ReadEnv, key []byte, h uint3
 		st.RecordTick(statistics.BloomFilterFullPositive, 1)
 		env.IO.Perf.AddFilterCheck(true)
 	}
-	var x indexTable
-	ih, err := r.pinIndex(ctx, env.IO, &x)
+	var view indexTable
+	x, ih, err := r.pinIndex(ctx, env.IO, &view)
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err
 	}
 	gs := getStates.Get().(*getState)
 	gs.key = appendSearchKey(gs.key[:0], key, seq)
-	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, &x)
+	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, x)
+	// Drop the references to block memory before pooling.
 	gs.data.Reset()
 	getStates.Put(gs)
 	ih.Release()

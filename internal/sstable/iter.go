@@ -85,15 +85,12 @@ var iterPool = sync.Pool{New: func() any { return new(Iter) }}
 func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) (*Iter, error) {
 	i := iterPool.Get().(*Iter)
 	i.r, i.ctx, i.env, i.lower, i.upper = r, ctx, env, lower, upper
-	i.x = r.index
-	if r.metaInCache {
-		ih, err := r.pinIndex(ctx, env.IO, &i.xv)
-		if err != nil {
-			i.release()
-			return nil, err
-		}
-		i.ih, i.x = ih, &i.xv
+	x, ih, err := r.pinIndex(ctx, env.IO, &i.xv)
+	if err != nil {
+		i.release()
+		return nil, err
 	}
+	i.x, i.ih = x, ih
 	return i, nil
 }
 

@@ -101,19 +101,19 @@ func alignedFilter(v []byte) []byte {
 	return v[skip : skip+n : skip+n]
 }
 
-// pinIndex returns the index for a read: the Reader's own, or the cached
-// one, with the handle that pins it (the zero Handle for the Reader's own).
-func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, x *indexTable) (cache.Handle, error) {
+// pinIndex returns the index for a read: the Reader's own, or a view of the
+// cached one in *view, with the handle that pins it (the zero Handle for the
+// Reader's own).
+func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, view *indexTable) (*indexTable, cache.Handle, error) {
 	if !r.metaInCache {
-		*x = *r.index
-		return cache.Handle{}, nil
+		return r.index, cache.Handle{}, nil
 	}
 	hd, err := r.cachedMeta(ctx, io, r.footer.Index, true)
 	if err != nil {
-		return cache.Handle{}, err
+		return nil, cache.Handle{}, err
 	}
-	*x = viewIndexTable(hd.Value())
-	return hd, nil
+	*view = viewIndexTable(hd.Value())
+	return view, hd, nil
 }
 
 // pinFilter returns the filter for a read (nil when the table has none),

@@ -126,21 +126,17 @@ func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys [
 // multiGetIndex runs multiGetBlocks with the index and filter pinned, when
 // they live in the block cache, for that pass only.
 func (r *Reader) multiGetIndex(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
-	if !r.metaInCache {
-		r.multiGetBlocks(ms, keys, env.IO.Perf, r.index, r.filter)
-		return nil
-	}
 	filter, fh, err := r.pinFilter(ctx, env.IO)
 	if err != nil {
 		return err
 	}
-	var x indexTable
-	ih, err := r.pinIndex(ctx, env.IO, &x)
+	var view indexTable
+	x, ih, err := r.pinIndex(ctx, env.IO, &view)
 	if err != nil {
 		fh.Release()
 		return err
 	}
-	r.multiGetBlocks(ms, keys, env.IO.Perf, &x, filter)
+	r.multiGetBlocks(ms, keys, env.IO.Perf, x, filter)
 	ih.Release()
 	fh.Release()
 	return nil
