@@ -260,7 +260,7 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 	if large {
 		lm, inWAL, err = d.commitLarge(w, first, mem.logNum, syncWAL)
 	} else {
-		inWAL, err = d.commitGroup(group, first, mem, syncWAL, w.noWAL)
+		inWAL, err = d.commitGroup(group, first, mem, syncWAL)
 	}
 	d.mu.Lock()
 	if err == nil && lm != nil {
@@ -344,7 +344,7 @@ func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, 
 		mt, err := memtable.NewFromBatch(&view, first)
 		done <- indexed{mt, err}
 	}()
-	walErr := d.logLarge(w, first, syncWAL)
+	walErr := d.logGroup([]*writer{w}, first, syncWAL)
 	ix := <-done
 	if walErr != nil {
 		return nil, true, walErr
@@ -359,29 +359,11 @@ func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, 
 	return m, false, nil
 }
 
-// logLarge writes a large batch to the WAL, unless w.noWAL. The rotation
-// that follows syncs the WAL in the background (syncPrevWAL).
-func (d *DB) logLarge(w *writer, first base.SeqNum, syncWAL bool) error {
-	if w.noWAL {
-		d.stats.RecordTick(statistics.BytesWritten, uint64(w.batch.Len()))
-		d.unlogged.Store(true)
-		return nil
-	}
-	return d.logGroup([]*writer{w}, first, syncWAL)
-}
-
-// commitGroup writes the group's batches to the WAL as one record, unless
-// noWAL, and applies them to mem. It runs without d.mu; only the leader calls
-// it. inWAL reports that the error is the WAL's, in which case no batch was
-// applied.
-func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL, noWAL bool) (inWAL bool, err error) {
-	if noWAL {
-		for _, g := range group {
-			d.stats.RecordTick(statistics.BytesWritten, uint64(g.batch.Len()))
-		}
-		d.unlogged.Store(true)
-		return false, d.applyGroup(group, first, mem)
-	}
+// commitGroup writes the group's batches to the WAL as one record (unless
+// they are DisableWAL writes; see logGroup) and applies them to mem. It runs
+// without d.mu; only the leader calls it. inWAL reports that the error is the
+// WAL's, in which case no batch was applied.
+func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) (inWAL bool, err error) {
 	if err := d.logGroup(group, first, syncWAL); err != nil {
 		return true, err
 	}
@@ -389,9 +371,18 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 }
 
 // logGroup writes the group's batches to the WAL as one record, the first
-// at sequence number first, and syncs it if syncWAL. Only the leader calls
-// it, without d.mu.
+// at sequence number first, and syncs it if syncWAL. A group of DisableWAL
+// writes (a group's writers agree on noWAL: see leadLocked) only counts
+// their bytes and marks the database as holding unlogged writes. Only the
+// leader calls it, without d.mu.
 func (d *DB) logGroup(group []*writer, first base.SeqNum, syncWAL bool) error {
+	if group[0].noWAL {
+		for _, g := range group {
+			d.stats.RecordTick(statistics.BytesWritten, uint64(g.batch.Len()))
+		}
+		d.unlogged.Store(true)
+		return nil
+	}
 	if err := d.awaitPrevWALSync(); err != nil {
 		return err
 	}
