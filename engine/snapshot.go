@@ -22,8 +22,7 @@ type Snapshot struct {
 	seq base.SeqNum
 	// prev and next link the DB's snapshot list, guarded by db.mu.
 	prev, next *Snapshot
-	closed     bool
-	// released mirrors closed for reads, which do not take db.mu.
+	// released is set by Close; reads check it without taking db.mu.
 	released atomic.Bool
 }
 
@@ -89,11 +88,9 @@ func (s *Snapshot) Close() error {
 	d := s.db
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s.closed {
+	if s.released.Swap(true) {
 		return base.Mark(errors.New("engine: snapshot already closed"), ErrClosed)
 	}
-	s.closed = true
-	s.released.Store(true)
 	d.mu.snapshots.remove(s)
 	return nil
 }
