@@ -573,23 +573,13 @@ func (m *MemTable) raiseHeight(h int) {
 // splice stale, not wrong: the link's CAS fails and searches on from prev.
 func (m *MemTable) findSpliceFrom(key base.InternalKey, ins *inserter) (height int, found bool) {
 	height = int(m.height.Load())
-	if ins.height < height {
-		// No hint, or the list grew taller than the hint: search afresh.
-		return height, m.findSplice(key, height, &ins.spl)
-	}
-	height = ins.height
-	level := 0
-	for ; level < height; level++ {
-		next := ins.spl[level].next
-		if next == 0 {
-			break
-		}
-		c := m.compare(key, next)
-		if c == 0 {
+	// No hint, or the list grew taller than the hint: every level is
+	// searched from the head.
+	level := height
+	if ins.height >= height {
+		height = ins.height
+		if level, found = m.bracketingLevel(key, ins); found {
 			return height, true
-		}
-		if c < 0 {
-			break
 		}
 	}
 	prev := m.head
@@ -604,16 +594,24 @@ func (m *MemTable) findSpliceFrom(key base.InternalKey, ins *inserter) (height i
 	return height, found
 }
 
-// findSplice fills spl[:height] with where key belongs at each level,
-// searching from the head. found reports that key itself is in the list.
-func (m *MemTable) findSplice(key base.InternalKey, height int, spl *[maxHeight]splice) (found bool) {
-	prev := m.head
-	for level := height - 1; level >= 0; level-- {
-		var next uint32
-		prev, next, found = m.findSpliceForLevel(key, level, prev)
-		spl[level] = splice{prev, next}
+// bracketingLevel returns the lowest level whose splice in ins brackets key
+// (key is at or before its next), or ins.height when none does. found
+// reports that key is a splice's next, that is, in the list.
+func (m *MemTable) bracketingLevel(key base.InternalKey, ins *inserter) (level int, found bool) {
+	for ; level < ins.height; level++ {
+		next := ins.spl[level].next
+		if next == 0 {
+			break
+		}
+		c := m.compare(key, next)
+		if c == 0 {
+			return level, true
+		}
+		if c < 0 {
+			break
+		}
 	}
-	return found
+	return level, false
 }
 
 // findSpliceForLevel walks level from start, which must be before key, to
