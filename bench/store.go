@@ -114,43 +114,37 @@ type shaleStore struct {
 	ctx context.Context
 }
 
+// shaleOptions are shale's options for cfg. The statistics and
+// CacheIndexAndFilterBlocks apply to every variant, defaults included.
 func shaleOptions(cfg storeConfig) (*engine.Options, error) {
-	o, err := shaleOptionsFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	o.CacheIndexAndFilterBlocks = cfg.shaleCacheIndexAndFilter
-	return o, nil
-}
-
-func shaleOptionsFor(cfg storeConfig) (*engine.Options, error) {
 	stats, disable, err := shaleStatistics(cfg.shaleStats)
 	if err != nil {
 		return nil, err
 	}
+	var o *engine.Options
 	switch {
 	case cfg.defaults:
-		return &engine.Options{Statistics: stats, DisableStatistics: disable}, nil
+		o = &engine.Options{}
 	case cfg.dbgetShape:
-		return &engine.Options{
+		o = &engine.Options{
 			MmapReads:            true,
 			BlockCacheSize:       -1,
 			Compression:          engine.CompressionNone,
 			BlockRestartInterval: 1,
 			WriteBufferSize:      cfg.memtableSize,
 			BloomBitsPerKey:      cfg.bloomBits,
-			Statistics:           stats,
-			DisableStatistics:    disable,
-		}, nil
+		}
+	default:
+		o = &engine.Options{
+			BlockCacheSize:  cfg.cacheSize,
+			WriteBufferSize: cfg.memtableSize,
+			BloomBitsPerKey: cfg.bloomBits,
+			Compression:     engine.CompressionSnappy,
+		}
 	}
-	return &engine.Options{
-		BlockCacheSize:    cfg.cacheSize,
-		WriteBufferSize:   cfg.memtableSize,
-		BloomBitsPerKey:   cfg.bloomBits,
-		Compression:       engine.CompressionSnappy,
-		Statistics:        stats,
-		DisableStatistics: disable,
-	}, nil
+	o.Statistics, o.DisableStatistics = stats, disable
+	o.CacheIndexAndFilterBlocks = cfg.shaleCacheIndexAndFilter
+	return o, nil
 }
 
 func openShale(dir string, cfg storeConfig) (*shaleStore, error) {
