@@ -145,6 +145,13 @@ func TestGetAllocs(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(43, 44)), 2000, 50)
 	data := buildTable(t, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, es)
 	r := openTable(t, data, openConfig{cache: cache.New(16 << 20), stats: statistics.New(statistics.LevelAll)})
+	checkGetAllocs(t, r, es)
+}
+
+// checkGetAllocs checks that a Get of r, a table of es, allocates nothing
+// once its block is cached: found, absent, and filtered out, each in a
+// subtest.
+func checkGetAllocs(t *testing.T, r *Reader, es []entry) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string

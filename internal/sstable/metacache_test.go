@@ -329,28 +329,8 @@ func TestGetAllocsCachedIndexAndFilter(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(43, 44)), 2000, 50)
 	data := buildTable(t, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, es)
 	r := openTable(t, data, openConfig{cache: cache.New(16 << 20), stats: statistics.New(statistics.LevelAll), cacheMeta: true})
+	checkGetAllocs(t, r, es)
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name  string
-		key   []byte
-		found bool
-	}{
-		{"found", es[1000].key.UserKey, true},
-		{"absent", []byte("key000999x"), false},
-		{"filtered", []byte("nothing-like-it"), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			get := func() {
-				_, _, found, pin, err := r.Get(ctx, verifyEnv, tc.key, base.MaxSeqNum)
-				if err != nil || found != tc.found {
-					t.Fatalf("Get(%q) = %t, %v", tc.key, found, err)
-				}
-				pin.Release()
-			}
-			get() // load the block
-			require.Zero(t, testing.AllocsPerRun(1000, get))
-		})
-	}
 	t.Run("multiget", func(t *testing.T) {
 		keys := []MultiGetKey{{Key: es[10].key.UserKey, Seq: base.MaxSeqNum}, {Key: es[1500].key.UserKey, Seq: base.MaxSeqNum}}
 		for i := range keys {
