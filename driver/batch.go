@@ -206,8 +206,8 @@ type BatchWriter interface {
 }
 
 // Replay calls w's method for each write of the batch, in order. The slices
-// passed to w point into the batch, valid until the batch is modified: w
-// copies what it keeps (a Batch does). Replaying a batch into itself
+// passed to w point into the batch (see [Op]): w copies what it keeps (a
+// Batch does). Replaying a batch into itself
 // appends a copy of its writes: the replay reads only the writes there were
 // when it began.
 func (b *Batch) Replay(w BatchWriter) {
