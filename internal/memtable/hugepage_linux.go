@@ -9,9 +9,11 @@ const hugePageMin = 2 << 20
 // adviseHugePages asks the kernel to back a large arena with transparent
 // huge pages where it is configured to do so only on request ("madvise", a
 // common default). An arena is written from start to end once, so 4 KiB
-// pages cost a page fault each: a memtable of 100 MB took 25,000 faults,
-// most of the time of applying a large sorted batch. The advice is a hint;
-// a kernel without transparent huge pages refuses it, which changes nothing.
+// pages cost a page fault each, about 24,000 for 100 MB: with the advice,
+// applying a million sorted records went from 0.42-0.76 s to 0.15-0.18 s,
+// and a million random ones from 0.68-0.97 s to 0.32-0.42 s (commit
+// c5f0fad). The advice is a hint; a kernel without transparent huge pages
+// refuses it, which changes nothing.
 func adviseHugePages(b []byte) {
 	if len(b) >= hugePageMin {
 		_ = syscall.Madvise(b, syscall.MADV_HUGEPAGE)
