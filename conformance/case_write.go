@@ -58,7 +58,6 @@ func testDeleteRange(t testing.TB, s *suite) {
 	check := func(when string) {
 		t.Helper()
 		checkModel(t, db, m, keys, when)
-		want := m.scan(nil, nil)
 		vals, err := db.MultiGet(bg, keys)
 		if err != nil {
 			t.Fatalf("%s: MultiGet: %v", when, err)
@@ -72,7 +71,6 @@ func testDeleteRange(t testing.TB, s *suite) {
 			checkScans(t, db, &driver.IterOptions{LowerBound: b[0], UpperBound: b[1]},
 				m.scan(b[0], b[1]), when)
 		}
-		_ = want
 	}
 	// Empty and inverted ranges delete nothing.
 	for _, r := range [][2][]byte{{[]byte("c"), []byte("b")}, {[]byte("b"), []byte("b")}, {nil, nil}} {
@@ -109,9 +107,7 @@ func testDeleteRange(t testing.TB, s *suite) {
 	m.apply(ops)
 	keys = append(keys, []byte("b1"), []byte("b2"))
 	check("after a batch of puts, deletes and overlapping range deletions")
-	if err := db.Flush(bg); err != nil && !errors.Is(err, driver.ErrNotSupported) {
-		t.Fatalf("Flush: %v", err)
-	}
+	flushIfAble(t, db)
 	check("after Flush")
 
 	// Random batches against the model, with flushes and compactions.
@@ -132,12 +128,8 @@ func testDeleteRange(t testing.TB, s *suite) {
 		mustWrite(t, db, batch(ops))
 		m.apply(ops)
 		if round%10 == 9 {
-			if err := db.Flush(bg); err != nil && !errors.Is(err, driver.ErrNotSupported) {
-				t.Fatalf("Flush: %v", err)
-			}
-			if err := db.Compact(bg, nil, nil); err != nil && !errors.Is(err, driver.ErrNotSupported) {
-				t.Fatalf("Compact: %v", err)
-			}
+			flushIfAble(t, db)
+			compactIfAble(t, db)
 		}
 	}
 	var all [][]byte
@@ -352,12 +344,8 @@ func testSnapshot(t testing.TB, s *suite) {
 	} else if !errors.Is(err, driver.ErrNotSupported) {
 		t.Fatalf("DeleteRange: %v", err)
 	}
-	if err := db.Flush(bg); err != nil && !errors.Is(err, driver.ErrNotSupported) {
-		t.Fatalf("Flush: %v", err)
-	}
-	if err := db.Compact(bg, nil, nil); err != nil && !errors.Is(err, driver.ErrNotSupported) {
-		t.Fatalf("Compact: %v", err)
-	}
+	flushIfAble(t, db)
+	compactIfAble(t, db)
 	absent := [][]byte{key(500), key(-1)}
 	checkModel(t, snap, m, absent, "in a snapshot taken before later writes, a range deletion, Flush and Compact")
 	checkScans(t, snap, &driver.IterOptions{LowerBound: key(4), UpperBound: key(21)}, m.scan(key(4), key(21)),
@@ -403,9 +391,7 @@ func testCheckpoint(t testing.TB, s *suite) {
 	db := s.open(t)
 	m := newModel()
 	writeRound(t, db, m, 0, 0, 200)
-	if err := db.Flush(bg); err != nil && !errors.Is(err, driver.ErrNotSupported) {
-		t.Fatalf("Flush: %v", err)
-	}
+	flushIfAble(t, db)
 	writeRound(t, db, m, 1, 150, 100) // some left unflushed
 	if err := db.Checkpoint(bg, ""); err == nil || !errors.Is(err, driver.ErrInvalidArgument) &&
 		!errors.Is(err, driver.ErrNotSupported) {

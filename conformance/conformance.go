@@ -394,6 +394,24 @@ func mustWrite(t testing.TB, db interface {
 	}
 }
 
+// flushIfAble flushes db, if the driver can, and stops the case if that
+// fails otherwise.
+func flushIfAble(t testing.TB, db *dbh) {
+	t.Helper()
+	if err := db.Flush(bg); err != nil && !errors.Is(err, driver.ErrNotSupported) {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+// compactIfAble compacts all of db, if the driver can, and stops the case
+// if that fails otherwise.
+func compactIfAble(t testing.TB, db *dbh) {
+	t.Helper()
+	if err := db.Compact(bg, nil, nil); err != nil && !errors.Is(err, driver.ErrNotSupported) {
+		t.Fatalf("Compact: %v", err)
+	}
+}
+
 // checkGet reports a Get of k that does not return want; want nil means k
 // must be absent (ErrNotFound). when says what happened before, for the
 // message. It reports whether the Get was right.
