@@ -52,9 +52,8 @@ type batchMem struct {
 // encoding is 4 GiB or longer, is an error marked base.ErrInvalidArgument;
 // a malformed one returns its corruption error.
 func NewFromBatch(b *batch.Batch, seq base.SeqNum) (*MemTable, error) {
-	n := b.Count()
-	if n > 0 && (seq > base.MaxSeqNum || seq > base.MaxSeqNum-base.SeqNum(n-1)) {
-		return nil, base.InvalidArgumentf("memtable: sequence numbers %d+%d exceed the maximum %d", seq, n, base.MaxSeqNum)
+	if err := checkSeqRange(seq, b.Count()); err != nil {
+		return nil, err
 	}
 	if b.Len() > math.MaxUint32 {
 		return nil, base.InvalidArgumentf("memtable: a %d-byte batch is too large to index with 32-bit offsets", b.Len())
@@ -177,23 +176,14 @@ func (bm *batchMem) seqOf(e uint64) base.SeqNum { return bm.seq + base.SeqNum(e>
 
 // searchGE returns the position of the first entry whose user key is >= key.
 func (bm *batchMem) searchGE(key []byte) int {
-	lo, hi := 0, len(bm.index)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if bytes.Compare(bm.key(bm.index[mid]), key) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	// Every entry of key is at or below the largest sequence number.
+	return bm.search(key, math.MaxUint64)
 }
 
-// getEntry is GetEntry: the newest record of key at or below seq.
-func (bm *batchMem) getEntry(key []byte, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool) {
-	seq = min(seq, base.MaxSeqNum)
-	// The first entry at or after (key, seq) in internal order: a larger
-	// user key, or key itself at a sequence number <= seq.
+// search returns the position of the first entry at or after (key, seq) in
+// internal order: a larger user key, or key itself at a sequence number <=
+// seq.
+func (bm *batchMem) search(key []byte, seq base.SeqNum) int {
 	lo, hi := 0, len(bm.index)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -205,6 +195,12 @@ func (bm *batchMem) getEntry(key []byte, seq base.SeqNum) (value []byte, kind ba
 			hi = mid
 		}
 	}
+	return lo
+}
+
+// getEntry is GetEntry: the newest record of key at or below seq.
+func (bm *batchMem) getEntry(key []byte, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool) {
+	lo := bm.search(key, min(seq, base.MaxSeqNum))
 	if lo == len(bm.index) {
 		return nil, 0, 0, false
 	}

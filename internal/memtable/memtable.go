@@ -265,8 +265,8 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 	if n == 0 {
 		return nil
 	}
-	if seq > base.MaxSeqNum || seq > base.MaxSeqNum-base.SeqNum(n-1) {
-		return base.InvalidArgumentf("memtable: sequence numbers %d+%d exceed the maximum %d", seq, n, base.MaxSeqNum)
+	if err := checkSeqRange(seq, n); err != nil {
+		return err
 	}
 
 	// Two passes draw the same tower heights from one seed: the first sizes
@@ -319,6 +319,15 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 		}
 		off += uint32(entrySize(h, len(key), len(value)))
 	}
+}
+
+// checkSeqRange refuses a batch of n records at sequence numbers seq,
+// seq+1, ... when they would pass base.MaxSeqNum.
+func checkSeqRange(seq base.SeqNum, n uint32) error {
+	if n > 0 && (seq > base.MaxSeqNum || seq > base.MaxSeqNum-base.SeqNum(n-1)) {
+		return base.InvalidArgumentf("memtable: sequence numbers %d+%d exceed the maximum %d", seq, n, base.MaxSeqNum)
+	}
+	return nil
 }
 
 // Fits reports whether Apply(b, ...) would find room for b now. It uses an
