@@ -73,9 +73,5 @@ func tickIn(sh *shardData, own bool, l Level, t Ticker, n uint64) {
 	if l < tickerMinLevel[t] || n == 0 {
 		return
 	}
-	if own {
-		addOwned(&sh.tickers[t], n)
-	} else {
-		sh.tickers[t].Add(n)
-	}
+	addIn(&sh.tickers[t], n, own)
 }

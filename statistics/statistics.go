@@ -161,12 +161,18 @@ func (s *Statistics) tick(t Ticker, n uint64) {
 		return
 	}
 	sh, own := s.pin()
-	if own {
-		addOwned(&sh.tickers[t], n)
-	} else {
-		sh.tickers[t].Add(n)
-	}
+	addIn(&sh.tickers[t], n, own)
 	procUnpin()
+}
+
+// addIn adds n to a of the stripe pin returned: with a plain add where the
+// caller's P owns the stripe (own), else a locked one.
+func addIn(a *atomic.Uint64, n uint64, own bool) {
+	if own {
+		addOwned(a, n)
+	} else {
+		a.Add(n)
+	}
 }
 
 // TickerEnabled reports whether RecordTick(t, ...) would record now, so a
