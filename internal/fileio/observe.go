@@ -99,8 +99,9 @@ func (o *observer) done(n int, swMicros uint64, swWaits bool) {
 	}
 }
 
-// NoteCacheHit records a data-block cache hit for the tag and the sink of
-// opts; NoteCacheMiss a miss. The table reader calls them next to its
+// NoteCacheHit records a block cache hit (of a data block, or of an index
+// or filter kept in the cache) for the tag and the sink of opts;
+// NoteCacheMiss a miss. The table reader calls them next to its
 // BlockCacheHit and BlockCacheMiss tickers.
 func NoteCacheHit(st *statistics.Statistics, opts ioctx.IOOptions) {
 	if opts.Tag != ioctx.TagNone || opts.Perf != nil {

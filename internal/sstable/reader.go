@@ -124,9 +124,10 @@ const maxSnappyExpansion = 32
 // The index is cached in its decoded, searchable form (see encodeIndexTable),
 // the filter aligned to cache lines, each charged at that size; their cache
 // keys are their blocks' offsets, so EvictFromCache drops them too. Get and
-// MultiGet look each up once per call (a hit ticks BlockCacheHit, and for
-// the index BlockCacheIndexHit; a miss BlockCacheMiss) and release them
-// before returning; an Iter pins the index until Close. A lookup that misses
+// MultiGet look each up once per call (a hit ticks BlockCacheHit and
+// BlockCacheIndexHit or BlockCacheFilterHit; a miss BlockCacheMiss and
+// BlockCacheIndexMiss or BlockCacheFilterMiss) and release them before
+// returning; an Iter pins the index until Close. A lookup that misses
 // reads the block again with one Read, tagged with the IOOptions of the read
 // that needed it, and always verifies its checksum. A block too large for a
 // cache shard is returned uncached, so it is read again by every use.
