@@ -255,17 +255,26 @@ func (ds driverSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest,
 	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return ds.s.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq)
+	return driverIter(ds.s.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq))
 }
 
 func (ds driverSnapshot) Close() error { return ds.s.Close() }
+
+// driverIter hands an engine iterator to the façade: on an error, a nil
+// driver.Iter, not a nil pointer wrapped in a non-nil interface.
+func driverIter(it driver.Iter, err error) (driver.Iter, error) {
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
 
 func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driver.IterOptions) (driver.Iter, error) {
 	call := readCall{env: req}
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return c.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest)
+	return driverIter(c.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest))
 }
 
 func (c *conn) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
@@ -357,7 +366,7 @@ func (t *driverTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts 
 	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return t.tx.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound})
+	return driverIter(t.tx.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}))
 }
 
 func (t *driverTx) Put(ctx context.Context, key, value []byte) error {

@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/ioctx"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDriverNewIteratorErrorIsNil: when the engine cannot open an iterator
+// (here, the read state is gone with the database), the driver returns a nil
+// driver.Iter, not a nil *Iterator in a non-nil interface that a caller
+// checking it != nil would use.
+func TestDriverNewIteratorErrorIsNil(t *testing.T) {
+	db, err := Open("/db", smallOptions(vfs.NewMem()))
+	require.NoError(t, err)
+	c := &conn{db: db}
+	req, err := ioctx.ReadOptions{Activity: ioctx.ActivityDBIterator}.Resolve(context.Background())
+	require.NoError(t, err)
+	// Drop the read state while the database still counts as open, so
+	// that startRead passes and newIteratorImpl fails.
+	db.readState.cur.Store(nil)
+	it, err := c.NewIterator(context.Background(), req, driver.IterOptions{})
+	require.ErrorIs(t, err, ErrClosed)
+	require.True(t, it == nil, "a failed NewIterator returned a non-nil driver.Iter (%T)", it)
+	db.readState.cur.Store(db.readState.val)
+	require.NoError(t, db.Close())
+}
