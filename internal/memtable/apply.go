@@ -49,23 +49,8 @@ func keyPrefix(key []byte) uint64 {
 // Apply.
 func (m *MemTable) applySorted(b *batch.Batch, seq base.SeqNum, off uint32, rng *rand.PCG) error {
 	entries := make([]sortEntry, 0, b.Count())
-	r := b.Reader()
-	for s := seq; ; s++ {
-		kind, key, value, ok, err := r.Next()
-		if err != nil {
-			return base.AssertionFailedf("memtable: batch changed during Apply: %v", err)
-		}
-		if !ok {
-			break
-		}
-		if kind == base.KindRangeDelete {
-			m.rangeDels.add(s, key, value)
-			continue
-		}
-		h := randomHeight(rng.Uint64())
-		m.initNode(off, h, base.MakeTrailer(s, kind), key, value)
-		entries = append(entries, sortEntry{prefix: keyPrefix(key), off: off})
-		off += uint32(entrySize(h, len(key), len(value)))
+	if err := m.placeNodes(b, seq, off, rng, &entries); err != nil {
+		return err
 	}
 	slices.SortFunc(entries, func(x, y sortEntry) int {
 		if c := cmp.Compare(x.prefix, y.prefix); c != 0 {

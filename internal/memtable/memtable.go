@@ -299,7 +299,16 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 	if n >= sortedApplyMin {
 		return m.applySorted(b, seq, off, &rng)
 	}
-	r = b.Reader()
+	return m.placeNodes(b, seq, off, &rng, nil)
+}
+
+// placeNodes writes a node for each of b's point records into the arena
+// space Apply reserved, from off on, drawing the heights Apply sized the
+// entries with from rng, and adds b's range deletions to the tombstones in
+// batch order. Each node is linked at once or, when sorted is not nil,
+// appended to *sorted, for applySorted to link in key order.
+func (m *MemTable) placeNodes(b *batch.Batch, seq base.SeqNum, off uint32, rng *rand.PCG, sorted *[]sortEntry) error {
+	r := b.Reader()
 	for s := seq; ; s++ {
 		kind, key, value, ok, err := r.Next()
 		if err != nil {
@@ -314,7 +323,9 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 		}
 		h := randomHeight(rng.Uint64())
 		m.initNode(off, h, base.MakeTrailer(s, kind), key, value)
-		if err := m.link(off, h); err != nil {
+		if sorted != nil {
+			*sorted = append(*sorted, sortEntry{prefix: keyPrefix(key), off: off})
+		} else if err := m.link(off, h); err != nil {
 			return err
 		}
 		off += uint32(entrySize(h, len(key), len(value)))
