@@ -58,7 +58,8 @@ func (b *Batch) Reset() { b.b.Reset() }
 //     Concurrent writes commit in groups: a group is synced when any of its
 //     writes asked, and a sync write never joins a group led by an unsynced
 //     one. Without Sync, an acknowledged write is in the WAL's buffer and
-//     reaches the operating system a few microseconds later (see walFile):
+//     reaches the operating system when walFile's background writer hands
+//     the buffer on (up to walMaxPending bytes may wait behind a slow disk):
 //     a process crash (kill -9) can lose the last unsynced writes, a
 //     machine crash the ones the OS had not written back; never a synced
 //     write, nor any write before a synced one.
