@@ -63,9 +63,10 @@ func invariantTSC() bool {
 	return edx&(1<<8) != 0
 }
 
-// calibrationSpan is how long calibration measures the counter's rate: the
-// reading pairs at its ends are each exact to about 100 ns, so the rate is
-// to about 1e-4, a tenth of a microsecond on a millisecond sample.
+// calibrationSpan is how long calibration measures the counter's rate. Each
+// reading pair at its ends brackets one nanotime call (tens of nanoseconds,
+// BenchmarkClock), so even an error of 100 ns at each end leaves the rate
+// exact to 1e-4: a tenth of a microsecond on a millisecond sample.
 const calibrationSpan = 2 * time.Millisecond
 
 // startClock calibrates the counter, once per process, and switches monoNow
