@@ -161,9 +161,16 @@ func CacheAligned(filter []byte) []byte {
 	if len(filter) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(filter)))%LineSize == 0 {
 		return filter
 	}
-	buf := make([]byte, len(filter)+LineSize-1)
-	skip := (LineSize - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%LineSize)) % LineSize
-	aligned := buf[skip : skip+len(filter) : skip+len(filter)]
+	aligned := AlignedIn(make([]byte, len(filter)+LineSize-1), len(filter))
 	copy(aligned, filter)
 	return aligned
+}
+
+// AlignedIn returns the n bytes of buf that start at its first 64-byte
+// boundary of memory; buf must hold at least n+LineSize-1 bytes. A filter
+// copied there has its lines on cache lines (see CacheAligned), for a
+// caller that owns the buffer, such as a block cache entry.
+func AlignedIn(buf []byte, n int) []byte {
+	skip := int(-uintptr(unsafe.Pointer(unsafe.SliceData(buf)))) & (LineSize - 1)
+	return buf[skip : skip+n : skip+n]
 }

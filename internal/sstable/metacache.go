@@ -2,7 +2,6 @@ package sstable
 
 import (
 	"context"
-	"unsafe"
 
 	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/cache"
@@ -95,11 +94,7 @@ func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h bloc
 // its len(v)-(bloom.LineSize-1) bytes from the first cache-line boundary.
 // The buffer does not move while cached, so every lookup finds the same
 // bytes.
-func alignedFilter(v []byte) []byte {
-	n := len(v) - (bloom.LineSize - 1)
-	skip := int(-uintptr(unsafe.Pointer(unsafe.SliceData(v)))) & (bloom.LineSize - 1)
-	return v[skip : skip+n : skip+n]
-}
+func alignedFilter(v []byte) []byte { return bloom.AlignedIn(v, len(v)-(bloom.LineSize-1)) }
 
 // pinIndex returns the index for a read: the Reader's own, or a view of the
 // cached one in *view, with the handle that pins it (the zero Handle for the
