@@ -45,7 +45,7 @@ var compactionReadEnv = sstable.ReadEnv{
 // because a file it needs is being compacted in the background: the caller
 // must wait for that compaction and ask again. d.mu is held.
 func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction, busy bool) {
-	v := d.readState.val.current
+	v := d.readState.Load().current
 	if manual != nil {
 		if len(v.Overlaps(manual.level, manual.start, manual.end)) == 0 {
 			return nil, false

@@ -42,14 +42,10 @@ type DB struct {
 	vs      *manifest.VersionSet
 	dirLock io.Closer
 
-	readState struct {
-		// The mutex orders installs; val is the installed state, for
-		// code that holds d.mu. Readers load cur instead, without a lock
-		// (loadReadState): it is val, published atomically.
-		sync.RWMutex
-		val *readState
-		cur atomic.Pointer[readState]
-	}
+	// readState is the installed read state. It changes only under mu
+	// (updateReadStateLocked, Close); readers load it without a lock
+	// (loadReadState).
+	readState atomic.Pointer[readState]
 
 	// closedFlag is set by Close; reads check it without taking mu.
 	closedFlag atomic.Bool

@@ -725,7 +725,7 @@ func TestCompactWaitsForBackgroundCompaction(t *testing.T) {
 		require.NoError(t, db.Flush(ctx))
 	}
 	db.mu.Lock()
-	busy := db.readState.val.current.Levels[0]
+	busy := db.readState.Load().current.Levels[0]
 	require.Len(t, busy, 3)
 	for _, f := range busy {
 		f.CompactionInProgress = true

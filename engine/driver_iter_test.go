@@ -22,10 +22,10 @@ func TestDriverNewIteratorErrorIsNil(t *testing.T) {
 	require.NoError(t, err)
 	// Drop the read state while the database still counts as open, so
 	// that startRead passes and newIteratorImpl fails.
-	db.readState.cur.Store(nil)
+	saved := db.readState.Swap(nil)
 	it, err := c.NewIterator(context.Background(), req, driver.IterOptions{})
 	require.ErrorIs(t, err, ErrClosed)
 	require.True(t, it == nil, "a failed NewIterator returned a non-nil driver.Iter (%T)", it)
-	db.readState.cur.Store(db.readState.val)
+	db.readState.Store(saved)
 	require.NoError(t, db.Close())
 }

@@ -38,12 +38,12 @@ func (d *DB) Metrics(ctx context.Context) (*driver.Metrics, error) {
 	opts := d.compactOptions().WithDefaults()
 
 	d.mu.Lock()
-	if d.mu.closed || d.readState.val == nil {
+	if d.mu.closed || d.readState.Load() == nil {
 		// Close ran between checkOpen and here.
 		d.mu.Unlock()
 		return nil, d.checkOpen()
 	}
-	v := d.readState.val.current
+	v := d.readState.Load().current
 	scores := compact.Scores(v, opts)
 	m.Levels = make([]driver.LevelMetrics, manifest.NumLevels)
 	var pending uint64

@@ -399,15 +399,11 @@ func (d *DB) Close() error {
 	}
 	d.mu.Lock()
 	d.mu.closed = true
-	d.readState.Lock()
-	if rs := d.readState.val; rs != nil {
+	if rs := d.readState.Swap(nil); rs != nil {
 		// Readers that load nil from now on get ErrClosed; those that
 		// hold rs keep it until they release it.
-		d.readState.val = nil
-		d.readState.cur.Store(nil)
 		rs.unref()
 	}
-	d.readState.Unlock()
 	for _, m := range d.mu.imm {
 		m.unref()
 	}

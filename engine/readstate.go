@@ -172,7 +172,7 @@ func (p *arenaPool) get(size int) *memtable.MemTable {
 // the next load sees its successor.
 func (d *DB) loadReadState() (*readState, error) {
 	for {
-		rs := d.readState.cur.Load()
+		rs := d.readState.Load()
 		if rs == nil {
 			return nil, base.Mark(errors.New("engine: database is closed"), ErrClosed)
 		}
@@ -193,12 +193,7 @@ func (d *DB) updateReadStateLocked() {
 		mems = append(mems, d.mu.imm[i])
 	}
 	rs := newReadState(mems, d.vs.Current(), d.tables, d.stats)
-	d.readState.Lock()
-	old := d.readState.val
-	d.readState.val = rs
-	d.readState.cur.Store(rs)
-	d.readState.Unlock()
-	if old != nil {
+	if old := d.readState.Swap(rs); old != nil {
 		old.unref()
 	}
 }

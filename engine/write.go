@@ -763,7 +763,7 @@ func (d *DB) createLog(logNum manifest.FileNum) (f vfs.File, err error) {
 }
 
 func (d *DB) l0CountLocked() int {
-	v := d.readState.val
+	v := d.readState.Load()
 	if v == nil {
 		return 0
 	}
