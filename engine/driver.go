@@ -200,12 +200,7 @@ var _ driver.BatchWriter = (*Batch)(nil)
 
 // DeleteRange writes one range tombstone with the façade's write options.
 func (c *conn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
-	b := batchPool.Get().(*Batch)
-	b.DeleteRange(start, end)
-	err := c.db.writeOpts(ctx, &b.b, wo, nil)
-	b.Reset()
-	batchPool.Put(b)
-	return err
+	return c.db.deleteRangeImpl(ctx, wo, start, end)
 }
 
 func (c *conn) SyncWAL(ctx context.Context) error { return c.db.SyncWAL(ctx) }

@@ -9,6 +9,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/readpath"
 	"github.com/shaledb/shale/statistics"
 )
@@ -30,9 +31,15 @@ func (b *Batch) DeleteRange(start, end []byte) {
 // honour. An empty or inverted range writes nothing and returns nil (after
 // the checks every write makes: a closed or read-only database, a done ctx).
 func (d *DB) DeleteRange(ctx context.Context, start, end []byte) error {
+	return d.deleteRangeImpl(ctx, ioctx.WriteOptionsFrom(ctx), start, end)
+}
+
+// deleteRangeImpl is DeleteRange with resolved write options (the driver
+// adapter's: the façade resolved them).
+func (d *DB) deleteRangeImpl(ctx context.Context, wo WriteOptions, start, end []byte) error {
 	b := batchPool.Get().(*Batch)
 	b.DeleteRange(start, end)
-	err := d.Write(ctx, b, nil)
+	err := d.writeOpts(ctx, &b.b, wo, nil)
 	b.Reset()
 	batchPool.Put(b)
 	return err
