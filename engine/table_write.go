@@ -176,14 +176,9 @@ func (lw *limitedWriter) Write(p []byte) (int, error) {
 	if lw.err != nil {
 		return 0, lw.err
 	}
-	if lw.limiter != nil && lw.limiter.IsRateLimited(ratelimit.OpWrite) {
-		burst := lw.limiter.SingleBurstBytes()
-		for rest := int64(len(p)); rest > 0; rest -= burst {
-			if err := lw.limiter.Request(lw.ctx, min(rest, burst), lw.pri, lw.stats, ratelimit.OpWrite); err != nil {
-				lw.err = errors.Wrap(err, "engine: rate limiter wait for a table write")
-				return 0, lw.err
-			}
-		}
+	if err := ratelimit.RequestBursts(lw.ctx, lw.limiter, int64(len(p)), lw.pri, lw.stats, ratelimit.OpWrite); err != nil {
+		lw.err = errors.Wrap(err, "engine: rate limiter wait for a table write")
+		return 0, lw.err
 	}
 	n, err := lw.w.Write(p)
 	if err != nil {

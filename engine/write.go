@@ -437,15 +437,11 @@ var errSyncWithoutWAL = base.InvalidArgumentf("engine: Sync writes have to enabl
 // at most its burst, when pri is charged and the limiter covers writes. It
 // honours ctx: an error for which errors.Is(err, ctx.Err()) holds.
 func (d *DB) chargeWAL(ctx context.Context, pri ioctx.Priority, n int) error {
-	lim := d.opts.RateLimiter
-	if lim == nil || !pri.Charged() || !lim.IsRateLimited(ratelimit.OpWrite) {
+	if !pri.Charged() {
 		return nil
 	}
-	burst := lim.SingleBurstBytes()
-	for rest := int64(n); rest > 0; rest -= burst {
-		if err := lim.Request(ctx, min(rest, burst), pri, d.stats, ratelimit.OpWrite); err != nil {
-			return errors.Wrap(err, "engine: rate limiter wait for a WAL write")
-		}
+	if err := ratelimit.RequestBursts(ctx, d.opts.RateLimiter, int64(n), pri, d.stats, ratelimit.OpWrite); err != nil {
+		return errors.Wrap(err, "engine: rate limiter wait for a WAL write")
 	}
 	return nil
 }

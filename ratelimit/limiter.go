@@ -63,6 +63,23 @@ type Limiter interface {
 	SingleBurstBytes() int64
 }
 
+// RequestBursts charges n bytes to lim at pri for op in requests of at most
+// SingleBurstBytes each (a write larger than a burst is charged piece by
+// piece, as RocksDB's WritableFileWriter does). It returns the first error,
+// nil at once when lim is nil or does not limit op.
+func RequestBursts(ctx context.Context, lim Limiter, n int64, pri ioctx.Priority, stats *statistics.Statistics, op OpType) error {
+	if lim == nil || !lim.IsRateLimited(op) {
+		return nil
+	}
+	burst := lim.SingleBurstBytes()
+	for rest := n; rest > 0; rest -= burst {
+		if err := lim.Request(ctx, min(rest, burst), pri, stats, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Options configure a Generic limiter. Only BytesPerSecond is required; the
 // zero value of every other field means RocksDB's default.
 type Options struct {
