@@ -40,12 +40,7 @@ func runCheckpoint(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	// Read-only: a checkpoint must not change its source, nor replay its
 	// WAL into new tables.
-	d.set("read_only", "true")
-	final, cfg, err := d.build()
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, final)
+	db, cfg, err := openReadOnly(ctx, d)
 	if err != nil {
 		return err
 	}

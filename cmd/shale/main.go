@@ -388,6 +388,22 @@ func openDB(ctx context.Context, dsn string) (*driver.DB, error) {
 	return db, nil
 }
 
+// openReadOnly opens the database d names with read_only=true, for the
+// commands that inspect or copy a database, and returns it with its
+// configuration.
+func openReadOnly(ctx context.Context, d *dsnBuilder) (*driver.DB, *engine.Config, error) {
+	d.set("read_only", "true")
+	final, cfg, err := d.build()
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := openDB(ctx, final)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, cfg, nil
+}
+
 // isTerminal reports whether w is a terminal, where progress bars may be
 // drawn.
 func isTerminal(w io.Writer) bool {

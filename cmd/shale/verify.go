@@ -58,17 +58,12 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Read-only: a verification must not change what it verifies, nor
-	// replay the WAL into new tables or start compactions.
-	d.set("read_only", "true")
 	if rateLimit.n > 0 {
 		d.set("rate_limit", strconv.FormatInt(rateLimit.n, 10))
 	}
-	final, cfg, err := d.build()
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, final)
+	// Read-only: a verification must not change what it verifies, nor
+	// replay the WAL into new tables or start compactions.
+	db, cfg, err := openReadOnly(ctx, d)
 	if err != nil {
 		return err
 	}
