@@ -131,7 +131,8 @@ func (d *walDumper) dump(fs vfs.FS, name string) error {
 	}
 	d.summary(records, ops, firstSeq, maxSeq)
 	if off, reason := r.Stopped(); reason != nil {
-		return errors.Wrapf(reason, "%s: torn tail: the valid log ends at offset %d of %d; recovery drops the rest", name, off, size)
+		return errors.Wrapf(reason, "%s: torn tail: the valid log ends at offset %d of %d; "+
+			"recovery drops the rest if it is an incomplete final record, and otherwise follows wal_recovery_mode", name, off, size)
 	}
 	fmt.Fprintf(d.w, "the log ends cleanly at offset %d\n", r.Offset())
 	return nil
