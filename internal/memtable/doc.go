@@ -61,7 +61,7 @@
 //
 // next[i] is the offset of the following node at level i; prev is the offset
 // of the preceding node at level 0, so Prev is O(1). The height h is random,
-// 1 ≤ h ≤ 20, with P(h > k) = 4^-k. Only the first h tower slots are
+// 1 ≤ h ≤ 20, with P(h > k) = 2^-k (see randomHeight). Only the first h tower slots are
 // allocated, so a node is never read past its own tower, and the arena keeps
 // a full tower's worth of slack at its end so that a node viewed as a
 // full-size struct never reaches past the arena. The layout exists only in

@@ -455,11 +455,12 @@ func TestArenaSizeFor(t *testing.T) {
 func TestRandomHeight(t *testing.T) {
 	require.Equal(t, maxHeight, randomHeight(0))
 	require.Equal(t, 1, randomHeight(1))
-	require.Equal(t, 1, randomHeight(2))
-	require.Equal(t, 2, randomHeight(4))
-	require.Equal(t, 3, randomHeight(16))
+	require.Equal(t, 2, randomHeight(2))
+	require.Equal(t, 3, randomHeight(4))
+	require.Equal(t, 5, randomHeight(16))
+	require.Equal(t, maxHeight, randomHeight(1<<40))
 
-	// P(h > k) = 4^-k.
+	// P(h > k) = 2^-k.
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 1 << 18
 	var atLeast [maxHeight + 1]int
@@ -470,7 +471,7 @@ func TestRandomHeight(t *testing.T) {
 	}
 	require.Equal(t, n, atLeast[1])
 	for k := 1; k <= 3; k++ {
-		want := float64(n) / float64(int(1)<<(2*k))
+		want := float64(n) / float64(int(1)<<k)
 		require.InEpsilon(t, want, float64(atLeast[k+1]), 0.05, "P(h > %d)", k)
 	}
 }

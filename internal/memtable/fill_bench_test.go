@@ -1,0 +1,115 @@
+package memtable
+
+import (
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/batch"
+)
+
+// fillKeys is the bench module's 32 MiB fill: 32 MiB of 256-byte values.
+const fillKeys = 32 << 20 / 256
+
+// BenchmarkFillApply is the memtable's share of the bench module's "random
+// fill, 1 put/write" phase (issue 15): the fill's keys (the big-endian
+// uint32 k*3 zero-filled to 16 bytes, in a fixed random order) with 256-byte
+// values, applied one single-record batch each to a memtable of the
+// engine's 64 MiB write buffer, which holds all of them. A new memtable is
+// made, untimed, every fillKeys records. Most of the time goes into cache
+// misses along the skiplist search.
+func BenchmarkFillApply(b *testing.B) {
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(fillKeys)
+	value := make([]byte, 256)
+	var key [16]byte
+	var bt batch.Batch
+	var m *MemTable
+	defer func() {
+		if m != nil {
+			m.Free()
+		}
+	}()
+	i := fillKeys
+	seq := base.SeqNum(1)
+	var cpu time.Duration
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		if i == fillKeys {
+			b.StopTimer()
+			cpu += processCPU() - cpu0
+			if m != nil {
+				m.Free()
+			}
+			m = New(64<<20 + 8<<20)
+			i = 0
+			cpu0 = processCPU()
+			b.StartTimer()
+		}
+		v := uint32(perm[i] * 3)
+		key[0], key[1], key[2], key[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+		bt.Reset()
+		bt.Set(key[:], value)
+		if err := m.Apply(&bt, seq); err != nil {
+			b.Fatal(err)
+		}
+		seq++
+		i++
+	}
+	cpu += processCPU() - cpu0
+	b.StopTimer()
+	cmps, nodes := searchCost(m, perm[:i])
+	b.ReportMetric(cmps, "cmp/search")
+	b.ReportMetric(nodes, "nodes/search")
+	// CPU time is less disturbed than wall time by other processes on a
+	// shared machine.
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// searchCost returns the mean number of key comparisons and of distinct
+// nodes a search from the head for a new version of a key does in m, over
+// up to 10,000 of the fill's keys ks: the nodes are the cache misses of a
+// search in a memtable larger than the cache, less the few near the top that
+// stay cached. It walks the list as seek does, counting.
+func searchCost(m *MemTable, ks []int) (cmps, nodes float64) {
+	if len(ks) == 0 {
+		return 0, 0
+	}
+	ks = ks[:min(len(ks), 10000)]
+	var key [16]byte
+	seen := map[uint32]bool{}
+	for _, k := range ks {
+		v := uint32(k * 3)
+		key[0], key[1], key[2], key[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+		ik := base.InternalKey{UserKey: key[:], Trailer: base.MakeTrailer(base.MaxSeqNum, base.KindSet)}
+		clear(seen)
+		prev := m.head
+		for level := int(m.height.Load()) - 1; level >= 0; level-- {
+			for {
+				next := m.arena.node(prev).next[level].Load()
+				if next == 0 {
+					break
+				}
+				cmps++
+				seen[next] = true
+				if m.compare(ik, next) <= 0 {
+					break
+				}
+				prev = next
+			}
+		}
+		nodes += float64(len(seen))
+	}
+	return cmps / float64(len(ks)), nodes / float64(len(ks))
+}
