@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/shaledb/shale/internal/base"
@@ -20,13 +21,13 @@ import (
 //     next block's first key, and separators strictly increase;
 //   - the counts and sizes in the properties (entries, deletions, data
 //     blocks, data size, raw key and value sizes, sequence number bounds,
-//     index and filter sizes) match the file.
+//     index and filter sizes, index partitions) match the file.
 //
 // The first violation is returned as an error marked base.ErrCorruption that
 // names the file, the block and the keys involved.
 func (r *Reader) Check(ctx context.Context, env ReadEnv) error {
 	c := checker{r: r}
-	if err := r.walk(ctx, env, c.visit); err != nil {
+	if err := r.walk(ctx, env, &c); err != nil {
 		return err
 	}
 	return c.finish()
@@ -46,6 +47,40 @@ type checker struct {
 	rawKeySize, rawValueSize   uint64
 	minSeq, maxSeq             base.SeqNum
 	seqSeen                    bool // a range tombstone's seq set minSeq, maxSeq
+
+	// indexSize and filterSize are the stored sizes of the index and
+	// filter partitions (and the top-level index) seen, parts their number.
+	indexSize, filterSize, parts uint64
+}
+
+// partition checks index partition p, decoded as index at h, against its
+// top-level entry: key topKey and filter partition fh (when hasFilter).
+func (c *checker) partition(p int, topKey, index []byte, h, fh block.Handle, hasFilter bool) error {
+	r := c.r
+	what := partName("index", p)
+	if hasFilter != r.hasFilter {
+		return base.CorruptionErrorf("sstable: %s: top-level index %s: entry %d has a filter handle: %t, entry 0: %t",
+			r.name, r.footer.Index, p, hasFilter, r.hasFilter)
+	}
+	c.parts++
+	c.indexSize += h.Length + block.TrailerLen
+	if hasFilter {
+		c.filterSize += fh.Length + block.TrailerLen
+	}
+	if err := c.it.Init(base.CompareEncoded, index); err != nil {
+		return r.wrapBlockErr(err, what, h)
+	}
+	if !c.it.Last() {
+		if err := c.it.Error(); err != nil {
+			return r.wrapBlockErr(err, what, h)
+		}
+		return base.CorruptionErrorf("sstable: %s: %s block %s is empty", r.name, what, h)
+	}
+	if !bytes.Equal(c.it.Key(), topKey) {
+		return base.CorruptionErrorf("sstable: %s: %s block %s ends with separator %s, but its top-level key is %s",
+			r.name, what, h, decoded(c.it.Key()), decoded(topKey))
+	}
+	return nil
 }
 
 func (c *checker) corrupt(h block.Handle, format string, args ...any) error {
@@ -129,7 +164,7 @@ func (c *checker) finish() error {
 			c.minSeq, c.maxSeq = min(c.minSeq, q), max(c.maxSeq, q)
 		}
 	}
-	var filterSize uint64
+	filterSize := c.filterSize
 	for _, m := range r.metaHandles {
 		if m.name == MetaFilterName {
 			filterSize = m.h.Length + block.TrailerLen
@@ -147,8 +182,9 @@ func (c *checker) finish() error {
 		{"raw.value.size", p.RawValueSize, c.rawValueSize},
 		{"smallest.seqno", uint64(p.SmallestSeqNum), uint64(c.minSeq)},
 		{"largest.seqno", uint64(p.LargestSeqNum), uint64(c.maxSeq)},
-		{"index.size", p.IndexSize, r.footer.Index.Length + block.TrailerLen},
+		{"index.size", p.IndexSize, c.indexSize},
 		{"filter.size", p.FilterSize, filterSize},
+		{"index.partitions", p.IndexPartitions, c.parts},
 	} {
 		if f.prop != f.seen {
 			return base.CorruptionErrorf("sstable: %s: property shale.%s is %d, but the file has %d",

@@ -50,9 +50,14 @@
 //	shale.compression          compression the writer was asked for; each block's
 //	                           trailer says whether that block is compressed
 //	shale.data.size            bytes of all data blocks, trailers included
-//	shale.filter.size          bytes of the filter block, trailer included (0 if none)
-//	shale.format.version       FormatVersion
-//	shale.index.size           bytes of the index block as stored, trailer included
+//	shale.filter.size          bytes of the filter block, trailer included (0 if none);
+//	                           partitioned: of every filter partition
+//	shale.format.version       the footer's format version
+//	shale.index.partitions     number of index partitions; absent (0) when the
+//	                           index is not partitioned
+//	shale.index.size           bytes of the index block as stored, trailer included;
+//	                           partitioned: of every index partition and the
+//	                           top-level index block
 //	shale.largest.seqno        largest sequence number of any entry
 //	shale.num.data.blocks      number of data blocks
 //	shale.num.deletions        number of tombstones (KindDelete entries)
@@ -69,6 +74,62 @@
 // interval 1, never compressed: MetaFilterName ("shale.filter.bloom", when
 // there is a filter), MetaPropertiesName ("shale.properties") and
 // MetaRangeDelName ("shale.rangedel", when the table has range tombstones).
+//
+// # Partitioned index and filters
+//
+// With WriterOptions.IndexPartitionSize > 0 (RocksDB's two-level index,
+// index_type=kTwoLevelIndexSearch, with partition_filters and
+// metadata_block_size), a table whose index would need more than one
+// partition is written in this layout instead:
+//
+//	data block 0 .. n-1      | trailer
+//	filter partition 0..P-1  | trailer   present when bloom bits per key > 0
+//	index partition 0..P-1   | trailer
+//	range-del block          | trailer   present when the table has range tombstones
+//	properties block         | trailer
+//	metaindex block          | trailer   no MetaFilterName entry
+//	top-level index block    | trailer   the footer's index handle
+//	footer                   format version FormatVersionPartitioned (3)
+//
+// The index entries, exactly those of the single index block, are cut into
+// index partitions, each an ordinary index block (same entries, restart
+// interval 1, compressed like the index block). A partition is cut after a
+// data block's entry, once its estimated size reaches IndexPartitionSize,
+// and after the last one; so every data block has its entry in exactly one
+// partition and partitions are never empty.
+//
+// Filter partition p is a bloom filter (same encoding as the filter block,
+// never compressed) over the user keys of the data blocks that index
+// partition p covers. A user key whose versions span the boundary between
+// two partitions is in both filters.
+//
+// The top-level index block has one entry per partition, in order, restart
+// interval 1: its key is the partition's last separator (an encoded internal
+// key, so the top-level keys strictly increase), its value the index
+// partition's block.Handle followed, when the table has a filter, by the
+// filter partition's handle (every entry has both, or every entry has one).
+//
+// This is all a point lookup needs. The entry it wants is the first one >=
+// the search key s = (key, seq, KindMax); by the index rule above, the data
+// block that can hold it is the one of the first separator >= s, in the
+// single index. Separators increase across partitions, so that separator is
+// in the first partition whose last separator is >= s: the partition the
+// top-level search picks. The entry, if it exists, is in a data block of that
+// partition, so its user key is in that partition's filter, and a filter
+// partition that rules the key out rules out the table. When no top-level
+// key is >= s, no separator is, and the table holds no entry >= s.
+//
+// A table whose index fits in one partition (every table with fewer data
+// blocks than a partition holds) is written in the unpartitioned layout,
+// byte for byte as with IndexPartitionSize 0, so small tables keep one
+// fewer indirection and the file stays readable by older readers.
+//
+// Format versions name the newest feature a reader must know, not one
+// feature each: a partitioned table has version 3 whether or not it has a
+// range deletion block (the metaindex says, as for version 2), and a
+// reader of version 3 reads versions 1 and 2. A reader that knows only 1
+// and 2 refuses a partitioned table, whose top-level entries it would
+// otherwise take for data block handles.
 //
 // # Range deletions
 //
@@ -103,8 +164,9 @@
 //	1       <=20  metaindex block handle (two varint64s)
 //	        <=20  index block handle (two varint64s)
 //	...           zero padding up to offset 41
-//	41      4     format version, uint32 LE (FormatVersion = 1, or
-//	              FormatVersionRangeDel = 2 with a range deletion block)
+//	41      4     format version, uint32 LE (FormatVersion = 1,
+//	              FormatVersionRangeDel = 2 with a range deletion block,
+//	              FormatVersionPartitioned = 3 with a partitioned index)
 //	45      8     magic, uint64 LE (= Magic = 0x5348414c45535354, "SHALESST"
 //	              read as a big-endian string)
 //

@@ -16,8 +16,8 @@ type Footer struct {
 	Checksum checksum.Type
 	// MetaIndex and Index locate the metaindex and index blocks.
 	MetaIndex, Index block.Handle
-	// FormatVersion is the table format version; FormatVersion for every
-	// file this package writes.
+	// FormatVersion is the table format version: FormatVersion,
+	// FormatVersionRangeDel or FormatVersionPartitioned.
 	FormatVersion uint32
 }
 
@@ -55,9 +55,9 @@ func DecodeFooter(b []byte, fileSize uint64) (Footer, error) {
 	}
 	var f Footer
 	f.FormatVersion = binary.LittleEndian.Uint32(b[footerVersionOffset:])
-	if f.FormatVersion != FormatVersion && f.FormatVersion != FormatVersionRangeDel {
-		return Footer{}, base.CorruptionErrorf("sstable: unsupported format version %d, want %d or %d",
-			f.FormatVersion, FormatVersion, FormatVersionRangeDel)
+	if f.FormatVersion < FormatVersion || f.FormatVersion > FormatVersionPartitioned {
+		return Footer{}, base.CorruptionErrorf("sstable: unsupported format version %d, want %d to %d",
+			f.FormatVersion, FormatVersion, FormatVersionPartitioned)
 	}
 	f.Checksum = checksum.Type(b[0])
 	if !f.Checksum.Supported() {

@@ -81,7 +81,7 @@ func TestDecodeFooterErrors(t *testing.T) {
 		{"bytes-too-short", good[1:], size, "needs 53 bytes"},
 		{"bad-magic", patch(FooterLen-1, 'X'), size, "bad magic number 0x5848414c45535354, want 0x5348414c45535354"},
 		{"version-0", patch(41, 0), size, "unsupported format version 0"},
-		{"version-3", patch(41, 3), size, "unsupported format version 3, want 1 or 2"},
+		{"version-4", patch(41, 4), size, "unsupported format version 4, want 1 to 3"},
 		{"checksum-xxh3", patch(0, 4), size, "xxh3 (4)"},
 		{"checksum-unknown", patch(0, 9), size, "Type(9) (9)"},
 		{"metaindex-handle-overflow", patch(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), size, "metaindex handle"},
@@ -141,7 +141,7 @@ func FuzzFooter(f *testing.F) {
 			}
 			return
 		}
-		if !ft.Checksum.Supported() || ft.FormatVersion != FormatVersion {
+		if !ft.Checksum.Supported() || ft.FormatVersion < FormatVersion || ft.FormatVersion > FormatVersionPartitioned {
 			t.Fatalf("accepted %+v", ft)
 		}
 		for _, h := range []block.Handle{ft.MetaIndex, ft.Index} {

@@ -19,6 +19,18 @@ const FormatVersion = 1
 // the file format; do not change.
 const FormatVersionRangeDel = 2
 
+// FormatVersionPartitioned is the format version of a table whose index is
+// partitioned: the footer's index handle points at a top-level index whose
+// entries name index partitions (and filter partitions), not data blocks
+// (see "Partitioned index and filters" in the package doc). A reader that
+// knows only the versions before it would take the top-level entries for
+// data block handles, so it must refuse such a table. A reader of this
+// version reads every earlier one too, and a partitioned table may have a
+// range deletion block (the metaindex says so, as for version 2): the
+// version names the newest feature a reader needs, and the features
+// themselves are found in the table. Part of the file format; do not change.
+const FormatVersionPartitioned = 3
+
 // footerVersionOffset is where the format version starts in the footer; the
 // bytes between the handles and it are zero. Part of the file format.
 const footerVersionOffset = 41

@@ -59,11 +59,21 @@ func (r *Reader) GetHash(ctx context.Context, env ReadEnv, key []byte, h uint32,
 func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
 	st := r.opts.Stats
 	env.IO.Perf.AddTableConsulted()
+	gs := getStates.Get().(*getState)
+	defer putGetState(gs)
+	gs.key = appendSearchKey(gs.key[:0], key, seq)
+	// A partitioned table has a filter and an index per partition; the one
+	// partition that can hold the entry is the top-level index's pick (see
+	// the package doc). part is -1 for an unpartitioned table.
+	part := r.partitionOf(gs.key)
+	if r.top != nil && part == r.top.len() {
+		return nil, 0, 0, false, BlockPin{}, nil
+	}
 	// The filter and the index are the Reader's own or, with
 	// CacheIndexAndFilterBlocks, looked up in the cache (and loaded on a
 	// miss, with env.IO) and pinned only while this call uses them.
 	if r.hasFilter {
-		filter, fh, err := r.pinFilter(ctx, env.IO)
+		filter, fh, err := r.pinFilterOf(ctx, env.IO, part)
 		if err != nil {
 			return nil, 0, 0, false, BlockPin{}, err
 		}
@@ -78,21 +88,22 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 		env.IO.Perf.AddFilterCheck(true)
 	}
 	var view indexTable
-	x, ih, err := r.pinIndex(ctx, env.IO, &view)
+	x, ih, err := r.pinIndexOf(ctx, env.IO, part, &view)
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err
 	}
-	gs := getStates.Get().(*getState)
-	gs.key = appendSearchKey(gs.key[:0], key, seq)
 	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, x)
-	// Drop the references to block memory before pooling.
-	gs.data.Reset()
-	getStates.Put(gs)
 	ih.Release()
 	if found && r.hasFilter {
 		st.RecordTick(statistics.BloomFilterFullTruePositive, 1)
 	}
 	return value, kind, entrySeq, found, pin, err
+}
+
+// putGetState drops gs's references to block memory and pools it.
+func putGetState(gs *getState) {
+	gs.data.Reset()
+	getStates.Put(gs)
 }
 
 // get looks the search key gs.key up in the table whose index is x.

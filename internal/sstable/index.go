@@ -85,6 +85,17 @@ func indexFlatLen(n, keysLen, commonLen int) int {
 // buffer from alloc (make when nil), and returns it. Errors are as for
 // newIndexTable.
 func encodeIndexTable(data []byte, alloc func(n int) []byte) ([]byte, error) {
+	return encodeIndexTableWith(data, alloc, decodeIndexValue)
+}
+
+// decodeIndexValue is the value decoder of an index block: one handle.
+func decodeIndexValue(_ int, v []byte) (block.Handle, error) { return decodeHandleExact(v) }
+
+// encodeIndexTableWith is encodeIndexTable for a block whose entry i's value
+// value decodes into the handle the table keeps (and whatever else value
+// keeps on the side, as the top-level index's filter handles): value is
+// called once per entry, in order.
+func encodeIndexTableWith(data []byte, alloc func(n int) []byte, value func(i int, v []byte) (block.Handle, error)) ([]byte, error) {
 	var it block.Iter
 	if err := it.Init(base.CompareEncoded, data); err != nil {
 		return nil, err
@@ -120,7 +131,7 @@ func encodeIndexTable(data []byte, alloc func(n int) []byte) ([]byte, error) {
 	pos := 0
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		h, err := decodeHandleExact(it.Value())
+		h, err := value(i, it.Value())
 		if err != nil {
 			return nil, err
 		}

@@ -43,15 +43,18 @@ import (
 type Iter struct {
 	r *Reader
 	// x is the table's index: the Reader's own, or xv, a view of the
-	// cached index that ih pins until Close.
+	// cached index that ih pins until Close. In a partitioned table x is
+	// index partition part (-1 before the first is loaded), which ih pins,
+	// with the cache, until the Iter moves to another partition or closes.
 	x            *indexTable
 	xv           indexTable
 	ih           cache.Handle
+	part         int
 	ctx          context.Context
 	env          ReadEnv
 	lower, upper []byte
 
-	// ib is the index entry of the current block, in [0, r.index.len());
+	// ib is the index entry of the current block in x, in [0, x.len());
 	// it is meaningful only while the Iter is positioned or moving.
 	ib   int
 	data block.Iter
@@ -85,6 +88,11 @@ var iterPool = sync.Pool{New: func() any { return new(Iter) }}
 func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) (*Iter, error) {
 	i := iterPool.Get().(*Iter)
 	i.r, i.ctx, i.env, i.lower, i.upper = r, ctx, env, lower, upper
+	i.part = -1
+	if r.top != nil {
+		// Partitions are pinned as moves reach them.
+		return i, nil
+	}
 	x, ih, err := r.pinIndex(ctx, env.IO, &i.xv)
 	if err != nil {
 		i.release()
@@ -107,11 +115,8 @@ func (i *Iter) SeekGE(key []byte) *base.InternalKV {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
-	if i.ib = i.x.seekGE(i.key); i.ib == i.x.len() {
+	if !i.seekBlock() || !i.loadBlock() {
 		return i.exhaust()
-	}
-	if !i.loadBlock() {
-		return nil
 	}
 	if !i.data.SeekGE(i.key) {
 		return i.skipForward()
@@ -132,7 +137,10 @@ func (i *Iter) SeekLT(key []byte) *base.InternalKV {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
-	if i.ib = i.x.seekGE(i.key); i.ib == i.x.len() {
+	if !i.seekBlock() {
+		if i.err != nil {
+			return nil
+		}
 		// Every entry is < key.
 		return i.lastFromIndex()
 	}
@@ -153,11 +161,11 @@ func (i *Iter) First() *base.InternalKV {
 	if i.err != nil {
 		return nil
 	}
-	if i.ib = 0; i.x.len() == 0 {
-		return i.exhaust()
-	}
-	if !i.loadBlock() {
+	if !i.loadPart(0) {
 		return nil
+	}
+	if i.ib = 0; !i.forwardBlock() || !i.loadBlock() {
+		return i.exhaust()
 	}
 	if !i.data.First() {
 		return i.skipForward()
@@ -177,11 +185,11 @@ func (i *Iter) Last() *base.InternalKV {
 }
 
 func (i *Iter) lastFromIndex() *base.InternalKV {
-	if i.ib = i.x.len() - 1; i.ib < 0 {
-		return i.exhaust()
-	}
-	if !i.loadBlock() {
+	if !i.loadPart(i.r.numParts() - 1) {
 		return nil
+	}
+	if i.ib = i.x.len() - 1; !i.backwardBlock() || !i.loadBlock() {
+		return i.exhaust()
 	}
 	if !i.data.Last() {
 		return i.skipBackward()
@@ -249,7 +257,7 @@ func (i *Iter) skipForward() *base.InternalKV {
 		if !i.belowUpper {
 			return i.exhaust()
 		}
-		if i.ib++; i.ib >= i.x.len() {
+		if i.ib++; !i.forwardBlock() {
 			return i.exhaust()
 		}
 		if !i.loadBlock() {
@@ -268,7 +276,7 @@ func (i *Iter) skipBackward() *base.InternalKV {
 		if err := i.data.Error(); err != nil {
 			return i.fail(i.r.wrapBlockErr(err, "data", i.cur))
 		}
-		if i.ib--; i.ib < 0 {
+		if i.ib--; !i.backwardBlock() {
 			return i.exhaust()
 		}
 		// The block's entries are all <= its separator: if that is below
@@ -313,6 +321,68 @@ func (i *Iter) backwardKV() *base.InternalKV {
 	i.kv = base.InternalKV{K: ik, V: i.data.Value()}
 	i.valid = true
 	return &i.kv
+}
+
+// seekBlock sets ib to the first index entry whose separator is >= the
+// search key i.key: in a partitioned table, in the partition the top-level
+// index picks, loaded. It reports false when there is none (every entry is
+// below i.key) or on an error (then i.err is set).
+func (i *Iter) seekBlock() bool {
+	if p := i.r.partitionOf(i.key); p >= 0 {
+		if p == i.r.top.len() || !i.loadPart(p) {
+			return false
+		}
+	}
+	i.ib = i.x.seekGE(i.key)
+	return i.forwardBlock()
+}
+
+// forwardBlock moves ib, when it is past the end of x, to the first entry of
+// the following partitions, loading the partition. It reports false when
+// there is none, or on an error.
+func (i *Iter) forwardBlock() bool {
+	for i.ib >= i.x.len() {
+		if i.r.top == nil || i.part+1 >= i.r.top.len() || !i.loadPart(i.part+1) {
+			return false
+		}
+		i.ib = 0
+	}
+	return true
+}
+
+// backwardBlock moves ib, when it is before the start of x, to the last
+// entry of the preceding partitions, loading the partition. It reports false
+// when there is none, or on an error.
+func (i *Iter) backwardBlock() bool {
+	for i.ib < 0 {
+		if i.r.top == nil || i.part <= 0 || !i.loadPart(i.part-1) {
+			return false
+		}
+		i.ib = i.x.len() - 1
+	}
+	return true
+}
+
+// loadPart makes x index partition p of a partitioned table (a no-op for an
+// unpartitioned one, whose whole index x is), releasing the one it held. It
+// reports false, with the iterator failed, on an error.
+func (i *Iter) loadPart(p int) bool {
+	if i.r.top == nil || p == i.part {
+		return true
+	}
+	i.ih.Release()
+	i.x, i.ih, i.part = nil, cache.Handle{}, -1
+	if err := i.ctx.Err(); err != nil {
+		i.fail(errors.Wrapf(err, "sstable: %s: iterator reading %s", i.r.name, partName("index", p)))
+		return false
+	}
+	x, ih, err := i.r.pinIndexOf(i.ctx, i.env.IO, p, &i.xv)
+	if err != nil {
+		i.fail(err)
+		return false
+	}
+	i.x, i.ih, i.part = x, ih, p
+	return true
 }
 
 // loadBlock makes data iterate over the block of index entry i.ib. It

@@ -15,11 +15,37 @@ import (
 // ReaderOptions.CacheIndexAndFilterBlocks (see "Memory in the cache" in the
 // Reader's doc).
 
-// cachedMeta returns a handle to the cached index (index set) or filter
-// whose block is at h, loading it with one file read using io on a miss. The
-// caller releases the handle once it no longer uses the value.
-func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, index bool) (cache.Handle, error) {
+// metaBlock says which metadata block a cache entry holds: the index
+// (index set) or the filter, whole (part -1) or partition part of it. It
+// names the block in errors and picks the tickers.
+type metaBlock struct {
+	index bool
+	part  int
+}
+
+var (
+	wholeIndex  = metaBlock{index: true, part: -1}
+	wholeFilter = metaBlock{part: -1}
+)
+
+func (m metaBlock) String() string {
+	what := "filter"
+	if m.index {
+		what = "index"
+	}
+	if m.part < 0 {
+		return what
+	}
+	return partName(what, m.part)
+}
+
+// cachedMeta returns a handle to the cached index or filter (whole or a
+// partition, as m says) whose block is at h, loading it with one file read
+// using io on a miss. The caller releases the handle once it no longer uses
+// the value.
+func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, m metaBlock) (cache.Handle, error) {
 	st := r.opts.Stats
+	index := m.index
 	if hd, ok := r.opts.Cache.Get(r.cacheKey(h)); ok {
 		st.RecordTick(statistics.BlockCacheHit, 1)
 		if index {
@@ -37,21 +63,21 @@ func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Han
 		st.RecordTick(statistics.BlockCacheFilterMiss, 1)
 	}
 	fileio.NoteCacheMiss(st, io)
-	return r.loadMeta(ctx, io, h, index)
+	return r.loadMeta(ctx, io, h, m)
 }
 
 // loadMeta is cachedMeta's miss: a function of its own, so that the closure
 // GetOrLoad takes is allocated on misses only.
-func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, index bool) (cache.Handle, error) {
+func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, m metaBlock) (cache.Handle, error) {
 	c := r.opts.Cache
 	var loaded bool
 	hd, _, err := c.GetOrLoad(ctx, r.cacheKey(h), func() ([]byte, error) {
 		var v []byte
 		var err error
-		if index {
-			v, err = r.decodeIndexFor(ctx, io, h, c.Alloc)
+		if m.index {
+			v, err = r.decodeIndexFor(ctx, io, h, m.String(), c.Alloc)
 		} else {
-			v, err = r.decodeFilterFor(ctx, io, h, c.Alloc)
+			v, err = r.decodeFilterFor(ctx, io, h, m.String(), c.Alloc)
 		}
 		loaded = err == nil
 		return v, err
@@ -65,14 +91,14 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 
 // decodeIndexFor reads and verifies the index block at h and returns its
 // flat decoded form (see encodeIndexTable) in a buffer from alloc.
-func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, alloc func(int) []byte) ([]byte, error) {
-	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, "index", h, r.metaLimit)
+func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, what string, alloc func(int) []byte) ([]byte, error) {
+	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, what, h, r.metaLimit)
 	if err != nil {
 		return nil, err
 	}
 	buf, err := encodeIndexTable(data, alloc)
 	if err != nil {
-		return nil, r.wrapBlockErr(err, "index", h)
+		return nil, r.wrapBlockErr(err, what, h)
 	}
 	return buf, nil
 }
@@ -80,8 +106,8 @@ func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block
 // decodeFilterFor reads and verifies the filter block at h and returns it
 // in a buffer from alloc, bloom.LineSize-1 bytes longer than the filter so
 // that alignedFilter finds it starting on a cache line.
-func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, alloc func(int) []byte) ([]byte, error) {
-	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, "filter", h, r.metaLimit)
+func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, what string, alloc func(int) []byte) ([]byte, error) {
+	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, what, h, r.metaLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +129,7 @@ func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, view *indexTa
 	if !r.metaInCache {
 		return r.index, cache.Handle{}, nil
 	}
-	hd, err := r.cachedMeta(ctx, io, r.footer.Index, true)
+	hd, err := r.cachedMeta(ctx, io, r.footer.Index, wholeIndex)
 	if err != nil {
 		return nil, cache.Handle{}, err
 	}
@@ -117,7 +143,7 @@ func (r *Reader) pinFilter(ctx context.Context, io ioctx.IOOptions) ([]byte, cac
 	if !r.metaInCache || !r.hasFilter {
 		return r.filter, cache.Handle{}, nil
 	}
-	hd, err := r.cachedMeta(ctx, io, r.filterH, false)
+	hd, err := r.cachedMeta(ctx, io, r.filterH, wholeFilter)
 	if err != nil {
 		return nil, cache.Handle{}, err
 	}

@@ -68,6 +68,8 @@ type mgState struct {
 	reqs    []fileio.ReadRequest
 	// bufs[q] holds request q's bytes, when the file is not mapped.
 	bufs []*ownedBlock
+	// meta is the filter and index multiGetIndex uses.
+	meta mgMeta
 }
 
 var mgStates = sync.Pool{New: func() any { return new(mgState) }}
@@ -123,30 +125,76 @@ func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys [
 	return nil
 }
 
-// multiGetIndex runs multiGetBlocks with the index and filter pinned, when
-// they live in the block cache, for that pass only.
+// multiGetIndex runs the filter and the index over the keys (multiGetBlocks),
+// with each filter and index pinned, when they live in the block cache, for
+// that pass only. A failure to load one of them fails the whole call.
 func (r *Reader) multiGetIndex(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
-	filter, fh, err := r.pinFilter(ctx, env.IO)
-	if err != nil {
-		return err
-	}
-	var view indexTable
-	x, ih, err := r.pinIndex(ctx, env.IO, &view)
-	if err != nil {
-		fh.Release()
-		return err
-	}
-	r.multiGetBlocks(ms, keys, env.IO.Perf, x, filter)
-	ih.Release()
-	fh.Release()
-	return nil
+	// m lives in the pooled ms: on the stack it would escape, since it
+	// points into itself (x at xv).
+	m := &ms.meta
+	*m = mgMeta{r: r, ctx: ctx, io: env.IO, part: -2}
+	err := r.multiGetBlocks(ms, keys, env.IO.Perf, m)
+	m.release()
+	*m = mgMeta{}
+	return err
 }
 
-// multiGetBlocks runs the filter (nil when the table has none) and the index
-// x over the keys and lists the blocks they need, in file order.
-func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.PerfContext, x *indexTable, filter []byte) {
+// mgMeta is the filter and index of one partition (or, part -1, of an
+// unpartitioned table) that MultiGet's keys are looked up in. Keys come in
+// order, so partitions only move forward, and each is pinned once per call:
+// its filter when a key reaches it, its index when a key passes the filter.
+type mgMeta struct {
+	r   *Reader
+	ctx context.Context
+	io  ioctx.IOOptions
+	// part is the partition pinned, or -2 for none yet.
+	part         int
+	filter       []byte
+	fh           cache.Handle
+	filterLoaded bool
+	x            *indexTable
+	xv           indexTable
+	ih           cache.Handle
+}
+
+// moveTo makes part the current partition, unpinning the previous one's.
+func (m *mgMeta) moveTo(part int) {
+	if part != m.part {
+		m.release()
+		m.part = part
+	}
+}
+
+// pinFilter pins the current partition's filter.
+func (m *mgMeta) pinFilter() (err error) {
+	if !m.filterLoaded {
+		m.filter, m.fh, err = m.r.pinFilterOf(m.ctx, m.io, m.part)
+		m.filterLoaded = err == nil
+	}
+	return err
+}
+
+// pinIndex pins the current partition's index.
+func (m *mgMeta) pinIndex() (err error) {
+	if m.x == nil {
+		m.x, m.ih, err = m.r.pinIndexOf(m.ctx, m.io, m.part, &m.xv)
+	}
+	return err
+}
+
+func (m *mgMeta) release() {
+	m.fh.Release()
+	m.ih.Release()
+	m.filter, m.fh, m.filterLoaded, m.x, m.ih = nil, cache.Handle{}, false, nil, cache.Handle{}
+}
+
+// multiGetBlocks runs the filter and the index over the keys and lists the
+// blocks they need, in file order (blocks of later partitions come later in
+// the file).
+func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.PerfContext, m *mgMeta) error {
 	st := r.opts.Stats
-	b := -1 // the index entry of the last key's block; -1 before the first
+	b := -1       // the index entry in m.x of the last key's block; -1 before the first
+	past := false // no entry of the table is >= the last search key
 	for i := range keys {
 		k := &keys[i]
 		ms.blockOf = append(ms.blockOf, -1)
@@ -154,13 +202,31 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 			continue
 		}
 		k.Found, k.Kind, k.Value, k.Pin, k.Err = false, 0, nil, BlockPin{}, nil
-		if b == x.len() {
-			// Past the last block: neither this key nor the following
-			// ones are in the table.
+		if past {
+			// Neither this key nor the following ones are in the table.
 			continue
 		}
+		ms.key = appendSearchKey(ms.key[:0], k.Key, k.Seq)
+		part := -1
+		if r.top != nil {
+			// Search keys increase with the keys: seek the top level only
+			// when the current partition ends below the key.
+			if part = m.part; part < 0 || base.CompareEncoded(r.top.x.sep(part), ms.key) < 0 {
+				if part = r.top.x.seekGE(ms.key); part == r.top.len() {
+					past = true
+					continue
+				}
+			}
+		}
+		if part != m.part {
+			m.moveTo(part)
+			b = -1
+		}
 		if r.hasFilter {
-			if !bloom.MayContainHash(filter, k.Hash) {
+			if err := m.pinFilter(); err != nil {
+				return err
+			}
+			if !bloom.MayContainHash(m.filter, k.Hash) {
 				st.RecordTick(statistics.BloomFilterUseful, 1)
 				perf.AddFilterCheck(false)
 				continue
@@ -168,22 +234,28 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 			st.RecordTick(statistics.BloomFilterFullPositive, 1)
 			perf.AddFilterCheck(true)
 		}
-		ms.key = appendSearchKey(ms.key[:0], k.Key, k.Seq)
-		// Search keys increase with the keys, so the index only moves
-		// forward: seek only when the last block's separator is below the
-		// key.
-		if b < 0 || base.CompareEncoded(x.sep(b), ms.key) < 0 {
-			if b = x.seekGE(ms.key); b == x.len() {
+		if err := m.pinIndex(); err != nil {
+			return err
+		}
+		// Likewise the index only moves forward: seek only when the last
+		// block's separator is below the key.
+		if b < 0 || base.CompareEncoded(m.x.sep(b), ms.key) < 0 {
+			if b = m.x.seekGE(ms.key); b == m.x.len() {
+				// Only the last partition (or a corrupt one) can end
+				// below a key the top level sent to it.
+				past = r.top == nil || part == r.top.len()-1
+				b = -1
 				continue
 			}
 		}
-		h := x.handles[b]
+		h := m.x.handles[b]
 		if n := len(ms.blocks); n == 0 || ms.blocks[n-1].h != h {
 			ms.blocks = append(ms.blocks, mgBlock{h: h, req: -1})
 		}
 		ms.blockOf[i] = len(ms.blocks) - 1
 		ms.blocks[len(ms.blocks)-1].keys++
 	}
+	return nil
 }
 
 // multiGetRead finds every listed block in the cache or reads it, with one

@@ -26,6 +26,7 @@ type Properties struct {
 	DataSize        uint64
 	FilterSize      uint64
 	IndexSize       uint64
+	IndexPartitions uint64
 	NumDataBlocks   uint64
 	NumDeletions    uint64
 	NumEntries      uint64
@@ -40,9 +41,13 @@ type Properties struct {
 type propKind uint8
 
 const (
-	propUint        propKind = iota // varint64
-	propChecksum                    // checksum.Type name
-	propCompression                 // compress.Type name
+	propUint propKind = iota // varint64
+	// propUintOmitZero is a varint64 left out of the block (and String)
+	// when it is 0: a property added after tables existed, so that a table
+	// without the feature keeps the bytes it had before.
+	propUintOmitZero
+	propChecksum    // checksum.Type name
+	propCompression // compress.Type name
 )
 
 // property describes one stored property; u points at the field of a
@@ -64,6 +69,7 @@ var properties = [...]property{
 	{"shale.data.size", propUint, func(p *Properties) *uint64 { return &p.DataSize }},
 	{"shale.filter.size", propUint, func(p *Properties) *uint64 { return &p.FilterSize }},
 	{"shale.format.version", propUint, func(p *Properties) *uint64 { return &p.FormatVersion }},
+	{"shale.index.partitions", propUintOmitZero, func(p *Properties) *uint64 { return &p.IndexPartitions }},
 	{"shale.index.size", propUint, func(p *Properties) *uint64 { return &p.IndexSize }},
 	{"shale.largest.seqno", propUint, func(p *Properties) *uint64 { return (*uint64)(&p.LargestSeqNum) }},
 	{"shale.num.data.blocks", propUint, func(p *Properties) *uint64 { return &p.NumDataBlocks }},
@@ -81,10 +87,18 @@ func (p *Properties) Encode() []byte {
 	b.Init(metaRestartInterval)
 	var val []byte
 	for i := range properties {
+		if p.omitted(&properties[i]) {
+			continue
+		}
 		val = p.appendValue(val[:0], &properties[i])
 		b.Add([]byte(properties[i].name), val)
 	}
 	return b.Finish()
+}
+
+// omitted reports whether prop is left out of p's encoding.
+func (p *Properties) omitted(prop *property) bool {
+	return prop.kind == propUintOmitZero && *prop.u(p) == 0
 }
 
 func (p *Properties) appendValue(dst []byte, prop *property) []byte {
@@ -161,6 +175,9 @@ func (p *Properties) String() string {
 	var sb strings.Builder
 	for i := range properties {
 		prop := &properties[i]
+		if p.omitted(prop) {
+			continue
+		}
 		sb.WriteString(prop.name)
 		sb.WriteString(": ")
 		switch prop.kind {

@@ -20,6 +20,7 @@ func fullProperties() Properties {
 		BlockSize: 4096, BloomBitsPerKey: 10, Checksum: checksum.XXHash64, Compression: compress.Snappy,
 		DataSize: 1 << 40, FilterSize: 2, IndexSize: 3, NumDataBlocks: 4, NumDeletions: 5, NumEntries: 6,
 		RawKeySize: 7, RawValueSize: 8, SmallestSeqNum: 9, LargestSeqNum: base.MaxSeqNum, FormatVersion: FormatVersion,
+		IndexPartitions: 11,
 	}
 }
 
@@ -40,6 +41,20 @@ func TestPropertyNamesSorted(t *testing.T) {
 	require.Contains(t, s, "shale.compression: snappy\n")
 	require.Contains(t, s, "shale.data.size: 1099511627776\n")
 	require.Contains(t, s, "shale.largest.seqno: 72057594037927935\n")
+	require.Contains(t, s, "shale.index.partitions: 11\n")
+}
+
+// TestIndexPartitionsOmittedWhenZero: a table without partitions stores no
+// shale.index.partitions, so that its bytes are what they were before the
+// property existed.
+func TestIndexPartitionsOmittedWhenZero(t *testing.T) {
+	p := fullProperties()
+	p.IndexPartitions = 0
+	require.NotContains(t, string(p.Encode()), "partitions")
+	require.NotContains(t, p.String(), "partitions")
+	got, err := DecodeProperties(p.Encode())
+	require.NoError(t, err)
+	require.Equal(t, p, got)
 }
 
 // propsBlock builds a properties block from name/value pairs (in order).

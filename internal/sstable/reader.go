@@ -74,10 +74,14 @@ const maxSnappyExpansion = 32
 //
 //   - Open: 4 Reads (footer, metaindex, properties, index), 5 when the table
 //     has a filter. They are checksum-verified whatever the ReadEnv says.
+//     A partitioned table takes 4 (the index Read is of the top-level
+//     index), plus, unless its partitions live in the block cache, 1 per
+//     index partition and 1 per filter partition.
 //   - Get: 0 when the filter rules the key out or the data block is cached;
 //     otherwise 1 Read (the data block; the index and filter are in memory).
 //     With the index and filter in the block cache, 1 more Read for each of
-//     them that is not cached (see Memory in the cache).
+//     them that is not cached (see Memory in the cache). In a partitioned
+//     table these are the partition's index and filter.
 //   - MultiGet: 0 when every needed block is cached or filtered out;
 //     otherwise 1 MultiRead, with one request per run of uncached blocks
 //     adjacent on disk.
@@ -131,6 +135,19 @@ const maxSnappyExpansion = 32
 // reads the block again with one Read, tagged with the IOOptions of the read
 // that needed it, and always verifies its checksum. A block too large for a
 // cache shard is returned uncached, so it is read again by every use.
+//
+// # Partitioned index and filters
+//
+// A table written with WriterOptions.IndexPartitionSize has a top-level
+// index that Open decodes and keeps whatever the options say (RocksDB's
+// pin_top_level_index_and_filter): it is small, one entry per partition.
+// Without the cache Open also loads every index and filter partition and
+// keeps them, as it keeps an unpartitioned index and filter. With
+// CacheIndexAndFilterBlocks and a cache, Open loads no partition: a read
+// looks up only the partition it needs, under that partition's handle,
+// with the tickers above, so Get's cost and the memory used no longer grow
+// with the size of a table's index, only with the partition size. An Iter
+// pins its current index partition until it moves to another or closes.
 type Reader struct {
 	file *fileio.Reader
 	name string
@@ -159,6 +176,14 @@ type Reader struct {
 	// metaHandles are the metaindex entries, in metaindex order, for
 	// VerifyChecksums.
 	metaHandles []metaHandle
+	// top is the top-level index of a partitioned table
+	// (FormatVersionPartitioned), nil for any other; index and filter are
+	// then nil. parts and filterParts are its decoded index and filter
+	// partitions, loaded at Open and kept, unless metaInCache puts them in
+	// the block cache (then they are nil).
+	top         *topIndex
+	parts       []indexTable
+	filterParts [][]byte
 	// rangeDels are the table's range tombstones, loaded at open; nil when
 	// the table has none (every table of FormatVersion 1).
 	rangeDels *rangedel.Set
@@ -274,6 +299,17 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 		return base.CorruptionErrorf("sstable: %s: footer says checksum type %s, properties say %s",
 			r.name, r.footer.Checksum, r.props.Checksum)
 	}
+	// Likewise a flipped version byte would read an unpartitioned index as
+	// a top-level one (1 becomes 3), or the reverse.
+	if r.props.FormatVersion != uint64(r.footer.FormatVersion) {
+		return base.CorruptionErrorf("sstable: %s: footer says format version %d, properties say %d",
+			r.name, r.footer.FormatVersion, r.props.FormatVersion)
+	}
+	partitioned := r.footer.FormatVersion == FormatVersionPartitioned
+	if partitioned && hasFilter {
+		return base.CorruptionErrorf("sstable: %s: metaindex %s has a %s entry, but the table's filter is partitioned",
+			r.name, r.footer.MetaIndex, MetaFilterName)
+	}
 
 	if hasFilter {
 		r.hasFilter, r.filterH = true, filterHandle
@@ -286,13 +322,16 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 			return err
 		}
 	}
+	if partitioned {
+		return r.openPartitioned(ctx, env, limit)
+	}
 	return r.openIndex(ctx, env, limit)
 }
 
 // openFilter loads the filter: into the Reader, or into the cache.
 func (r *Reader) openFilter(ctx context.Context, env ReadEnv, limit uint64) error {
 	if r.metaInCache {
-		hd, err := r.cachedMeta(ctx, env.IO, r.filterH, false)
+		hd, err := r.cachedMeta(ctx, env.IO, r.filterH, wholeFilter)
 		hd.Release()
 		return err
 	}
@@ -307,7 +346,7 @@ func (r *Reader) openFilter(ctx context.Context, env ReadEnv, limit uint64) erro
 // openIndex loads the index: into the Reader, or into the cache.
 func (r *Reader) openIndex(ctx context.Context, env ReadEnv, limit uint64) error {
 	if r.metaInCache {
-		hd, err := r.cachedMeta(ctx, env.IO, r.footer.Index, true)
+		hd, err := r.cachedMeta(ctx, env.IO, r.footer.Index, wholeIndex)
 		hd.Release()
 		return err
 	}
@@ -404,10 +443,14 @@ func (r *Reader) EvictFromCache() {
 // MayContain runs only the filter: false means the table certainly holds no
 // entry of the key whose bloom.Hash is h. A table without a filter may
 // contain anything, and so may one whose filter lives in the block cache
-// and is not there at the moment. It reads no file and records no
+// and is not there at the moment, and one whose filter is partitioned
+// (which partition to ask depends on the key, not its hash). It reads no file and records no
 // statistics (callers that skip a table on its answer tick
 // BloomFilterUseful themselves).
 func (r *Reader) MayContain(h uint32) bool {
+	if r.top != nil {
+		return true
+	}
 	if !r.metaInCache {
 		return r.filter == nil || bloom.MayContainHash(r.filter, h)
 	}

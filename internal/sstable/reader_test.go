@@ -276,6 +276,17 @@ func writerCombos() []WriterOptions {
 			}
 		}
 	}
+	// Partitioned indexes and filters: partitions of a few entries (so that
+	// tables of a few hundred entries have many), and one size that many
+	// small blocks fill only a few partitions of.
+	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+		for _, bits := range []int{0, 10} {
+			out = append(out, WriterOptions{BlockSize: 256, BloomBitsPerKey: bits, Compression: comp,
+				Checksum: checksum.CRC32C, IndexPartitionSize: 64 + 64*bits})
+		}
+	}
+	out = append(out, WriterOptions{BlockSize: 64, BloomBitsPerKey: 10, Compression: compress.Snappy,
+		Checksum: checksum.XXHash64, IndexPartitionSize: 1024, BlockRestartInterval: 2})
 	return out
 }
 
@@ -324,12 +335,16 @@ func TestReaderRoundTrip(t *testing.T) {
 		n = 200
 	}
 	for wi, wopts := range writerCombos() {
-		name := fmt.Sprintf("comp=%s/checksum=%s/bloom=%d/block=%d", wopts.Compression, wopts.Checksum,
-			wopts.BloomBitsPerKey, wopts.BlockSize)
+		name := fmt.Sprintf("comp=%s/checksum=%s/bloom=%d/block=%d/partition=%d", wopts.Compression, wopts.Checksum,
+			wopts.BloomBitsPerKey, wopts.BlockSize, wopts.IndexPartitionSize)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(wi)))
 			es := genEntries(rng, n, 60)
 			data := buildTable(t, wopts, es)
+			if wopts.IndexPartitionSize > 0 {
+				// Else the test would not cover the partitioned layout.
+				requirePartitioned(t, data, 2)
+			}
 			for ri, cfg := range readerCombos() {
 				t.Run(fmt.Sprintf("%s/fill=%t/async=%t/readahead=%d", cfg, cfg.env.FillCache, cfg.env.AsyncIO,
 					cfg.env.ReadaheadSize), func(t *testing.T) {

@@ -17,7 +17,9 @@ const verifyReadahead = fileio.DefaultMaxReadahead
 
 // VerifyChecksums reads every block of the table from the file and checks
 // its trailer: the metaindex, each meta block it lists (properties, filter),
-// the index, and every data block the index lists, the data blocks through a
+// the index, and every data block the index lists (for a partitioned table:
+// the top-level index, then each partition's filter and index, each before
+// the data blocks it lists), the data blocks through a
 // readahead buffer of env.ReadaheadSize bytes (256 KiB when 0). It bypasses
 // the block cache and verifies whatever env.VerifyChecksums says; every
 // read uses env.IO. See Reader for the number of reads.
@@ -32,13 +34,10 @@ func (r *Reader) VerifyChecksums(ctx context.Context, env ReadEnv) error {
 	return r.walk(ctx, env, nil)
 }
 
-// dataVisitor is called by walk with each data block, decoded, and its
-// index separator (valid only during the call).
-type dataVisitor func(sep []byte, h block.Handle, data []byte) error
-
 // walk reads and verifies every block of the table as VerifyChecksums
-// describes, calling visit (if set) with each decoded data block.
-func (r *Reader) walk(ctx context.Context, env ReadEnv, visit dataVisitor) error {
+// describes, and has c (if set) check each partition and each decoded data
+// block.
+func (r *Reader) walk(ctx context.Context, env ReadEnv, c *checker) error {
 	limit := uint64(r.file.Size()) - FooterLen
 	var buf, dec []byte
 
@@ -69,46 +68,120 @@ func (r *Reader) walk(ctx context.Context, env ReadEnv, visit dataVisitor) error
 		}
 	}
 
-	index, err := r.readVerified(ctx, env, r.footer.Index, limit, &buf, &dec)
-	if err != nil {
-		return errors.Wrap(err, "sstable: verifying index block")
-	}
-	// The index is kept while the data blocks are decoded into dec.
-	index = bytes.Clone(index)
-	var it block.Iter
-	if err := it.Init(base.CompareEncoded, index); err != nil {
-		return r.wrapBlockErr(err, "index", r.footer.Index)
-	}
 	readahead := env.ReadaheadSize
 	if readahead <= 0 {
 		readahead = verifyReadahead
 	}
-	pf := fileio.NewPrefetchBuffer(r.file, int(min(readahead, maxBlockLen)), 0, 0, false)
-	defer pf.Close()
+	w := walker{r: r, ctx: ctx, env: env, limit: limit, c: c, buf: &buf, dec: &dec}
+	w.pf = fileio.NewPrefetchBuffer(r.file, int(min(readahead, maxBlockLen)), 0, 0, false)
+	defer w.pf.Close()
+	if r.top != nil {
+		return w.partitions()
+	}
+	index, err := r.readVerified(ctx, env, r.footer.Index, limit, &buf, &dec)
+	if err != nil {
+		return errors.Wrap(err, "sstable: verifying index block")
+	}
+	if c != nil {
+		c.indexSize = r.footer.Index.Length + block.TrailerLen
+	}
+	return w.index("index", r.footer.Index, index)
+}
+
+// walker is the state of one walk.
+type walker struct {
+	r        *Reader
+	ctx      context.Context
+	env      ReadEnv
+	limit    uint64
+	c        *checker
+	pf       *fileio.PrefetchBuffer
+	buf, dec *[]byte
+}
+
+// partitions verifies a partitioned table's top-level index, then each
+// partition's filter and index and the data blocks the index lists, in
+// order. The top-level index is read from the file again, so that a change
+// since Open is seen.
+func (w *walker) partitions() error {
+	r := w.r
+	top, err := r.readVerified(w.ctx, w.env, r.footer.Index, w.limit, w.buf, w.dec)
+	if err != nil {
+		return errors.Wrap(err, "sstable: verifying top-level index block")
+	}
+	top = bytes.Clone(top)
+	var it block.Iter
+	if err := it.Init(base.CompareEncoded, top); err != nil {
+		return r.wrapBlockErr(err, "top-level index", r.footer.Index)
+	}
+	if w.c != nil {
+		w.c.indexSize = r.footer.Index.Length + block.TrailerLen
+	}
+	p := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		h, err := decodeHandleExact(it.Value())
+		ih, fh, hasFilter, err := decodeTopValue(it.Value())
 		if err != nil {
-			return r.wrapBlockErr(err, "index", r.footer.Index)
+			return r.wrapBlockErr(err, "top-level index", r.footer.Index)
 		}
-		raw, ct, err := r.readRaw(ctx, env.IO, h, r.dataEnd, true, pf, nil)
+		if hasFilter {
+			if _, _, err := r.readRaw(w.ctx, w.env.IO, fh, w.limit, true, nil, w.buf); err != nil {
+				return errors.Wrapf(err, "sstable: verifying %s block", partName("filter", p))
+			}
+		}
+		index, err := r.readVerified(w.ctx, w.env, ih, w.limit, w.buf, w.dec)
+		if err != nil {
+			return errors.Wrapf(err, "sstable: verifying %s block", partName("index", p))
+		}
+		if w.c != nil {
+			if err := w.c.partition(p, it.Key(), index, ih, fh, hasFilter); err != nil {
+				return err
+			}
+		}
+		if err := w.index(partName("index", p), ih, index); err != nil {
+			return err
+		}
+		p++
+	}
+	if err := it.Error(); err != nil {
+		return r.wrapBlockErr(err, "top-level index", r.footer.Index)
+	}
+	return nil
+}
+
+// index verifies the data blocks that the index block (or partition) at h,
+// decoded as index, lists, and visits them when checking.
+func (w *walker) index(what string, h block.Handle, index []byte) error {
+	r := w.r
+	// The index is kept while the data blocks are decoded into dec.
+	index = bytes.Clone(index)
+	var it block.Iter
+	if err := it.Init(base.CompareEncoded, index); err != nil {
+		return r.wrapBlockErr(err, what, h)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		dh, err := decodeHandleExact(it.Value())
+		if err != nil {
+			return r.wrapBlockErr(err, what, h)
+		}
+		raw, ct, err := r.readRaw(w.ctx, w.env.IO, dh, r.dataEnd, true, w.pf, nil)
 		if err != nil {
 			return errors.Wrap(err, "sstable: verifying data block")
 		}
-		if visit == nil {
+		if w.c == nil {
 			continue
 		}
 		data := raw
 		if ct != compress.None {
-			if data, err = r.decompressTo(ct, raw, h, &dec); err != nil {
+			if data, err = r.decompressTo(ct, raw, dh, w.dec); err != nil {
 				return err
 			}
 		}
-		if err := visit(it.Key(), h, data); err != nil {
+		if err := w.c.visit(it.Key(), dh, data); err != nil {
 			return err
 		}
 	}
 	if err := it.Error(); err != nil {
-		return r.wrapBlockErr(err, "index", r.footer.Index)
+		return r.wrapBlockErr(err, what, h)
 	}
 	return nil
 }

@@ -32,6 +32,15 @@ type WriterOptions struct {
 	Compression compress.Type
 	// Checksum is the block checksum type.
 	Checksum checksum.Type
+	// IndexPartitionSize, when > 0, partitions the index and the filter
+	// (RocksDB's index_type=kTwoLevelIndexSearch with partition_filters and
+	// metadata_block_size): an index partition is cut at a data block
+	// boundary once its estimated size reaches IndexPartitionSize bytes, and
+	// a top-level index names the partitions (see "Partitioned index and
+	// filters" in the package doc). A table whose index fits in one
+	// partition is written exactly as with 0, which writes one index block
+	// and one filter block.
+	IndexPartitionSize int
 }
 
 func (o WriterOptions) ensureDefaults() WriterOptions {
@@ -50,6 +59,8 @@ func (o WriterOptions) validate() error {
 		return base.InvalidArgumentf("sstable: negative block size %d", o.BlockSize)
 	case o.BlockRestartInterval < 0:
 		return base.InvalidArgumentf("sstable: negative block restart interval %d", o.BlockRestartInterval)
+	case o.IndexPartitionSize < 0:
+		return base.InvalidArgumentf("sstable: negative index partition size %d", o.IndexPartitionSize)
 	case o.BloomBitsPerKey < 0:
 		return base.InvalidArgumentf("sstable: negative bloom bits per key %d", o.BloomBitsPerKey)
 	case !o.Compression.Supported():
@@ -88,7 +99,8 @@ type WriterMetadata struct {
 //
 // Blocks go out as they fill, each block and its trailer in one Write call;
 // the Writer keeps only the current data block, the index and the filter's
-// key hashes in memory. The first write error sticks: every later call
+// key hashes in memory (with a partitioned index, the finished index and
+// filter partitions, which it writes after the data blocks). The first write error sticks: every later call
 // returns it.
 //
 // A Writer is not safe for concurrent use.
@@ -100,9 +112,20 @@ type Writer struct {
 	offset  uint64
 	fileCRC crc.CRC
 
-	data   block.Builder
+	data block.Builder
+	// index holds the index entries not yet in a finished partition (all
+	// of them when the index is not partitioned), filter the key hashes of
+	// the same data blocks.
 	index  block.Builder
 	filter *bloom.Builder
+	// parts are the finished index partitions, kept until Close writes
+	// them after the data blocks (see writePartitioned); partsSize is their
+	// stored size. freshFilter says a partition was just cut, so the next
+	// key goes into the new filter partition even if its user key is the
+	// previous key's.
+	parts       []partition
+	partsSize   uint64
+	freshFilter bool
 
 	// pending is the handle of the last finished data block. Its index entry
 	// is added when the next key arrives, so that the separator can be
@@ -127,6 +150,19 @@ type Writer struct {
 	writeBuf    []byte
 	indexBuf    []byte
 	filterBuf   []byte
+}
+
+// partition is a finished index partition and its filter partition.
+type partition struct {
+	// lastSep is the partition's last index separator: its top-level key.
+	lastSep []byte
+	// index is the index block as stored, followed by its trailer; its
+	// handle's length is indexLen.
+	index    []byte
+	indexLen int
+	// filter is the filter partition (nil without a filter), never
+	// compressed.
+	filter []byte
 }
 
 // errWriterClosed is returned by calls on a closed Writer.
@@ -168,8 +204,9 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.addIndexEntry(w.separator(w.lastKey, w.keyBuf), w.pending)
 		w.hasPending = false
 	}
-	if w.filter != nil && (w.meta.NumEntries == 0 || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
+	if w.filter != nil && (w.meta.NumEntries == 0 || w.freshFilter || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
 		w.filter.AddKey(key.UserKey)
+		w.freshFilter = false
 	}
 	w.data.Add(w.keyBuf, value)
 
@@ -224,7 +261,7 @@ func (w *Writer) AddRangeDeletion(f rangedel.Fragment) error {
 // EstimatedSize returns the approximate size the file would have if closed
 // now.
 func (w *Writer) EstimatedSize() uint64 {
-	size := w.offset + uint64(w.data.EstimatedSize()) + uint64(w.index.EstimatedSize()) + FooterLen
+	size := w.offset + uint64(w.data.EstimatedSize()) + uint64(w.index.EstimatedSize()) + w.partsSize + FooterLen
 	if w.filter != nil {
 		size += uint64(bloom.Size(w.filter.NumKeys(), w.opts.BloomBitsPerKey))
 	}
@@ -263,20 +300,24 @@ func (w *Writer) close() error {
 		w.addIndexEntry(w.successor(w.lastKey), w.pending)
 		w.hasPending = false
 	}
-
-	var filterHandle block.Handle
-	if w.filter != nil {
-		var err error
-		if filterHandle, err = w.writeBlock(w.filter.Finish(w.filterBuf[:0]), compress.None); err != nil {
-			return err
-		}
-		w.props.FilterSize = filterHandle.Length + block.TrailerLen
+	if len(w.parts) > 0 && !w.index.Empty() {
+		w.cutPartition()
 	}
 
 	// The index is written last but its size is a property, so encode it
-	// now and keep it.
-	indexLen := w.prepareBlock(&w.indexBuf, w.index.Finish(), w.opts.Compression)
-	w.props.IndexSize = uint64(len(w.indexBuf))
+	// now and keep it: the one index block, or the top-level index of a
+	// partitioned one.
+	var filterHandle block.Handle
+	var indexLen int
+	var err error
+	if len(w.parts) > 1 {
+		indexLen, err = w.writePartitions()
+	} else {
+		filterHandle, indexLen, err = w.writeWhole()
+	}
+	if err != nil {
+		return err
+	}
 
 	w.props.BlockSize = uint64(w.opts.BlockSize)
 	w.props.BloomBitsPerKey = uint64(w.opts.BloomBitsPerKey)
@@ -290,10 +331,12 @@ func (w *Writer) close() error {
 	var rangeDelHandle block.Handle
 	if len(w.rangeDels) > 0 {
 		version = FormatVersionRangeDel
-		var err error
 		if rangeDelHandle, err = w.writeRangeDels(); err != nil {
 			return err
 		}
+	}
+	if len(w.parts) > 1 {
+		version = FormatVersionPartitioned
 	}
 	w.props.FormatVersion = uint64(version)
 	propsHandle, err := w.writeBlock(w.props.Encode(), compress.None)
@@ -303,7 +346,7 @@ func (w *Writer) close() error {
 
 	var meta block.Builder
 	meta.Init(metaRestartInterval)
-	if w.filter != nil {
+	if w.filter != nil && len(w.parts) <= 1 {
 		meta.Add([]byte(MetaFilterName), filterHandle.Append(nil))
 	}
 	meta.Add([]byte(MetaPropertiesName), propsHandle.Append(nil))
@@ -315,12 +358,12 @@ func (w *Writer) close() error {
 		return err
 	}
 
-	indexHandle := block.Handle{Offset: w.offset, Length: uint64(indexLen)}
+	topHandle := block.Handle{Offset: w.offset, Length: uint64(indexLen)}
 	if err := w.write(w.indexBuf); err != nil {
 		return err
 	}
 
-	footer := Footer{Checksum: w.opts.Checksum, MetaIndex: metaHandle, Index: indexHandle, FormatVersion: version}
+	footer := Footer{Checksum: w.opts.Checksum, MetaIndex: metaHandle, Index: topHandle, FormatVersion: version}
 	w.writeBuf = footer.Encode(w.writeBuf[:0])
 	if err := w.write(w.writeBuf); err != nil {
 		return err
@@ -392,9 +435,99 @@ func (w *Writer) finishDataBlock() error {
 	return nil
 }
 
+// addIndexEntry adds the index entry of a finished data block, and cuts an
+// index partition after it when the partition has grown to
+// IndexPartitionSize. A partition is cut only here, between data blocks, so
+// that every data block belongs to exactly one partition.
 func (w *Writer) addIndexEntry(key []byte, h block.Handle) {
 	w.handleBuf = h.Append(w.handleBuf[:0])
 	w.index.Add(key, w.handleBuf)
+	if w.opts.IndexPartitionSize > 0 && w.index.EstimatedSize() >= w.opts.IndexPartitionSize {
+		w.cutPartition()
+	}
+}
+
+// cutPartition finishes the index entries and filter keys gathered since the
+// last cut as a partition, kept in memory until Close writes it. Index
+// partitions are compressed as the single index block is; the table's
+// output stays a function of its entries and options alone.
+func (w *Writer) cutPartition() {
+	p := partition{lastSep: bytes.Clone(w.index.LastKey())}
+	p.indexLen = w.prepareBlock(&p.index, w.index.Finish(), w.opts.Compression)
+	w.index.Reset()
+	w.partsSize += uint64(len(p.index))
+	if w.filter != nil {
+		p.filter = w.filter.Finish(nil)
+		w.filter.Reset()
+		w.freshFilter = true
+		w.partsSize += uint64(len(p.filter) + block.TrailerLen)
+	}
+	w.parts = append(w.parts, p)
+}
+
+// writeWhole writes the filter block (when there is a filter) and prepares
+// the index block in w.indexBuf, returning the filter's handle and the index
+// handle's length. A single partition cut at the last entry is the whole
+// index: it is written unpartitioned, the same bytes as without
+// partitioning.
+func (w *Writer) writeWhole() (block.Handle, int, error) {
+	var indexLen int
+	var filter []byte
+	if len(w.parts) == 1 {
+		w.indexBuf, indexLen = w.parts[0].index, w.parts[0].indexLen
+		filter = w.parts[0].filter
+	} else {
+		indexLen = w.prepareBlock(&w.indexBuf, w.index.Finish(), w.opts.Compression)
+		if w.filter != nil {
+			filter = w.filter.Finish(w.filterBuf[:0])
+		}
+	}
+	w.props.IndexSize = uint64(len(w.indexBuf))
+	if w.filter == nil {
+		return block.Handle{}, indexLen, nil
+	}
+	h, err := w.writeBlock(filter, compress.None)
+	w.props.FilterSize = h.Length + block.TrailerLen
+	return h, indexLen, err
+}
+
+// writePartitions writes the filter partitions and the index partitions,
+// in that order, right after the data blocks, and prepares the top-level
+// index in w.indexBuf (written last, where the single index block would be),
+// returning its handle's length. It sets the index and filter size
+// properties: the sums over the partitions, the top-level block counted in
+// the index's.
+func (w *Writer) writePartitions() (int, error) {
+	filters := make([]block.Handle, len(w.parts))
+	if w.filter != nil {
+		for i := range w.parts {
+			h, err := w.writeBlock(w.parts[i].filter, compress.None)
+			if err != nil {
+				return 0, err
+			}
+			filters[i] = h
+			w.props.FilterSize += h.Length + block.TrailerLen
+		}
+	}
+	var top block.Builder
+	top.Init(metaRestartInterval)
+	for i := range w.parts {
+		p := &w.parts[i]
+		h := block.Handle{Offset: w.offset, Length: uint64(p.indexLen)}
+		if err := w.write(p.index); err != nil {
+			return 0, err
+		}
+		w.props.IndexSize += uint64(len(p.index))
+		w.handleBuf = h.Append(w.handleBuf[:0])
+		if w.filter != nil {
+			w.handleBuf = filters[i].Append(w.handleBuf)
+		}
+		top.Add(p.lastSep, w.handleBuf)
+	}
+	n := w.prepareBlock(&w.indexBuf, top.Finish(), w.opts.Compression)
+	w.props.IndexSize += uint64(len(w.indexBuf))
+	w.props.IndexPartitions = uint64(len(w.parts))
+	return n, nil
 }
 
 // prepareBlock compresses raw with comp if that pays, and sets *dst to the

@@ -1,0 +1,191 @@
+package sstable
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
+	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/sstable/block"
+	"github.com/shaledb/shale/ioctx"
+)
+
+// This file reads partitioned indexes and filters (FormatVersionPartitioned;
+// see "Partitioned index and filters" in the package doc).
+
+// topIndex is the decoded top-level index of a partitioned table. It is
+// small (one entry per partition: about 60 bytes per 4 KiB partition) and
+// lives as long as the Reader, whatever CacheIndexAndFilterBlocks says
+// (RocksDB's pin_top_level_index_and_filter).
+type topIndex struct {
+	// x searches the partitions: its separators are the partitions' last
+	// separators, its handles the index partitions' handles. x.seekGE(s)
+	// is the partition whose data blocks can hold the first entry >= s.
+	x indexTable
+	// filters[p] is filter partition p's handle; nil when the table has
+	// no filter.
+	filters []block.Handle
+}
+
+// decodeTopIndex decodes a top-level index block (after its trailer was
+// checked and removed). An empty block, a value that is not one or two
+// handles, or entries that disagree on whether there is a filter handle are
+// errors marked base.ErrCorruption. As for an index block, the order of the
+// keys is Check's to verify.
+func decodeTopIndex(data []byte) (*topIndex, error) {
+	t := &topIndex{}
+	buf, err := encodeIndexTableWith(data, nil, func(i int, v []byte) (block.Handle, error) {
+		h, fh, hasFilter, err := decodeTopValue(v)
+		if err != nil {
+			return block.Handle{}, err
+		}
+		if had := len(t.filters) > 0; i > 0 && hasFilter != had {
+			return block.Handle{}, base.CorruptionErrorf(
+				"top-level entry %d has a filter handle: %t, but entry 0 has one: %t", i, hasFilter, had)
+		}
+		if hasFilter {
+			t.filters = append(t.filters, fh)
+		}
+		return h, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.x = viewIndexTable(buf)
+	if t.x.len() == 0 {
+		return nil, base.CorruptionErrorf("top-level index has no partitions")
+	}
+	return t, nil
+}
+
+// decodeTopValue decodes a top-level entry's value: the index partition's
+// handle, and the filter partition's when hasFilter.
+func decodeTopValue(v []byte) (index, filter block.Handle, hasFilter bool, err error) {
+	index, n, err := block.DecodeHandle(v)
+	if err != nil {
+		return block.Handle{}, block.Handle{}, false, err
+	}
+	if n == len(v) {
+		return index, block.Handle{}, false, nil
+	}
+	if filter, err = decodeHandleExact(v[n:]); err != nil {
+		return block.Handle{}, block.Handle{}, false, err
+	}
+	return index, filter, true, nil
+}
+
+// len returns the number of partitions.
+func (t *topIndex) len() int { return t.x.len() }
+
+// partName names partition p of the index or the filter in errors: "index
+// partition 3".
+func partName(what string, p int) string { return what + " partition " + strconv.Itoa(p) }
+
+// openPartitioned reads the top-level index at the footer's index handle and,
+// unless the partitions live in the block cache, every partition, verifying
+// each block. With the cache, partitions are loaded when a read needs them:
+// reading all of them into a cache smaller than they are would only evict
+// each other.
+func (r *Reader) openPartitioned(ctx context.Context, env ReadEnv, limit uint64) error {
+	data, err := r.readMetaBlock(ctx, env, "top-level index", r.footer.Index, limit)
+	if err != nil {
+		return err
+	}
+	if r.top, err = decodeTopIndex(data); err != nil {
+		return r.wrapBlockErr(err, "top-level index", r.footer.Index)
+	}
+	r.hasFilter = len(r.top.filters) > 0
+	// The partitions follow the data blocks: filter partitions first.
+	for p := range r.top.len() {
+		r.dataEnd = min(r.dataEnd, r.top.x.handles[p].Offset)
+		if r.hasFilter {
+			r.dataEnd = min(r.dataEnd, r.top.filters[p].Offset)
+		}
+	}
+	if r.metaInCache {
+		return nil
+	}
+	r.parts = make([]indexTable, r.top.len())
+	for p := range r.parts {
+		h := r.top.x.handles[p]
+		data, err := r.readMetaBlock(ctx, env, partName("index", p), h, limit)
+		if err != nil {
+			return err
+		}
+		buf, err := encodeIndexTable(data, nil)
+		if err != nil {
+			return r.wrapBlockErr(err, partName("index", p), h)
+		}
+		r.parts[p] = viewIndexTable(buf)
+	}
+	if !r.hasFilter {
+		return nil
+	}
+	r.filterParts = make([][]byte, r.top.len())
+	for p, h := range r.top.filters {
+		data, err := r.readMetaBlock(ctx, env, partName("filter", p), h, limit)
+		if err != nil {
+			return err
+		}
+		r.filterParts[p] = bloom.CacheAligned(data)
+	}
+	return nil
+}
+
+// pinIndexOf returns the index that part (a partition, or -1 for the whole
+// index of an unpartitioned table) names, pinned as pinIndex pins the whole
+// one: by a cache handle the caller releases when it lives in the cache.
+func (r *Reader) pinIndexOf(ctx context.Context, io ioctx.IOOptions, part int, view *indexTable) (*indexTable, cache.Handle, error) {
+	if part < 0 {
+		return r.pinIndex(ctx, io, view)
+	}
+	if !r.metaInCache {
+		return &r.parts[part], cache.Handle{}, nil
+	}
+	hd, err := r.cachedMeta(ctx, io, r.top.x.handles[part], metaBlock{index: true, part: part})
+	if err != nil {
+		return nil, cache.Handle{}, err
+	}
+	*view = viewIndexTable(hd.Value())
+	return view, hd, nil
+}
+
+// pinFilterOf returns the filter that part names (nil when the table has
+// none), pinned as pinIndexOf pins an index.
+func (r *Reader) pinFilterOf(ctx context.Context, io ioctx.IOOptions, part int) ([]byte, cache.Handle, error) {
+	if part < 0 {
+		return r.pinFilter(ctx, io)
+	}
+	if !r.hasFilter {
+		return nil, cache.Handle{}, nil
+	}
+	if !r.metaInCache {
+		return r.filterParts[part], cache.Handle{}, nil
+	}
+	hd, err := r.cachedMeta(ctx, io, r.top.filters[part], metaBlock{part: part})
+	if err != nil {
+		return nil, cache.Handle{}, err
+	}
+	return alignedFilter(hd.Value()), hd, nil
+}
+
+// partitionOf returns the partition whose data blocks can hold the first
+// entry >= the encoded search key s: -1 for an unpartitioned table, whose
+// one index covers everything, and the number of partitions when the table
+// holds no entry >= s.
+func (r *Reader) partitionOf(s []byte) int {
+	if r.top == nil {
+		return -1
+	}
+	return r.top.x.seekGE(s)
+}
+
+// numParts returns the number of index partitions, 1 for an unpartitioned
+// table (whose one index is its only "partition").
+func (r *Reader) numParts() int {
+	if r.top == nil {
+		return 1
+	}
+	return r.top.len()
+}
