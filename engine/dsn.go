@@ -47,6 +47,8 @@ type Config struct {
 	MaxOpenFiles                   int
 	MmapReads                      bool
 	CacheIndexAndFilterBlocks      bool
+	PartitionIndexAndFilters       bool
+	MetadataBlockSize              int
 	MaxManifestFileSize            int64
 	ParanoidFileChecks             bool
 	WALRecoveryMode                WALRecoveryMode
@@ -78,6 +80,7 @@ func DefaultConfig(dir string) *Config {
 		BlockSize:                      o.BlockSize,
 		BlockRestartInterval:           o.BlockRestartInterval,
 		BloomBitsPerKey:                o.BloomBitsPerKey,
+		MetadataBlockSize:              o.MetadataBlockSize,
 		Compression:                    o.Compression,
 		ChecksumType:                   o.ChecksumType,
 		MaxManifestFileSize:            o.MaxManifestFileSize,
@@ -332,8 +335,29 @@ var dsnKeys = []dsnKey{
 		func(c *Config) *bool { return &c.MmapReads }, false),
 	boolKey("cache_index_and_filter_blocks", "keep table index and filter blocks in the block cache, "+
 		"charged to block_cache_size, instead of in memory for as long as a table is open; "+
-		"only for data whose index and filter blocks fit the cache: a miss rereads a table's whole index",
+		"when the data's index and filter blocks exceed the cache, a miss rereads a table's whole index "+
+		"or filter unless partition_index_and_filters is set",
 		func(c *Config) *bool { return &c.CacheIndexAndFilterBlocks }, false),
+	boolKey("partition_index_and_filters", "write each new table's index and bloom filter as partitions of "+
+		"about metadata_block_size under a small top-level index (RocksDB's kTwoLevelIndexSearch with "+
+		"partition_filters), so that with cache_index_and_filter_blocks a read loads one partition, not a "+
+		"table's whole index and filter; such tables need table format version 3",
+		func(c *Config) *bool { return &c.PartitionIndexAndFilters }, false),
+	{
+		name: "metadata_block_size", doc: "target size of an index partition, with partition_index_and_filters " +
+			"(256 to 64MiB)",
+		parse: func(c *Config, v string) error {
+			n, err := driver.ParseSize(v)
+			switch {
+			case err != nil:
+			case n < 256 || n > 64<<20:
+				err = errors.Newf("%q is not between 256 and 64MiB", v)
+			}
+			c.MetadataBlockSize = int(n)
+			return err
+		},
+		get: func(c *Config) string { return driver.FormatSize(int64(c.MetadataBlockSize)) },
+	},
 	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
 		func(c *Config) *int64 { return &c.MaxManifestFileSize }, positive),
 	boolKey("paranoid_file_checks", "read back and verify every block of each new table before installing it",
@@ -424,7 +448,8 @@ func (c *Config) options() Options {
 		DisableFileChecksums: c.DisableFileChecksums, Sync: c.Sync, MaxOpenFiles: c.MaxOpenFiles,
 		MmapReads: c.MmapReads, MaxManifestFileSize: c.MaxManifestFileSize,
 		CacheIndexAndFilterBlocks: c.CacheIndexAndFilterBlocks,
-		ParanoidFileChecks:        c.ParanoidFileChecks, WALRecoveryMode: c.WALRecoveryMode,
+		PartitionIndexAndFilters:  c.PartitionIndexAndFilters, MetadataBlockSize: c.MetadataBlockSize,
+		ParanoidFileChecks: c.ParanoidFileChecks, WALRecoveryMode: c.WALRecoveryMode,
 	}
 }
 

@@ -39,6 +39,11 @@ func TestParseDSN(t *testing.T) {
 		{"/db?block_size=1KiB&block_size=2KiB", "block_size"},
 		{"/db?wal_recovery_mode=best_effort", "bad value for wal_recovery_mode"},
 		{"/db?wal_recovery_mode=", "wal_recovery_mode"},
+		{"/db?partition_index_and_filters=sometimes", "partition_index_and_filters"},
+		{"/db?metadata_block_size=100", `bad value for metadata_block_size: "100" is not between 256 and 64MiB`},
+		{"/db?metadata_block_size=128MiB", "metadata_block_size"},
+		{"/db?metadata_block_size=0", "metadata_block_size"},
+		{"/db?metadata_block_size=four", "metadata_block_size"},
 		{"", "path"},
 	} {
 		_, err := ParseDSN(tc.dsn)
@@ -60,6 +65,8 @@ func TestDSNRoundTrip(t *testing.T) {
 			"&checksum=crc32c&file_checksums=false&sync=true&rate_limit=1MiB&rate_limit_mode=reads" +
 			"&rate_limit_refill_period=10ms&rate_limit_fairness=5&rate_limit_auto_tuned=true&max_open_files=100" +
 			"&mmap_reads=true&max_manifest_file_size=1MiB&read_only=true",
+		"/db?cache_index_and_filter_blocks=true&partition_index_and_filters=true&metadata_block_size=8KiB",
+		"/db?partition_index_and_filters=true&metadata_block_size=256",
 		"/db?wal_recovery_mode=tolerate_corrupted_tail_records",
 		"/db?wal_recovery_mode=absolute_consistency",
 		"/db?wal_recovery_mode=point_in_time_recovery",
@@ -80,6 +87,16 @@ func TestDSNRoundTrip(t *testing.T) {
 	require.Equal(t, "/db?wal_recovery_mode=point_in_time_recovery", c.String())
 	def, _ := ParseDSN("/db?wal_recovery_mode=tolerate_corrupted_tail_records")
 	require.Equal(t, "/db", def.String(), "the default mode is not printed")
+
+	c, err = ParseDSN("/db?partition_index_and_filters=1&metadata_block_size=16384")
+	require.NoError(t, err)
+	require.Equal(t, "/db?partition_index_and_filters=true&metadata_block_size=16KiB", c.String())
+	o, err = c.Options()
+	require.NoError(t, err)
+	require.True(t, o.PartitionIndexAndFilters)
+	require.Equal(t, 16<<10, o.MetadataBlockSize)
+	def, _ = ParseDSN("/db?partition_index_and_filters=false&metadata_block_size=4KiB")
+	require.Equal(t, "/db", def.String(), "the defaults are not printed")
 
 	c, _ = ParseDSN("/db?block_cache_size=33554432")
 	require.Equal(t, "/db?block_cache_size=32MiB", c.String(), "sizes print in the largest exact unit")
@@ -233,6 +250,8 @@ func TestOptionsValidateValues(t *testing.T) {
 		{"bloom_bits_per_key", func(o *Options) { o.BloomBitsPerKey = -3 }},
 		{"target_file_size_base", func(o *Options) { o.TargetFileSizeBase = -1 }},
 		{"max_write_buffer_number", func(o *Options) { o.MaxWriteBufferNumber = -1 }},
+		{"metadata_block_size", func(o *Options) { o.MetadataBlockSize = -1 }},
+		{"metadata_block_size", func(o *Options) { o.MetadataBlockSize = 100 }},
 	} {
 		o := &Options{}
 		tc.set(o)

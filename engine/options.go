@@ -290,7 +290,35 @@ type Options struct {
 	// lookups per table a read consults, and a file read when an evicted
 	// index or filter is needed again. It has no effect without a block
 	// cache. Default false, as in RocksDB.
+	//
+	// When the indexes and filters of the data exceed the cache, each miss
+	// reads, verifies and decodes a whole table's index or filter (hundreds
+	// of KiB for a 64 MiB table of small keys); set
+	// PartitionIndexAndFilters too, so that a miss loads one partition.
 	CacheIndexAndFilterBlocks bool
+
+	// PartitionIndexAndFilters writes each new table's index and bloom
+	// filter as partitions under a small top-level index (RocksDB's
+	// BlockBasedTableOptions.index_type = kTwoLevelIndexSearch with
+	// partition_filters = true): an index partition is cut once it reaches
+	// about MetadataBlockSize bytes, with a filter partition over the keys
+	// of the same data blocks. A reader keeps only the top-level index
+	// pinned; with CacheIndexAndFilterBlocks the partitions live in the
+	// block cache, and a Get loads at most one index and one filter
+	// partition, so its cost and the memory used stay flat however far the
+	// data's metadata exceeds the cache. Without CacheIndexAndFilterBlocks
+	// it changes little: every partition is loaded at open and kept.
+	// Tables whose index fits one partition, and tables written without
+	// it, keep the unpartitioned format; partitioned tables need a reader
+	// that knows table format version 3. Default false.
+	PartitionIndexAndFilters bool
+
+	// MetadataBlockSize is the target size of an index partition, with
+	// PartitionIndexAndFilters (RocksDB's metadata_block_size). Filter
+	// partitions follow the index partitions, so their size is about
+	// BloomBitsPerKey/8 bytes per key of the partition's data blocks.
+	// Default 4096.
+	MetadataBlockSize int
 
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten as a
 	// snapshot. Default 4 MiB.
@@ -317,6 +345,7 @@ const (
 	DefaultTargetFileSizeBase             = 64 << 20 // 64 MiB
 	DefaultBlockSize                      = 4096
 	DefaultBlockRestartInterval           = 16
+	DefaultMetadataBlockSize              = 4096
 	DefaultBloomBitsPerKey                = 10
 	DefaultMaxManifestFileSize            = 4 << 20 // 4 MiB
 )
@@ -371,6 +400,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.BloomBitsPerKey == 0 {
 		o.BloomBitsPerKey = DefaultBloomBitsPerKey
 	}
+	if o.MetadataBlockSize == 0 {
+		o.MetadataBlockSize = DefaultMetadataBlockSize
+	}
 	if o.Compression == CompressionDefault {
 		o.Compression = CompressionSnappy
 	}
@@ -424,6 +456,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BlockSize < 256 || o.BlockSize > 64<<20 {
 		bad("block_size %d must be between 256 and 64MiB", o.BlockSize)
+	}
+	if o.MetadataBlockSize < 256 || o.MetadataBlockSize > 64<<20 {
+		bad("metadata_block_size %d must be between 256 and 64MiB", o.MetadataBlockSize)
 	}
 	if o.BlockRestartInterval < 1 {
 		bad("block_restart_interval %d must be at least 1", o.BlockRestartInterval)

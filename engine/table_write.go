@@ -68,12 +68,17 @@ func (d *DB) writerOptions() sstable.WriterOptions {
 	if bits < 0 {
 		bits = 0
 	}
+	partition := 0
+	if d.opts.PartitionIndexAndFilters {
+		partition = d.opts.MetadataBlockSize
+	}
 	return sstable.WriterOptions{
 		BlockSize:            d.opts.BlockSize,
 		BlockRestartInterval: d.opts.BlockRestartInterval,
 		BloomBitsPerKey:      bits,
 		Compression:          d.opts.Compression.internal(),
 		Checksum:             d.opts.ChecksumType.internal(),
+		IndexPartitionSize:   partition,
 	}
 }
 

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/shaledb/shale/internal/fileio"
+	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/statistics"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPartitionIndexAndFilters: with partition_index_and_filters the tables a
+// flush and a compaction write are partitioned (format version 3) with
+// partitions of about metadata_block_size; Get, MultiGet and iterators in
+// both directions read them, with the partitions in a block cache too small
+// to hold them all, and a reopen without the option still reads them.
+func TestPartitionIndexAndFilters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg, err := ParseDSN(dir + "?partition_index_and_filters=true&metadata_block_size=256" +
+		"&cache_index_and_filter_blocks=true&block_cache_size=64KiB&block_size=256&stats_level=all")
+	require.NoError(t, err)
+	opts, err := cfg.Options()
+	require.NoError(t, err)
+	require.Equal(t, 256, opts.MetadataBlockSize)
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	model := map[string][]byte{}
+	for round := range 3 {
+		for range 1500 {
+			k := fmt.Sprintf("key%05d", rng.IntN(4000))
+			if rng.IntN(6) == 0 {
+				require.NoError(t, db.Delete(ctx, []byte(k)))
+				delete(model, k)
+				continue
+			}
+			v := fmt.Appendf(nil, "value-%d-%s", round, k)
+			require.NoError(t, db.Put(ctx, []byte(k), v))
+			model[k] = v
+		}
+		require.NoError(t, db.Flush(ctx))
+	}
+	checkPartitionedDB(t, db, model, rng)
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	checkPartitionedDB(t, db, model, rng)
+	requirePartitionedTables(t, dir)
+	require.NotZero(t, db.Statistics().TickerCount(statistics.BlockCacheIndexMiss))
+	require.NoError(t, db.Close())
+
+	// Reopened without partitioning or the cache option, the tables read
+	// the same.
+	db, err = Open(dir, &Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	checkPartitionedDB(t, db, model, rng)
+}
+
+// requirePartitionedTables checks that every table in dir is partitioned.
+func requirePartitionedTables(t *testing.T, dir string) {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		f, err := fileio.Open(vfs.Default, name, fileio.Options{})
+		require.NoError(t, err)
+		r, err := sstable.Open(context.Background(), f, sstable.ReadEnv{VerifyChecksums: true}, sstable.ReaderOptions{})
+		require.NoError(t, err)
+		p := r.Properties()
+		require.Equal(t, uint64(sstable.FormatVersionPartitioned), p.FormatVersion, name)
+		require.Greater(t, p.IndexPartitions, uint64(1), name)
+		require.NoError(t, r.Check(context.Background(), sstable.ReadEnv{VerifyChecksums: true}))
+		require.NoError(t, r.Close())
+	}
+}
+
+// checkPartitionedDB compares db with model: Gets of present and absent
+// keys, a MultiGet, full scans both ways and bounded seeks.
+func checkPartitionedDB(t *testing.T, db *DB, model map[string][]byte, rng *rand.Rand) {
+	t.Helper()
+	ctx := context.Background()
+	keys := make([]string, 0, len(model))
+	for k := range model {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var probes [][]byte
+	for range 300 {
+		probes = append(probes, fmt.Appendf(nil, "key%05d", rng.IntN(4100)))
+	}
+	for _, k := range probes {
+		v, err := db.Get(ctx, k)
+		want, ok := model[string(k)]
+		if !ok {
+			require.True(t, errors.Is(err, ErrNotFound), "Get(%s): %v", k, err)
+			continue
+		}
+		require.NoError(t, err, "Get(%s)", k)
+		require.Equal(t, want, v, "Get(%s)", k)
+	}
+	slices.SortFunc(probes, bytes.Compare)
+	probes = slices.CompactFunc(probes, bytes.Equal)
+	vals, err := db.MultiGet(ctx, probes)
+	require.NoError(t, err)
+	for i, k := range probes {
+		require.Equal(t, model[string(k)], vals[i], "MultiGet(%s)", k)
+	}
+
+	it, err := db.NewIterator(ctx, nil)
+	require.NoError(t, err)
+	var got []string
+	for ok := it.First(); ok; ok = it.Next() {
+		got = append(got, string(it.Key()))
+		require.Equal(t, model[string(it.Key())], it.Value())
+	}
+	require.Equal(t, keys, got)
+	got = got[:0]
+	for ok := it.Last(); ok; ok = it.Prev() {
+		got = append(got, string(it.Key()))
+	}
+	slices.Reverse(got)
+	require.Equal(t, keys, got)
+	for range 50 {
+		k := fmt.Sprintf("key%05d", rng.IntN(4100))
+		i, _ := slices.BinarySearch(keys, k)
+		if it.SeekGE([]byte(k)) {
+			require.Equal(t, keys[i], string(it.Key()), "SeekGE(%s)", k)
+		} else {
+			require.Equal(t, len(keys), i, "SeekGE(%s)", k)
+		}
+		if it.SeekLT([]byte(k)) {
+			require.Equal(t, keys[i-1], string(it.Key()), "SeekLT(%s)", k)
+		} else {
+			require.Zero(t, i, "SeekLT(%s)", k)
+		}
+	}
+	require.NoError(t, it.Close())
+}
