@@ -36,7 +36,7 @@ type topIndex struct {
 func decodeTopIndex(data []byte) (*topIndex, error) {
 	t := &topIndex{}
 	buf, err := encodeIndexTableWith(data, nil, func(i int, v []byte) (block.Handle, error) {
-		h, fh, hasFilter, err := decodeTopValue(v)
+		h, fh, hasFilter, err := DecodeTopIndexValue(v)
 		if err != nil {
 			return block.Handle{}, err
 		}
@@ -59,9 +59,12 @@ func decodeTopIndex(data []byte) (*topIndex, error) {
 	return t, nil
 }
 
-// decodeTopValue decodes a top-level entry's value: the index partition's
-// handle, and the filter partition's when hasFilter.
-func decodeTopValue(v []byte) (index, filter block.Handle, hasFilter bool, err error) {
+// DecodeTopIndexValue decodes the value of a top-level index entry (see
+// "Partitioned index and filters" in the package doc): the index
+// partition's handle, and the filter partition's when hasFilter. A value
+// that is not one or two handles is an error marked base.ErrCorruption.
+// Tools that walk a table's blocks themselves (shale sst dump) use it.
+func DecodeTopIndexValue(v []byte) (index, filter block.Handle, hasFilter bool, err error) {
 	index, n, err := block.DecodeHandle(v)
 	if err != nil {
 		return block.Handle{}, block.Handle{}, false, err

@@ -394,3 +394,69 @@ func FuzzTopIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestPartitionedVersionMismatch: a footer whose version byte says
+// partitioned over an unpartitioned index, or the reverse, is caught at
+// Open by the properties' version instead of the index being misread.
+func TestPartitionedVersionMismatch(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(81, 82)), 300, 20)
+	flatOpts := partOpts
+	flatOpts.IndexPartitionSize = 0
+	for _, tc := range []struct {
+		name string
+		data []byte
+		to   byte
+		want string
+	}{
+		{"flat-as-partitioned", buildTable(t, flatOpts, es), FormatVersionPartitioned, "footer says format version 3, properties say 1"},
+		{"partitioned-as-flat", buildTable(t, partOpts, es), FormatVersion, "footer says format version 1, properties say 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := bytes.Clone(tc.data)
+			bad[len(bad)-FooterLen+footerVersionOffset] = tc.to
+			_, err := tryOpen(memWith(t, bad), openConfig{})
+			require.Error(t, err)
+			require.True(t, base.IsCorruption(err), "%v", err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestCheckPartitionTopLevelKey: Check reports a top-level key that is not
+// its partition's last separator (here, partition 1's key replaced by its
+// first separator, which still orders the top level), with both keys.
+func TestCheckPartitionTopLevelKey(t *testing.T) {
+	opts := partOpts
+	opts.Compression = compress.None
+	es := genEntries(rand.New(rand.NewPCG(83, 84)), 400, 20)
+	data := buildTable(t, opts, es)
+	r := requirePartitioned(t, data, 3)
+	require.NoError(t, r.Check(context.Background(), verifyEnv))
+
+	// Rebuild the top-level block, which is the last before the footer.
+	var b block.Builder
+	b.Init(metaRestartInterval)
+	for p := range r.top.len() {
+		key := r.top.x.sep(p)
+		if p == 1 {
+			key = r.parts[1].sep(0)
+		}
+		v := r.top.x.handles[p].Append(nil)
+		v = r.top.filters[p].Append(v)
+		b.Add(key, v)
+	}
+	raw := b.Finish()
+	h := block.Handle{Offset: r.footer.Index.Offset, Length: uint64(len(raw))}
+	bad := append(bytes.Clone(data[:h.Offset]), raw...)
+	bad = block.AppendTrailer(bad, opts.Checksum, compress.None, bad[h.Offset:])
+	footer := r.footer
+	footer.Index = h
+	bad = footer.Encode(bad)
+
+	r2 := openTable(t, bad, openConfig{})
+	err := r2.Check(context.Background(), verifyEnv)
+	require.Error(t, err)
+	require.True(t, base.IsCorruption(err), "%v", err)
+	require.Contains(t, err.Error(), "index partition 1")
+	require.Contains(t, err.Error(), "but its top-level key is")
+}

@@ -119,7 +119,7 @@ func (w *walker) partitions() error {
 	}
 	p := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		ih, fh, hasFilter, err := decodeTopValue(it.Value())
+		ih, fh, hasFilter, err := DecodeTopIndexValue(it.Value())
 		if err != nil {
 			return r.wrapBlockErr(err, "top-level index", r.footer.Index)
 		}
