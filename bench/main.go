@@ -52,6 +52,9 @@ type config struct {
 	// cacheIndexAndFilter opens shale with
 	// cache_index_and_filter_blocks in every variant.
 	cacheIndexAndFilter bool
+	// partitionIndexAndFilters opens shale with
+	// partition_index_and_filters in every variant.
+	partitionIndexAndFilters bool
 }
 
 func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
@@ -88,6 +91,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.note, "note", "", "a sentence for the report's header (e.g. why the run is small)")
 	fs.BoolVar(&c.cacheIndexAndFilter, "cache-index-and-filter-blocks", false,
 		"open shale with cache_index_and_filter_blocks (index and filter blocks charged to the block cache, as Pebble does) in every variant, defaults included")
+	fs.BoolVar(&c.partitionIndexAndFilters, "partition-index-and-filters", false,
+		"open shale with partition_index_and_filters (tables written with index and filter partitions under a top-level index) in every variant, defaults included")
 	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

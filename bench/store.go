@@ -70,6 +70,9 @@ type storeConfig struct {
 	// shaleCacheIndexAndFilter sets shale's CacheIndexAndFilterBlocks,
 	// whatever the other fields say.
 	shaleCacheIndexAndFilter bool
+	// shalePartitionIndexAndFilters sets shale's PartitionIndexAndFilters,
+	// whatever the other fields say.
+	shalePartitionIndexAndFilters bool
 }
 
 // pebbleCacheSize is the capacity of Pebble's cache for cfg.
@@ -123,8 +126,9 @@ type asyncMultiGetter interface {
 	multiGetAsync(keys, vals [][]byte) (found int, err error)
 }
 
-// shaleOptions are shale's options for cfg. The statistics and
-// CacheIndexAndFilterBlocks apply to every variant, defaults included.
+// shaleOptions are shale's options for cfg. The statistics,
+// CacheIndexAndFilterBlocks and PartitionIndexAndFilters apply to every
+// variant, defaults included.
 func shaleOptions(cfg storeConfig) (*engine.Options, error) {
 	stats, disable, err := shaleStatistics(cfg.shaleStats)
 	if err != nil {
@@ -153,6 +157,7 @@ func shaleOptions(cfg storeConfig) (*engine.Options, error) {
 	}
 	o.Statistics, o.DisableStatistics = stats, disable
 	o.CacheIndexAndFilterBlocks = cfg.shaleCacheIndexAndFilter
+	o.PartitionIndexAndFilters = cfg.shalePartitionIndexAndFilters
 	return o, nil
 }
 
