@@ -763,6 +763,8 @@ func TestBitFlips(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(13, 14)), 120, 30)
 	tables["snappy-crc"] = buildTable(t, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10,
 		Compression: compress.Snappy, Checksum: checksum.CRC32C}, es)
+	tables["partitioned"] = buildTable(t, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10,
+		Compression: compress.Snappy, Checksum: checksum.CRC32C, IndexPartitionSize: 64}, es)
 	for name, data := range tables {
 		t.Run(name, func(t *testing.T) {
 			want := readAll(t, data)
@@ -837,11 +839,21 @@ func checkFlipped(t *testing.T, bad []byte, want []entry, what string) {
 // as the injected error, and nothing read may differ from the table.
 func TestFaultInjection(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(15, 16)), 150, 40)
-	data := buildTable(t, WriterOptions{BlockSize: 512, BloomBitsPerKey: 10, Compression: compress.Snappy,
-		Checksum: checksum.XXHash64}, es)
+	for _, partition := range []int{0, 128} {
+		data := buildTable(t, WriterOptions{BlockSize: 512, BloomBitsPerKey: 10, Compression: compress.Snappy,
+			Checksum: checksum.XXHash64, IndexPartitionSize: partition}, es)
+		if partition > 0 {
+			requirePartitioned(t, data, 2)
+		}
+		t.Run(fmt.Sprintf("partition=%d", partition), func(t *testing.T) { testFaultInjection(t, data, es) })
+	}
+}
+
+func testFaultInjection(t *testing.T, data []byte, es []entry) {
 	for _, cfg := range []openConfig{
 		{env: ReadEnv{VerifyChecksums: true, FillCache: true, ReadaheadSize: 2048}},
 		{cache: cache.New(1 << 20), env: ReadEnv{VerifyChecksums: true, FillCache: true}},
+		{cache: cache.New(1 << 20), cacheMeta: true, env: ReadEnv{VerifyChecksums: true, FillCache: true}},
 		{env: ReadEnv{VerifyChecksums: true, AsyncIO: true}},
 	} {
 		t.Run(fmt.Sprintf("%s/async=%t", cfg, cfg.env.AsyncIO), func(t *testing.T) {
