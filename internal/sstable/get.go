@@ -34,7 +34,9 @@ func appendSearchKey(dst, userKey []byte, seq base.SeqNum) []byte {
 // filter first (ticking BloomFilterUseful when it rules the key out,
 // BloomFilterFullPositive when it does not, and BloomFilterFullTruePositive
 // when the key is then found), then the index, then the one data
-// block that can hold the entry (see the package doc).
+// block that can hold the entry (see the package doc). In a partitioned
+// table the top-level index picks the one partition whose filter and index
+// these are; a key above every entry of the table stops there.
 //
 // When found, kind is the entry's kind and value points into the block,
 // which pin keeps alive: value is valid until pin.Release, which the caller

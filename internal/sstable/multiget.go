@@ -75,9 +75,11 @@ type mgState struct {
 var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 
 // MultiGet looks up several keys in the table: one filter pass and one index
-// pass over all of them, then every data block they need that is not cached
-// is read with a single fileio MultiRead, in which blocks adjacent on disk
-// are coalesced into one request. Blocks read are checksum-verified (per
+// pass over all of them (in a partitioned table, moving forward through the
+// partitions the keys fall in, each looked up or loaded once), then every
+// data block they need that is not cached is read with a single fileio
+// MultiRead, in which blocks adjacent on disk are coalesced into one
+// request. Blocks read are checksum-verified (per
 // env.VerifyChecksums), decompressed, and added to the cache (per
 // env.FillCache). keys must be sorted by user key, without duplicates.
 //
@@ -85,8 +87,10 @@ var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 // Err as Get would return them (and ticks the bloom filter counters as Get
 // does). Keys whose Done is true are skipped.
 //
-// The error is a failure that affects every key: the context is done, or
-// the MultiRead could not be made (rate limiter, timeout). Then no key holds a pin and the outputs are unspecified. Per-key
+// The error is a failure that affects every key: the context is done, the
+// MultiRead could not be made (rate limiter, timeout), or an index or filter
+// (partition) the keys need could not be loaded from the file into the
+// block cache. Then no key holds a pin and the outputs are unspecified. Per-key
 // failures, such as a corrupt block or a failed read of one request, are in
 // the keys' Err.
 func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) error {

@@ -95,7 +95,9 @@ const maxSnappyExpansion = 32
 //     (256 KiB when 0): one Read per refill, each starting at the first block
 //     not yet buffered and reading max(R, that block) bytes, so about
 //     ceil(data size / R). A small table takes 4 + 1 Reads, 5 + 1 with a
-//     filter.
+//     filter. A partitioned table's index Read is of the top-level index,
+//     and each partition's filter and index take 1 Read each (outside the
+//     readahead buffer) before its data blocks.
 //   - Close and EvictFromCache read nothing.
 //
 // With a memory-mapped fileio.Reader, reads slice the mapping; they are
