@@ -180,10 +180,27 @@ func checkGetAllocs(t *testing.T, r *Reader, es []entry) {
 // several goroutines (run with -race).
 func TestConcurrentGets(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(45, 46)), 1000, 50)
-	data := buildTable(t, WriterOptions{BlockSize: 512, BloomBitsPerKey: 10, Compression: compress.Snappy,
-		Checksum: checksum.XXHash64}, es)
-	// A small cache, so that blocks are evicted and reloaded meanwhile.
-	r := openTable(t, data, openConfig{cache: cache.New(8 << 10)})
+	for _, tc := range []struct {
+		name      string
+		partition int
+		cacheMeta bool
+	}{
+		{"flat", 0, false},
+		// Index and filter partitions in the small cache too, evicted
+		// and reloaded while iterators pin theirs.
+		{"partitioned", 256, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := buildTable(t, WriterOptions{BlockSize: 512, BloomBitsPerKey: 10, Compression: compress.Snappy,
+				Checksum: checksum.XXHash64, IndexPartitionSize: tc.partition}, es)
+			// A small cache, so that blocks are evicted and reloaded meanwhile.
+			r := openTable(t, data, openConfig{cache: cache.New(8 << 10), cacheMeta: tc.cacheMeta})
+			testConcurrentGets(t, r, es)
+		})
+	}
+}
+
+func testConcurrentGets(t *testing.T, r *Reader, es []entry) {
 	done := make(chan error)
 	for g := range 4 {
 		go func() {
