@@ -25,11 +25,17 @@ const walMaxPending = 4 << 20
 type walFile struct {
 	f vfs.File
 
-	mu       sync.Mutex
-	cond     sync.Cond // signalled when a write to the file finishes
-	pending  []byte    // bytes not yet handed to the file
-	spare    []byte    // the buffer being written, reused as pending
-	writing  bool      // a write to the file is in progress
+	mu      sync.Mutex
+	cond    sync.Cond // signalled when a write to the file finishes
+	pending []byte    // bytes not yet handed to the file
+	spare   []byte    // the buffer being written, reused as pending
+	writing bool      // a write to the file is in progress
+	// idle says the background goroutine found nothing left to write and
+	// waits for wake: only then does Write wake it. A write that finds it
+	// at work leaves its bytes for the drain in progress, which writes
+	// until nothing is pending, and pays no channel operation; the
+	// goroutine wakes once per batch of bytes, not once per record.
+	idle     bool
 	err      error
 	closed   bool
 	wake     chan struct{}
@@ -37,7 +43,7 @@ type walFile struct {
 }
 
 func newWALFile(f vfs.File) *walFile {
-	w := &walFile{f: f, wake: make(chan struct{}, 1), finished: make(chan struct{})}
+	w := &walFile{f: f, idle: true, wake: make(chan struct{}, 1), finished: make(chan struct{})}
 	w.cond.L = &w.mu
 	go w.writeLoop()
 	return w
@@ -59,10 +65,14 @@ func (w *walFile) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	w.pending = append(w.pending, p...)
+	wake := w.idle
+	w.idle = false
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 	return len(p), nil
 }
@@ -73,6 +83,9 @@ func (w *walFile) writeLoop() {
 	for range w.wake {
 		w.mu.Lock()
 		w.drainLocked()
+		// Nothing is pending (or an error stops every later write): the
+		// next Write must wake the loop again.
+		w.idle = true
 		w.mu.Unlock()
 	}
 }
