@@ -44,6 +44,31 @@ func monoNow() time.Duration {
 	return tscNanos(rdtsc())
 }
 
+// clockTicks reads the stopwatch clock unscaled: the counter once
+// calibrated, nanotime before. Only the difference of two readings means
+// anything, scaled by ticksNanos; a Statistics exists only once New has
+// settled which clock this is (startClock), so two readings taken for one
+// Statistics come from the same clock. It saves monoNow's scaling at the
+// start of a span, and it inlines: a clock read is then one call, to rdtsc.
+func clockTicks() int64 {
+	if tscClock.ready.Load() {
+		return rdtsc()
+	}
+	return nanotime()
+}
+
+// ticksNanos scales the difference of two clockTicks readings to
+// nanoseconds; a negative one (a core whose counter lags another's by a few
+// ticks) is 0.
+func ticksNanos(dt int64) time.Duration {
+	dt = max(dt, 0)
+	if !tscClock.ready.Load() {
+		return time.Duration(dt)
+	}
+	hi, lo := bits.Mul64(uint64(dt), tscClock.mult)
+	return time.Duration(hi<<32 | lo>>32)
+}
+
 // tscNanos scales a counter reading into nanotime's timeline. A reading
 // below t0 (a core whose counter lags the calibrating core's by a few ticks)
 // maps to n0.

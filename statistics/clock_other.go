@@ -10,5 +10,13 @@ import "time"
 // clock_amd64.go.)
 func monoNow() time.Duration { return time.Duration(nanotime()) }
 
+// clockTicks reads the stopwatch clock unscaled: here nanotime, already in
+// nanoseconds (see clock_amd64.go).
+func clockTicks() int64 { return nanotime() }
+
+// ticksNanos scales the difference of two clockTicks readings to
+// nanoseconds: here it only clamps a negative one to 0.
+func ticksNanos(dt int64) time.Duration { return time.Duration(max(dt, 0)) }
+
 // startClock has nothing to calibrate here.
 func startClock() {}
