@@ -327,8 +327,23 @@ func TestGetAllocsCachedIndexAndFilter(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	es := genEntries(rand.New(rand.NewPCG(43, 44)), 2000, 50)
-	data := buildTable(t, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, es)
-	r := openTable(t, data, openConfig{cache: cache.New(16 << 20), stats: statistics.New(statistics.LevelAll), cacheMeta: true})
+	// Partitioned: the MultiGet's two keys are in different partitions.
+	for _, partition := range []int{0, 128} {
+		t.Run(fmt.Sprintf("partition=%d", partition), func(t *testing.T) {
+			data := buildTable(t, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy,
+				Checksum: checksum.XXHash64, IndexPartitionSize: partition}, es)
+			r := openTable(t, data, openConfig{cache: cache.New(16 << 20), stats: statistics.New(statistics.LevelAll), cacheMeta: true})
+			if partition > 0 {
+				requirePartitioned(t, data, 2)
+				require.NotEqual(t, r.partitionOf(appendSearchKey(nil, es[10].key.UserKey, base.MaxSeqNum)),
+					r.partitionOf(appendSearchKey(nil, es[1500].key.UserKey, base.MaxSeqNum)))
+			}
+			checkGetAllocsCachedMeta(t, r, es)
+		})
+	}
+}
+
+func checkGetAllocsCachedMeta(t *testing.T, r *Reader, es []entry) {
 	checkGetAllocs(t, r, es)
 	ctx := context.Background()
 	t.Run("multiget", func(t *testing.T) {
