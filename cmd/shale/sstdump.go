@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/sstable"
@@ -28,6 +29,13 @@ fragment a line: [start, end) #seqs, highest first) and its first N entries
 as key#seq,KIND -> value. With -blocks it also reads every data block, checks
 its checksum and prints its compression and entry count, and reports every
 damaged block rather than stopping at the first.
+
+A table with a partitioned index and filters (format version 3, written with
+partition_index_and_filters) first prints its top-level index, one partition
+a line (its index partition's handle, its filter partition's if the table
+has a filter, and its last separator), then each filter partition, checked
+and described (size, lines, probes), then the index one partition at a time,
+its data blocks numbered across partitions.
 
 Keys and values print as quoted Go strings (hex with -hex); values longer
 than 64 bytes are cut, with their length. Exit code 1 when the file is
@@ -103,11 +111,15 @@ func (d *sstDumper) dump(ctx context.Context, fs vfs.FS, name string, blocks boo
 
 	// fr stays readable until r.Close: the index is read again here, raw,
 	// because the Reader keeps its decoded copy to itself.
+	dumpIndex, what := d.dumpIndex, "index block"
+	if footer.FormatVersion == sstable.FormatVersionPartitioned {
+		dumpIndex, what = d.dumpPartitioned, "top-level index block"
+	}
 	index, _, err := readBlock(ctx, fr, footer, footer.Index, name)
 	if err != nil {
-		return errors.Wrap(err, "index block")
+		return errors.Wrap(err, what)
 	}
-	damaged, err := d.dumpIndex(ctx, fr, footer, index, name, blocks)
+	damaged, err := dumpIndex(ctx, fr, footer, index, name, blocks)
 	if err != nil {
 		return err
 	}
@@ -123,30 +135,45 @@ func (d *sstDumper) dump(ctx context.Context, fs vfs.FS, name string, blocks boo
 	return nil
 }
 
-// dumpIndex prints the index entries and, with blocks, checks each data
-// block. It returns the number of damaged data blocks.
+// dumpIndex prints the index entries of an unpartitioned table and, with
+// blocks, checks each data block. It returns the number of damaged data
+// blocks.
 func (d *sstDumper) dumpIndex(ctx context.Context, fr *fileio.Reader, footer sstable.Footer, index []byte,
 	name string, blocks bool) (damaged int, _ error) {
+	fmt.Fprintf(d.w, "index\n")
+	n, damaged, err := d.dumpIndexEntries(ctx, fr, footer, index, "index", 0, name, blocks)
+	if err != nil {
+		return damaged, err
+	}
+	fmt.Fprintf(d.w, "  (%d data blocks)\n\n", n)
+	return damaged, nil
+}
+
+// dumpIndexEntries prints the entries of the index block (or index
+// partition) index, numbering its data blocks from first, and with blocks
+// checks each data block. what names the block in errors ("index", "index
+// partition 3"). It returns the number of entries and of damaged data
+// blocks.
+func (d *sstDumper) dumpIndexEntries(ctx context.Context, fr *fileio.Reader, footer sstable.Footer, index []byte,
+	what string, first int, name string, blocks bool) (n, damaged int, _ error) {
 	var it block.Iter
 	if err := it.Init(base.CompareEncoded, index); err != nil {
-		return 0, errors.Wrap(err, "index block")
+		return 0, 0, errors.Wrapf(err, "%s block", what)
 	}
-	fmt.Fprintf(d.w, "index\n")
-	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		h, hn, err := block.DecodeHandle(it.Value())
 		if err == nil && hn != len(it.Value()) {
 			err = base.CorruptionErrorf("%d trailing bytes after the handle", len(it.Value())-hn)
 		}
 		if err != nil {
-			return damaged, errors.Wrapf(err, "index entry %d", n)
+			return n, damaged, errors.Wrapf(err, "%s entry %d", what, n)
 		}
 		sep, ok := base.DecodeInternalKey(it.Key())
 		if !ok {
-			return damaged, base.CorruptionErrorf("index entry %d: separator of %d bytes is too short for an internal key",
-				n, len(it.Key()))
+			return n, damaged, base.CorruptionErrorf("%s entry %d: separator of %d bytes is too short for an internal key",
+				what, n, len(it.Key()))
 		}
-		fmt.Fprintf(d.w, "  block %d: %s  separator %s\n", n, h, d.internalKey(sep))
+		fmt.Fprintf(d.w, "  block %d: %s  separator %s\n", first+n, h, d.internalKey(sep))
 		if blocks {
 			if status, err := d.checkDataBlock(ctx, fr, footer, h, name); err != nil {
 				damaged++
@@ -158,10 +185,131 @@ func (d *sstDumper) dumpIndex(ctx context.Context, fr *fileio.Reader, footer sst
 		n++
 	}
 	if err := it.Error(); err != nil {
-		return damaged, errors.Wrap(err, "index block")
+		return n, damaged, errors.Wrapf(err, "%s block", what)
+	}
+	return n, damaged, nil
+}
+
+// partition is one entry of a partitioned table's top-level index.
+type partition struct {
+	index, filter block.Handle
+	hasFilter     bool
+}
+
+// dumpPartitioned prints a partitioned table's top-level index (top),
+// checks and describes its filter partitions, then prints the entries of
+// every index partition as dumpIndex prints a whole index, numbering the
+// data blocks across partitions. With blocks it checks each data block; it
+// returns the number of damaged ones.
+func (d *sstDumper) dumpPartitioned(ctx context.Context, fr *fileio.Reader, footer sstable.Footer, top []byte,
+	name string, blocks bool) (damaged int, _ error) {
+	parts, err := d.dumpTopIndex(top)
+	if err != nil {
+		return 0, err
+	}
+	if err := d.dumpFilterPartitions(ctx, fr, footer, parts, name); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(d.w, "index\n")
+	n := 0
+	for p, part := range parts {
+		what := "index partition " + strconv.Itoa(p)
+		fmt.Fprintf(d.w, "  partition %d: %s\n", p, part.index)
+		index, _, err := readBlock(ctx, fr, footer, part.index, name)
+		if err != nil {
+			return damaged, errors.Wrapf(err, "%s block", what)
+		}
+		k, dmg, err := d.dumpIndexEntries(ctx, fr, footer, index, what, n, name, blocks)
+		damaged += dmg
+		if err != nil {
+			return damaged, err
+		}
+		if k == 0 {
+			// The writer never writes an empty partition: the top-level
+			// entry would name a last separator it does not hold.
+			return damaged, base.CorruptionErrorf("%s block %s has no entries", what, part.index)
+		}
+		n += k
 	}
 	fmt.Fprintf(d.w, "  (%d data blocks)\n\n", n)
 	return damaged, nil
+}
+
+// dumpTopIndex prints the entries of a top-level index, one partition a
+// line, and returns them.
+func (d *sstDumper) dumpTopIndex(top []byte) ([]partition, error) {
+	var it block.Iter
+	if err := it.Init(base.CompareEncoded, top); err != nil {
+		return nil, errors.Wrap(err, "top-level index block")
+	}
+	fmt.Fprintf(d.w, "top-level index\n")
+	var parts []partition
+	for ok := it.First(); ok; ok = it.Next() {
+		p := len(parts)
+		var part partition
+		var err error
+		part.index, part.filter, part.hasFilter, err = sstable.DecodeTopIndexValue(it.Value())
+		if err != nil {
+			return nil, errors.Wrapf(err, "top-level index entry %d", p)
+		}
+		if p > 0 && part.hasFilter != parts[0].hasFilter {
+			return nil, base.CorruptionErrorf("top-level index entry %d has a filter handle: %t, but entry 0 has one: %t",
+				p, part.hasFilter, parts[0].hasFilter)
+		}
+		sep, ok := base.DecodeInternalKey(it.Key())
+		if !ok {
+			return nil, base.CorruptionErrorf("top-level index entry %d: separator of %d bytes is too short for an internal key",
+				p, len(it.Key()))
+		}
+		filter := ""
+		if part.hasFilter {
+			filter = "  filter " + part.filter.String()
+		}
+		fmt.Fprintf(d.w, "  partition %d: index %s%s  last separator %s\n", p, part.index, filter, d.internalKey(sep))
+		parts = append(parts, part)
+	}
+	if err := it.Error(); err != nil {
+		return nil, errors.Wrap(err, "top-level index block")
+	}
+	if len(parts) == 0 {
+		return nil, base.CorruptionErrorf("top-level index has no partitions")
+	}
+	fmt.Fprintf(d.w, "  (%d partitions)\n\n", len(parts))
+	return parts, nil
+}
+
+// dumpFilterPartitions reads each filter partition, verifying its checksum
+// as the table reader does at open, and describes it.
+func (d *sstDumper) dumpFilterPartitions(ctx context.Context, fr *fileio.Reader, footer sstable.Footer,
+	parts []partition, name string) error {
+	if !parts[0].hasFilter {
+		return nil
+	}
+	fmt.Fprintf(d.w, "filter partitions\n")
+	for p, part := range parts {
+		data, comp, err := readBlock(ctx, fr, footer, part.filter, name)
+		if err != nil {
+			return errors.Wrapf(err, "filter partition %d block", p)
+		}
+		fmt.Fprintf(d.w, "  partition %d: %s  checksum ok, %s, %s\n", p, part.filter, comp, describeFilter(data))
+	}
+	fmt.Fprintln(d.w)
+	return nil
+}
+
+// describeFilter describes a bloom filter's encoding (package bloom): its
+// lines of bloom.LineSize bytes, then its probe count and encoding bytes.
+// A filter not in that encoding is not an error for the reader, which
+// takes it to match every key; so it is described, not reported.
+func describeFilter(f []byte) string {
+	// maxProbes is bloom's bound on the probe count: a filter with more is
+	// malformed to the reader.
+	const maxProbes = 30
+	n := len(f) - 2
+	if n < bloom.LineSize || n%bloom.LineSize != 0 || f[n+1] != bloom.EncodingBlocked || f[n] == 0 || f[n] > maxProbes {
+		return fmt.Sprintf("%d bytes, not a blocked bloom filter: matches every key", len(f))
+	}
+	return fmt.Sprintf("%d bytes, %d lines, %d probes", len(f), n/bloom.LineSize, f[n])
 }
 
 // checkDataBlock reads the data block at h, verifies its checksum and
