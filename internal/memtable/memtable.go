@@ -649,7 +649,16 @@ func (m *MemTable) bracketingLevel(key base.InternalKey, ins *inserter) (level i
 func (m *MemTable) findSpliceForLevel(key base.InternalKey, level int, start, stop uint32) (prev, next uint32, found bool) {
 	prev = start
 	for {
-		next = m.arena.node(prev).next[level].Load()
+		nd := m.arena.node(prev)
+		next = nd.next[level].Load()
+		if level > 0 {
+			// If the walk ends at prev, the level below starts at down:
+			// fetch it while next is compared, so that the two cache
+			// misses overlap instead of following one another.
+			if down := nd.next[level-1].Load(); down != next && down != 0 {
+				prefetchNode(unsafe.Pointer(m.arena.node(down)))
+			}
+		}
 		if next == 0 {
 			return prev, 0, false
 		}
