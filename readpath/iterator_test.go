@@ -456,3 +456,40 @@ func TestIteratorNextAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// TestIteratorNextAllocsUncached is TestIteratorNextAllocs for the scan
+// the side-by-side run measures: one level, one source (the Iterator moves
+// the level iterator itself), and a block cache far smaller than the data,
+// so that most blocks come through the table iterator's readahead and are
+// loaded into the cache, evicting others. Loading recycles the evicted
+// blocks' buffers and entries, so the budget is still zero.
+func TestIteratorNextAllocsUncached(t *testing.T) {
+	if invariants.RaceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	rng := rand.New(rand.NewPCG(5, 4))
+	cfg := defaultLSMConfig()
+	cfg.randomOpts = false
+	cfg.oneFilePerLevel = true
+	cfg.mems, cfg.l0, cfg.levels = 0, 0, 1
+	cfg.keySpace, cfg.opsPerPart, cfg.deleteRatio = 20000, 8000, 0
+	cfg.cacheSize = 16 << 10
+	db := buildLSM(t, rng, cfg)
+	it := NewIterator(context.Background(), db.view, readEnv(), db.maxSeq, IterOptions{})
+	defer func() { require.NoError(t, it.Close()) }()
+	require.Same(t, &it.levels[0], it.iter, "one level: no merging iterator")
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	require.Greater(t, n, 1000)
+	before := db.stats.TickerCount(statistics.BlockCacheDataMiss)
+	require.True(t, it.First())
+	allocs := testing.AllocsPerRun(2*n, func() {
+		if !it.Next() && !it.First() {
+			t.Fatal("empty")
+		}
+	})
+	require.Greater(t, db.stats.TickerCount(statistics.BlockCacheDataMiss)-before, uint64(100), "blocks were loaded")
+	require.Zero(t, allocs)
+}
