@@ -150,15 +150,16 @@ func (d *DB) readSeq(seq base.SeqNum) base.SeqNum {
 // getImpl reads key at seq (readLatest: the latest visible write). The caller's tag
 // is kept.
 func (d *DB) getImpl(call *readCall, key []byte, seq base.SeqNum) (PinnedValue, error) {
-	sw := d.stats.StartStopWatch(statistics.DBGet, statistics.HistogramNone)
+	// A one-word timer, not a StopWatch: DBGet is its only histogram.
+	timer := d.stats.StartGet()
 	rs, err := d.loadReadState()
 	if err != nil {
 		return PinnedValue{}, err
 	}
 	seq = d.readSeq(seq)
 	// The Get's tickers and its DBGet sample are recorded together, in one
-	// shard access (readpath.Get stops sw).
-	v, err := readpath.Get(call.ctx, &rs.view, call.env, key, seq, &sw)
+	// shard access (readpath.Get stops the timer).
+	v, err := readpath.Get(call.ctx, &rs.view, call.env, key, seq, &timer)
 	if err != nil {
 		rs.unref()
 		return PinnedValue{}, err

@@ -107,16 +107,17 @@ func (h *holder) unref() {
 // length; the BytesPerRead histogram with it (0 when not found), as RocksDB's
 // DBImpl::GetImpl records them.
 //
-// sw, when not nil, is the caller's stopwatch timing the lookup (DBGet):
-// Get stops it when it records the lookup's tickers, so the sample and the
-// counts go to the statistics in one shard access (statistics.RecordGet).
-func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum, sw *statistics.StopWatch) (Value, error) {
+// timer, when not nil, is the caller's timer of the lookup (DBGet), started
+// with v.Stats.StartGet: Get stops it when it records the lookup's tickers,
+// so the sample and the counts go to the statistics in one shard access
+// (statistics.RecordGet).
+func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum, timer *statistics.GetTimer) (Value, error) {
 	c := statistics.GetCounts{Hit: statistics.NumTickers}
 	val, err := get(ctx, v, &env, key, seq, &c)
 	if err == nil {
 		c.Found, c.Bytes = true, uint64(len(val.Data))
 	}
-	v.Stats.RecordGet(sw, c)
+	v.Stats.RecordGet(timer, c)
 	return val, err
 }
 

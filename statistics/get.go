@@ -1,7 +1,5 @@
 package statistics
 
-import "time"
-
 // GetCounts are what one point lookup counts, as RocksDB's DBImpl::GetImpl
 // counts them: NumberKeysRead, MemtableHit (a memtable decided the lookup,
 // with a value or a tombstone) or MemtableMiss, Hit (GetHitL0, GetHitL1 or
@@ -15,63 +13,90 @@ type GetCounts struct {
 	Bytes       uint64
 }
 
-// RecordGet records the counts c of one point lookup and stops w, the
-// lookup's stopwatch (nil or disabled when not timed), as RecordTick,
-// RecordInHistogram and w.Stop would, each gated by its own level, but with
-// one shard access for all of them instead of five or six: a lookup that a
-// bloom filter rules out costs little more than the recording. It returns
-// w's sample in microseconds.
-func (s *Statistics) RecordGet(w *StopWatch, c GetCounts) uint64 {
-	if w != nil && w.s != nil && w.s != s {
-		// Timed for other statistics: record there on their own.
-		us := w.Stop()
-		s.RecordGet(nil, c)
-		return us
-	}
-	if s == nil || Level(s.level.Load()) < LevelExceptHistogramOrTimers {
-		if w != nil {
-			return w.Stop()
-		}
-		return 0
-	}
-	return s.recordGet(w, c)
+// GetTimer times one point lookup for the DBGet histogram, as a StopWatch
+// started for DBGet alone would, in one word: the clock reading at the
+// start, unscaled, or 0 when the lookup is not timed. The zero value times
+// nothing. Start one with [Statistics.StartGet] and stop it with
+// [Statistics.RecordGet] of the same Statistics.
+type GetTimer struct {
+	start int64
 }
 
-func (s *Statistics) recordGet(w *StopWatch, c GetCounts) uint64 {
-	timed := w != nil && w.s != nil
-	var d time.Duration
+// StartGet starts timing a point lookup for DBGet, if the level records
+// DBGet now (LevelExceptDetailedTimers and up); otherwise it reads no clock
+// and returns the zero GetTimer. It inlines into the caller.
+func (s *Statistics) StartGet() GetTimer {
+	if s == nil || Level(s.level.Load()) < histogramMinLevel[DBGet] {
+		return GetTimer{}
+	}
+	return GetTimer{start: getStart()}
+}
+
+// getStart reads the clock for StartGet: clockTicks, written out so that
+// the reading costs one call here and one to the counter read. A counter or
+// nanotime reading is never 0 in practice; max keeps 0 meaning "not timed"
+// even then, at the cost of a microsecond's error in one sample.
+func getStart() int64 {
+	if tscClock.ready.Load() {
+		return max(rdtsc(), 1)
+	}
+	return max(nanotime(), 1)
+}
+
+// RecordGet records the counts c of one point lookup and stops t, the
+// lookup's timer from s.StartGet (nil or the zero GetTimer when not timed),
+// as RecordTick, RecordInHistogram and a DBGet StopWatch's Stop would, each
+// gated by its own level, but with one level check and one shard access for
+// all of them instead of five or six: a lookup that a bloom filter rules out
+// costs little more than the recording. As a StopWatch's Stop does, it
+// checks the level again: a timed lookup records its DBGet sample only if
+// the level still records DBGet. It returns the sample in microseconds (0
+// when not timed, or when the level no longer records tickers).
+//
+// It is one function, not an inlined gate and an out-of-line body: the gate,
+// which must clear t, does not fit the inliner's budget, and two calls cost
+// more than one.
+func (s *Statistics) RecordGet(t *GetTimer, c GetCounts) uint64 {
+	var start int64
+	if t != nil {
+		start, t.start = t.start, 0
+	}
 	var us uint64
-	if timed {
-		d, us = w.elapsed()
+	if start != 0 {
+		// The clock first, for the span to end here; the sample's bucket
+		// is picked last (see bucketIndex on why its store must not wait
+		// for this read).
+		us = uint64(ticksNanos(clockTicks()-start) / 1000)
+	}
+	if s == nil {
+		return 0
 	}
 	l := Level(s.level.Load())
+	if l < LevelExceptHistogramOrTimers {
+		return 0
+	}
 	mem := MemtableMiss
 	if c.MemtableHit {
 		mem = MemtableHit
 	}
+	// NumberKeysRead, MemtableHit, MemtableMiss and BytesRead record from
+	// LevelExceptHistogramOrTimers, which l is at (TestGetTickersLevel), so
+	// they need no level check; Hit, the caller's choice, gets one.
 	sh, own := s.pin()
-	tickIn(sh, own, l, NumberKeysRead, 1)
-	tickIn(sh, own, l, mem, 1)
-	if c.Hit < NumTickers {
-		tickIn(sh, own, l, c.Hit, 1)
+	addIn(&sh.tickers[NumberKeysRead], 1, own)
+	addIn(&sh.tickers[mem], 1, own)
+	if c.Hit < NumTickers && l >= tickerMinLevel[c.Hit] {
+		addIn(&sh.tickers[c.Hit], 1, own)
 	}
-	if c.Found {
-		tickIn(sh, own, l, BytesRead, c.Bytes)
+	if c.Found && c.Bytes != 0 {
+		addIn(&sh.tickers[BytesRead], c.Bytes, own)
 	}
 	if l >= histogramMinLevel[BytesPerRead] {
 		sh.hists[BytesPerRead].record(c.Bytes, own)
 	}
-	if timed {
-		w.recordInto(sh, own, l, d, us)
+	if start != 0 && l >= histogramMinLevel[DBGet] {
+		sh.hists[DBGet].record(us, own)
 	}
 	procUnpin()
 	return us
-}
-
-// tickIn adds n to ticker t in the pinned stripe sh, if level l records t.
-func tickIn(sh *shardData, own bool, l Level, t Ticker, n uint64) {
-	if l < tickerMinLevel[t] || n == 0 {
-		return
-	}
-	addIn(&sh.tickers[t], n, own)
 }

@@ -3,27 +3,30 @@ package statistics
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // TestRecordGet: RecordGet records exactly what the separate calls a Get
-// used to make record, at every level, and stops the watch.
+// used to make record, at every level, and stops the timer.
 func TestRecordGet(t *testing.T) {
 	cases := []GetCounts{
 		{Hit: NumTickers},                    // miss everywhere
 		{MemtableHit: true, Hit: NumTickers}, // memtable tombstone
 		{MemtableHit: true, Found: true, Bytes: 100, Hit: NumTickers},
 		{Hit: GetHitL0, Found: true, Bytes: 7},
-		{Hit: GetHitL2AndUp, Found: true, Bytes: 0}, // an empty value
+		{Hit: GetHitL1, Found: true, Bytes: 1 << 20},
+		{Hit: GetHitL2AndUp, Found: true, Bytes: 0},     // an empty value
+		{Hit: DBMutexWaitMicros, Found: true, Bytes: 3}, // a Hit ticker of its own level
 	}
 	for l := LevelDisableAll; l <= LevelAll; l++ {
 		for i, c := range cases {
 			t.Run(fmt.Sprintf("%s/%d", l, i), func(t *testing.T) {
 				got, want := New(l), New(l)
-				w := got.StartStopWatch(DBGet, HistogramNone)
-				got.RecordGet(&w, c)
-				require.False(t, w.Enabled(), "RecordGet stops the watch")
+				timer := got.StartGet()
+				got.RecordGet(&timer, c)
+				require.Zero(t, timer, "RecordGet stops the timer")
 
 				ww := want.StartStopWatch(DBGet, HistogramNone)
 				want.RecordTick(NumberKeysRead, 1)
@@ -44,28 +47,92 @@ func TestRecordGet(t *testing.T) {
 				require.Equal(t, want.TickerMap(), got.TickerMap())
 				require.Equal(t, want.HistogramData(BytesPerRead), got.HistogramData(BytesPerRead))
 				require.Equal(t, want.HistogramData(DBGet).Count, got.HistogramData(DBGet).Count)
+				// Nothing else is recorded: every other histogram is
+				// empty in both.
+				for h := range NumHistograms {
+					if h != DBGet {
+						require.Equal(t, want.HistogramData(h), got.HistogramData(h), "%s", h)
+					}
+				}
 			})
 		}
 	}
 }
 
-// TestRecordGetOtherWatch: a watch started on other statistics, or none,
-// still works: each records where it belongs.
-func TestRecordGetOtherWatch(t *testing.T) {
-	s, other := New(LevelAll), New(LevelAll)
-	w := other.StartStopWatch(DBGet, HistogramNone)
-	s.RecordGet(&w, GetCounts{Hit: NumTickers})
-	require.False(t, w.Enabled())
-	require.EqualValues(t, 1, other.HistogramData(DBGet).Count)
+// TestGetTickersLevel: recordGet adds NumberKeysRead, MemtableHit,
+// MemtableMiss and BytesRead without checking their level, relying on
+// RecordGet's check that the level records tickers at all.
+func TestGetTickersLevel(t *testing.T) {
+	for _, tk := range []Ticker{NumberKeysRead, MemtableHit, MemtableMiss, BytesRead} {
+		require.Equal(t, LevelExceptHistogramOrTimers, tk.MinLevel(), "%s", tk)
+	}
+	require.Equal(t, LevelExceptDetailedTimers, DBGet.MinLevel(), "StartGet times DBGet from its level")
+}
+
+// TestGetTimerSample: a timed lookup records its span, in whole
+// microseconds, into DBGet, and RecordGet returns it.
+func TestGetTimerSample(t *testing.T) {
+	s := New(DefaultLevel)
+	outer := time.Now()
+	timer := s.StartGet()
+	require.NotZero(t, timer, "timed at the default level")
+	time.Sleep(2 * time.Millisecond)
+	us := s.RecordGet(&timer, GetCounts{Hit: NumTickers})
+	elapsed := time.Since(outer)
+	require.GreaterOrEqual(t, us, uint64(2000))
+	require.LessOrEqual(t, us, uint64(elapsed/time.Microsecond))
+	d := s.HistogramData(DBGet)
+	require.EqualValues(t, 1, d.Count)
+	require.Equal(t, us, d.Sum)
+
+	// A stopped timer records nothing more.
+	require.Zero(t, s.RecordGet(&timer, GetCounts{Hit: NumTickers}))
+	require.EqualValues(t, 1, s.HistogramData(DBGet).Count)
+	require.EqualValues(t, 2, s.TickerCount(NumberKeysRead))
+}
+
+// TestGetTimerLevelChange: as a StopWatch does, RecordGet checks the level
+// again when it stops the timer: a lookup timed at the default level and
+// stopped after the level fell below the time histograms' records its
+// tickers but no DBGet sample, and one started below it (not timed) records
+// no sample after the level rose.
+func TestGetTimerLevelChange(t *testing.T) {
+	s := New(DefaultLevel)
+	timer := s.StartGet()
+	s.SetLevel(LevelExceptTimers)
+	s.RecordGet(&timer, GetCounts{Hit: NumTickers})
+	require.Zero(t, timer)
 	require.Zero(t, s.HistogramData(DBGet).Count)
+	require.EqualValues(t, 1, s.HistogramData(BytesPerRead).Count)
 	require.EqualValues(t, 1, s.TickerCount(NumberKeysRead))
 
+	timer = s.StartGet()
+	require.Zero(t, timer, "not timed below DBGet's level")
+	s.SetLevel(LevelAll)
+	s.RecordGet(&timer, GetCounts{Hit: NumTickers})
+	require.Zero(t, s.HistogramData(DBGet).Count)
+	require.EqualValues(t, 2, s.TickerCount(NumberKeysRead))
+
+	// Timed, then everything disabled: nothing at all is recorded.
+	timer = s.StartGet()
+	s.SetLevel(LevelDisableAll)
+	require.Zero(t, s.RecordGet(&timer, GetCounts{Hit: NumTickers}))
+	require.Zero(t, timer)
+	require.EqualValues(t, 2, s.TickerCount(NumberKeysRead))
+	require.Zero(t, s.HistogramData(DBGet).Count)
+}
+
+// TestRecordGetNil: a nil timer records the counts untimed, and nil
+// statistics record nothing and read no clock.
+func TestRecordGetNil(t *testing.T) {
+	s := New(LevelAll)
 	s.RecordGet(nil, GetCounts{Hit: NumTickers})
-	require.EqualValues(t, 2, s.TickerCount(MemtableMiss))
+	require.EqualValues(t, 1, s.TickerCount(MemtableMiss))
+	require.Zero(t, s.HistogramData(DBGet).Count)
 
 	var nilStats *Statistics
-	w = other.StartStopWatch(DBGet, HistogramNone)
-	nilStats.RecordGet(&w, GetCounts{Hit: NumTickers})
-	require.False(t, w.Enabled())
-	require.EqualValues(t, 2, other.HistogramData(DBGet).Count)
+	timer := nilStats.StartGet()
+	require.Zero(t, timer)
+	require.Zero(t, nilStats.RecordGet(&timer, GetCounts{Hit: NumTickers}))
+	require.Zero(t, nilStats.RecordGet(nil, GetCounts{Hit: NumTickers}))
 }

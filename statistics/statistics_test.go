@@ -309,8 +309,8 @@ func TestRecordAllocs(t *testing.T) {
 			{"RecordInHistogram", func() { s.RecordInHistogram(BytesPerRead, 4096) }},
 			{"ReportTimeToHistogram", func() { s.ReportTimeToHistogram(SSTReadMicros, 120) }},
 			{"RecordGet", func() {
-				w := s.StartStopWatch(DBGet, HistogramNone)
-				s.RecordGet(&w, GetCounts{Hit: GetHitL1, Found: true, Bytes: 100})
+				t := s.StartGet()
+				s.RecordGet(&t, GetCounts{Hit: GetHitL1, Found: true, Bytes: 100})
 			}},
 			{"StopWatch", func() {
 				w := s.StartStopWatch(SSTReadMicros, FileReadGetMicros)
