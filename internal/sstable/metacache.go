@@ -3,6 +3,7 @@ package sstable
 import (
 	"context"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/fileio"
@@ -46,7 +47,14 @@ func (m metaBlock) String() string {
 func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, m metaBlock) (cache.Handle, error) {
 	st := r.opts.Stats
 	index := m.index
-	if hd, ok := r.opts.Cache.Get(r.cacheKey(h)); ok {
+	// Every meta block lies before the footer. A handle beyond it is
+	// damaged; checked before the lookup, it cannot reach the key bits
+	// that tell the forms apart (see metaCacheKey).
+	if !blockWithin(h, r.metaLimit) {
+		return cache.Handle{}, base.CorruptionErrorf("sstable: %s: %s block %s with its %d-byte trailer ends beyond %d",
+			r.name, m, h, block.TrailerLen, r.metaLimit)
+	}
+	if hd, ok := r.opts.Cache.Get(r.metaCacheKey(h, m)); ok {
 		st.RecordTick(statistics.BlockCacheHit, 1)
 		if index {
 			st.RecordTick(statistics.BlockCacheIndexHit, 1)
@@ -71,7 +79,7 @@ func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Han
 func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, m metaBlock) (cache.Handle, error) {
 	c := r.opts.Cache
 	var loaded bool
-	hd, _, err := c.GetOrLoad(ctx, r.cacheKey(h), func() ([]byte, error) {
+	hd, _, err := c.GetOrLoad(ctx, r.metaCacheKey(h, m), func() ([]byte, error) {
 		var v []byte
 		var err error
 		if m.index {

@@ -157,9 +157,10 @@ func TestCacheIndexAndFilterCorruption(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		h    block.Handle
+		m    metaBlock
 	}{
-		{"index", probe.footer.Index},
-		{"filter", probe.filterH},
+		{"index", probe.footer.Index, wholeIndex},
+		{"filter", probe.filterH, wholeFilter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cache.New(1 << 20)
@@ -176,7 +177,7 @@ func TestCacheIndexAndFilterCorruption(t *testing.T) {
 			require.Contains(t, msg, fmt.Sprintf("offset %d", tc.h.Offset))
 			require.Contains(t, msg, "checksum mismatch")
 			require.True(t, strings.Contains(msg, "stored =") && strings.Contains(msg, "computed ="), msg)
-			_, cached := c.Get(r.cacheKey(tc.h))
+			_, cached := c.Get(r.metaCacheKey(tc.h, tc.m))
 			require.False(t, cached, "nothing corrupt is cached")
 		})
 	}

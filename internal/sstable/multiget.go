@@ -270,6 +270,13 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 	var end uint64 // the end of the last block to read
 	for b := range ms.blocks {
 		blk := &ms.blocks[b]
+		// Checked before the cache lookup: a damaged handle must not find
+		// a cached block of another kind (see metaCacheKey).
+		if !blockWithin(blk.h, r.dataEnd) || blk.h.Length > maxBlockLen {
+			blk.err = base.CorruptionErrorf("sstable: %s: data block %s with its %d-byte trailer ends beyond %d",
+				r.name, blk.h, block.TrailerLen, r.dataEnd)
+			continue
+		}
 		if c != nil {
 			if hd, ok := c.Get(r.cacheKey(blk.h)); ok {
 				blk.data = hd.Value()
@@ -283,11 +290,6 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 			st.RecordTick(statistics.BlockCacheMiss, 1)
 			fileio.NoteCacheMiss(st, env.IO)
 			st.RecordTick(statistics.BlockCacheDataMiss, 1)
-		}
-		if !blockWithin(blk.h, r.dataEnd) || blk.h.Length > maxBlockLen {
-			blk.err = base.CorruptionErrorf("sstable: %s: data block %s with its %d-byte trailer ends beyond %d",
-				r.name, blk.h, block.TrailerLen, r.dataEnd)
-			continue
 		}
 		if blk.h.Offset < end {
 			// MultiRead needs sorted, disjoint requests; a sane index

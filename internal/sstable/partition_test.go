@@ -233,7 +233,7 @@ func TestPartitionsInCache(t *testing.T) {
 	require.Equal(t, uint64(1), stats.TickerCount(statistics.BlockCacheFilterMiss))
 	require.Equal(t, uint64(1), stats.TickerCount(statistics.BlockCacheIndexMiss))
 	p := r.partitionOf(appendSearchKey(nil, es[len(es)/2].key.UserKey, base.MaxSeqNum))
-	_, ok := c.Get(r.cacheKey(r.top.x.handles[p]))
+	_, ok := c.Get(r.metaCacheKey(r.top.x.handles[p], metaBlock{index: true, part: p}))
 	require.True(t, ok, "the partition is cached under its own handle")
 
 	ctx := context.Background()
@@ -288,10 +288,11 @@ func TestPartitionCorruption(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		h    block.Handle
+		m    metaBlock
 	}{
-		{"index partition 3", probe.top.x.handles[3]},
-		{"filter partition 3", probe.top.filters[3]},
-		{"top-level index", probe.footer.Index},
+		{"index partition 3", probe.top.x.handles[3], metaBlock{index: true, part: 3}},
+		{"filter partition 3", probe.top.filters[3], metaBlock{part: 3}},
+		{"top-level index", probe.footer.Index, wholeIndex},
 	} {
 		bad := bytes.Clone(data)
 		bad[tc.h.Offset+tc.h.Length/2] ^= 0x10
@@ -322,7 +323,7 @@ func TestPartitionCorruption(t *testing.T) {
 			requireBlockErr(t, err, "Get")
 			requireBlockErr(t, r.VerifyChecksums(context.Background(), verifyEnv), "VerifyChecksums")
 			requireBlockErr(t, r.Check(context.Background(), verifyEnv), "Check")
-			_, cached := c.Get(r.cacheKey(tc.h))
+			_, cached := c.Get(r.metaCacheKey(tc.h, tc.m))
 			require.False(t, cached, "nothing corrupt is cached")
 		})
 	}

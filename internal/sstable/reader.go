@@ -129,7 +129,8 @@ const maxSnappyExpansion = 32
 // (as RocksDB's prefetch_index_and_filter_in_cache does) and keeps neither.
 // The index is cached in its decoded, searchable form (see encodeIndexTable),
 // the filter aligned to cache lines, each charged at that size; their cache
-// keys are their blocks' offsets, so EvictFromCache drops them too. Get and
+// keys are their blocks' offsets tagged with their form (see
+// metaCacheKey), in the table's file, so EvictFromCache drops them too. Get and
 // MultiGet look each up once per call (a hit ticks BlockCacheHit and
 // BlockCacheIndexHit or BlockCacheFilterHit; a miss BlockCacheMiss and
 // BlockCacheIndexMiss or BlockCacheFilterMiss) and release them before
@@ -459,7 +460,7 @@ func (r *Reader) MayContain(h uint32) bool {
 	if !r.hasFilter {
 		return true
 	}
-	hd, ok := r.opts.Cache.Get(r.cacheKey(r.filterH))
+	hd, ok := r.opts.Cache.Get(r.metaCacheKey(r.filterH, wholeFilter))
 	if !ok {
 		return true
 	}
@@ -632,8 +633,37 @@ func (r *Reader) wrapBlockErr(err error, what string, h block.Handle) error {
 	return errors.Wrapf(err, "sstable: %s: %s block %s", r.name, what, h)
 }
 
+// cacheKey returns the block cache key of the data block at h: its offset.
 func (r *Reader) cacheKey(h block.Handle) cache.Key {
 	return cache.Key{ID: r.opts.CacheID, FileNum: r.opts.FileNum, Offset: h.Offset}
+}
+
+// The block cache holds a table's blocks in three forms: a data block as
+// stored (decompressed), a filter aligned to cache lines, an index decoded
+// into its flat form (see encodeIndexTable). A block's offset alone would
+// let a handle that names a block of another kind (a damaged footer, which
+// no checksum covers, or the top-level index of a table without checksums)
+// find the block's other form and read it as its own: a filter viewed as a
+// flat index has a garbage header and sends unsafe slicing out of bounds.
+// So the index and filter forms are keyed by their block's offset with a
+// bit of their own set, which no offset within a file has (tables are far
+// below 2^62 bytes), and every lookup first checks that its handle lies
+// within the region of its kind, so no damaged offset reaches those bits.
+const (
+	indexKeyTag  = 1 << 63
+	filterKeyTag = 1 << 62
+)
+
+// metaCacheKey returns the block cache key of the decoded index or filter
+// (as m says) of the block at h.
+func (r *Reader) metaCacheKey(h block.Handle, m metaBlock) cache.Key {
+	k := r.cacheKey(h)
+	if m.index {
+		k.Offset |= indexKeyTag
+	} else {
+		k.Offset |= filterKeyTag
+	}
+	return k
 }
 
 // blockDest says where a data block read outside the cache goes.
@@ -671,6 +701,12 @@ func (r *Reader) readData(
 ) (data []byte, pin BlockPin, loc blockLoc, err error) {
 	c := r.opts.Cache
 	st := r.opts.Stats
+	// Checked before the cache lookup too: a damaged handle must not find a
+	// cached block of another kind (see metaCacheKey).
+	if !blockWithin(h, r.dataEnd) {
+		return nil, BlockPin{}, 0, base.CorruptionErrorf("sstable: %s: data block %s with its %d-byte trailer ends beyond %d",
+			r.name, h, block.TrailerLen, r.dataEnd)
+	}
 	if c != nil {
 		if hd, ok := c.Get(r.cacheKey(h)); ok {
 			v := hd.Value()
