@@ -146,3 +146,160 @@ func checkPartitionedDB(t *testing.T, db *DB, model map[string][]byte, rng *rand
 	}
 	require.NoError(t, it.Close())
 }
+
+// tableVersions returns the number of tables in dir of each format version.
+func tableVersions(t *testing.T, dir string) map[uint64]int {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	out := map[uint64]int{}
+	for _, name := range names {
+		f, err := fileio.Open(vfs.Default, name, fileio.Options{})
+		require.NoError(t, err)
+		r, err := sstable.Open(context.Background(), f, sstable.ReadEnv{VerifyChecksums: true}, sstable.ReaderOptions{})
+		require.NoError(t, err)
+		out[r.Properties().FormatVersion]++
+		require.NoError(t, r.Close())
+	}
+	return out
+}
+
+// TestPartitionMixedFormats: a DB whose levels hold tables of format
+// versions 1 (plain), 2 (range deletions) and 3 (partitioned) reads them
+// together, verifies them (VerifyChecksum, VerifyFileChecksums, Check),
+// detects a transaction's conflict with a write that went into a
+// partitioned table, checkpoints them, and compacts them into tables of the
+// options in force: partitioned ones, then, reopened without the option,
+// unpartitioned ones again.
+func TestPartitionMixedFormats(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func(dsn string) *DB {
+		t.Helper()
+		cfg, err := ParseDSN(dir + "?block_size=256&stats_level=all&disable_auto_compactions=true" + dsn)
+		require.NoError(t, err)
+		opts, err := cfg.Options()
+		require.NoError(t, err)
+		db, err := Open(dir, opts)
+		require.NoError(t, err)
+		return db
+	}
+	const partitioned = "&partition_index_and_filters=true&metadata_block_size=256" +
+		"&cache_index_and_filter_blocks=true&block_cache_size=64KiB"
+	rng := rand.New(rand.NewPCG(3, 4))
+	model := map[string][]byte{}
+	write := func(db *DB, n int, round string) {
+		for range n {
+			k := fmt.Sprintf("key%05d", rng.IntN(4000))
+			v := fmt.Appendf(nil, "value-%s-%s", round, k)
+			require.NoError(t, db.Put(ctx, []byte(k), v))
+			model[k] = v
+		}
+	}
+	deleteRange := func(db *DB, lo, hi int) {
+		start, end := fmt.Sprintf("key%05d", lo), fmt.Sprintf("key%05d", hi)
+		require.NoError(t, db.DeleteRange(ctx, []byte(start), []byte(end)))
+		for k := range model {
+			if k >= start && k < end {
+				delete(model, k)
+			}
+		}
+	}
+
+	// Versions 1 and 2, unpartitioned.
+	db := open("")
+	write(db, 1500, "v1")
+	require.NoError(t, db.Flush(ctx))
+	write(db, 200, "v2")
+	deleteRange(db, 1000, 1300)
+	require.NoError(t, db.Flush(ctx))
+	require.NoError(t, db.Close())
+
+	// Version 3, with and without a range deletion, over them.
+	db = open(partitioned)
+	write(db, 1500, "v3")
+	require.NoError(t, db.Flush(ctx))
+	write(db, 1500, "v3b")
+	deleteRange(db, 2000, 2100)
+	require.NoError(t, db.Flush(ctx))
+	versions := tableVersions(t, dir)
+	for _, v := range []uint64{1, 2, 3} {
+		require.NotZero(t, versions[v], "format version %d in %v", v, versions)
+	}
+	checkPartitionedDB(t, db, model, rng)
+	require.NoError(t, db.VerifyChecksum(ctx))
+	require.NoError(t, db.VerifyFileChecksums(ctx))
+	require.NoError(t, db.Check(ctx))
+
+	// A transaction conflicts with a write that a flush put in a
+	// partitioned table, and not with one to another key.
+	for _, conflict := range []bool{true, false} {
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		require.NoError(t, db.Put(ctx, []byte("key00007"), []byte("outside")))
+		model["key00007"] = []byte("outside")
+		write(db, 1200, "tx") // enough for a partitioned table
+		require.NoError(t, db.Flush(ctx))
+		require.Equal(t, uint64(sstable.FormatVersionPartitioned), newestTableVersion(t, dir))
+		k := "key00007"
+		if !conflict {
+			k = "key99999"
+		}
+		require.NoError(t, tx.Put(ctx, []byte(k), []byte("tx")))
+		err = tx.Commit()
+		if conflict {
+			require.ErrorIs(t, err, ErrConflict)
+			continue
+		}
+		require.NoError(t, err)
+		model[k] = []byte("tx")
+	}
+
+	// A checkpoint reads the same, opened without partitioning.
+	cpDir := filepath.Join(t.TempDir(), "cp")
+	require.NoError(t, db.Checkpoint(ctx, cpDir))
+	cp, err := Open(cpDir, &Options{})
+	require.NoError(t, err)
+	checkPartitionedDB(t, cp, model, rng)
+	require.NoError(t, cp.Check(ctx))
+	require.NoError(t, cp.Close())
+
+	// Compacting the mixture writes partitioned tables.
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	checkPartitionedDB(t, db, model, rng)
+	require.NoError(t, db.Check(ctx))
+	versions = tableVersions(t, dir)
+	require.NotZero(t, versions[3], "%v", versions)
+	require.Zero(t, versions[1]+versions[2], "%v", versions)
+	require.NoError(t, db.Close())
+
+	// And without the option, unpartitioned ones again.
+	// (A compaction rewrites a table only with newer data over it.)
+	db = open("")
+	write(db, 1500, "again")
+	require.NoError(t, db.Flush(ctx))
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	checkPartitionedDB(t, db, model, rng)
+	require.NoError(t, db.VerifyChecksum(ctx))
+	require.NoError(t, db.VerifyFileChecksums(ctx))
+	require.NoError(t, db.Check(ctx))
+	versions = tableVersions(t, dir)
+	require.Zero(t, versions[3], "%v", versions)
+	require.NoError(t, db.Close())
+}
+
+// newestTableVersion returns the format version of the table in dir with
+// the highest file number.
+func newestTableVersion(t *testing.T, dir string) uint64 {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	slices.Sort(names)
+	f, err := fileio.Open(vfs.Default, names[len(names)-1], fileio.Options{})
+	require.NoError(t, err)
+	r, err := sstable.Open(context.Background(), f, sstable.ReadEnv{VerifyChecksums: true}, sstable.ReaderOptions{})
+	require.NoError(t, err)
+	defer r.Close()
+	return r.Properties().FormatVersion
+}
