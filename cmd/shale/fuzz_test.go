@@ -61,12 +61,17 @@ func seedTable(t testing.TB, n int, opts sstable.WriterOptions) []byte {
 }
 
 // sstSeeds returns a table with a bloom filter and snappy blocks, one of
-// several data blocks with restarts every other key, and one of one entry.
+// several data blocks with restarts every other key, one of one entry, and
+// a partitioned one (format version 3: two data blocks, each with its index
+// and filter partition; 839 bytes, as small as a partitioned table with a
+// filter gets).
 func sstSeeds(t testing.TB) [][]byte {
 	return [][]byte{
 		seedTable(t, 3, sstable.WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}),
 		seedTable(t, 8, sstable.WriterOptions{BlockSize: 24, BlockRestartInterval: 2, Compression: compress.None, Checksum: checksum.CRC32C}),
 		seedTable(t, 1, sstable.WriterOptions{Checksum: checksum.XXHash64}),
+		seedTable(t, 2, sstable.WriterOptions{BlockSize: 1, IndexPartitionSize: 1, BloomBitsPerKey: 10,
+			Compression: compress.None, Checksum: checksum.CRC32C}),
 	}
 }
 
@@ -79,6 +84,9 @@ func TestSSTSeedsDump(t *testing.T) {
 		d := sstDumper{w: &out}
 		require.NoError(t, d.dump(context.Background(), fs, "t.sst", true, -1), "seed %d", i)
 		require.Contains(t, out.String(), "entries\n")
+		if i == 3 {
+			require.Contains(t, out.String(), "partition 1", "the partitioned seed has two partitions")
+		}
 	}
 }
 
