@@ -447,7 +447,8 @@ func (r *Reader) EvictFromCache() {
 // entry of the key whose bloom.Hash is h. A table without a filter may
 // contain anything, and so may one whose filter lives in the block cache
 // and is not there at the moment, and one whose filter is partitioned
-// (which partition to ask depends on the key, not its hash). It reads no file and records no
+// (which partition to ask depends on the key, not its hash: see
+// MayContainKey). It reads no file and records no
 // statistics (callers that skip a table on its answer tick
 // BloomFilterUseful themselves).
 func (r *Reader) MayContain(h uint32) bool {
@@ -461,6 +462,39 @@ func (r *Reader) MayContain(h uint32) bool {
 		return true
 	}
 	hd, ok := r.opts.Cache.Get(r.metaCacheKey(r.filterH, wholeFilter))
+	if !ok {
+		return true
+	}
+	may := bloom.MayContainHash(alignedFilter(hd.Value()), h)
+	hd.Release()
+	return may
+}
+
+// MayContainKey is MayContain for key, whose bloom.Hash is h, answered for
+// a partitioned table too: false means the table holds no entry of key at
+// any sequence number. In a partitioned table key's newest entry, if any,
+// is the first entry >= (key, MaxSeqNum, KindMax), so it lies in the
+// partition the top-level index picks for that search key (see the package
+// doc) and its user key is in that partition's filter: a key above every
+// partition is in no entry, and otherwise that one filter partition
+// answers, as MayContain's one filter does (a partition in the block cache
+// that is not there at the moment answers true). It reads no file and
+// records no statistics.
+func (r *Reader) MayContainKey(key []byte, h uint32) bool {
+	if r.top == nil {
+		return r.MayContain(h)
+	}
+	var buf [64]byte
+	p := r.top.x.seekGE(appendSearchKey(buf[:0], key, base.MaxSeqNum))
+	switch {
+	case p == r.top.len():
+		return false
+	case !r.hasFilter:
+		return true
+	case !r.metaInCache:
+		return bloom.MayContainHash(r.filterParts[p], h)
+	}
+	hd, ok := r.opts.Cache.Get(r.metaCacheKey(r.top.filters[p], metaBlock{part: p}))
 	if !ok {
 		return true
 	}
