@@ -135,7 +135,10 @@ func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int
 	}
 	sequential := off == p.lastEnd
 	p.lastEnd = off + int64(n)
-	p.read += int64(n)
+	// Reads of blocks not visited forward (seeks, backward moves) count
+	// no more than the visits, so that a scan after many of them is not
+	// taken for one that reads its blocks.
+	p.read = min(p.read+int64(n), p.visited)
 	if p.cur.covers(off, n) {
 		return p.slice(off, n), nil
 	}
