@@ -14,6 +14,10 @@ func monoNow() time.Duration { return time.Duration(nanotime()) }
 // nanoseconds (see clock_amd64.go).
 func clockTicks() int64 { return nanotime() }
 
+// getStart reads the clock for StartGet: clockTicks, never 0 (see
+// clock_amd64.go).
+func getStart() int64 { return max(nanotime(), 1) }
+
 // ticksNanos scales the difference of two clockTicks readings to
 // nanoseconds: here it only clamps a negative one to 0.
 func ticksNanos(dt int64) time.Duration { return time.Duration(max(dt, 0)) }

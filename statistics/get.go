@@ -32,17 +32,6 @@ func (s *Statistics) StartGet() GetTimer {
 	return GetTimer{start: getStart()}
 }
 
-// getStart reads the clock for StartGet: clockTicks, written out so that
-// the reading costs one call here and one to the counter read. A counter or
-// nanotime reading is never 0 in practice; max keeps 0 meaning "not timed"
-// even then, at the cost of a microsecond's error in one sample.
-func getStart() int64 {
-	if tscClock.ready.Load() {
-		return max(rdtsc(), 1)
-	}
-	return max(nanotime(), 1)
-}
-
 // RecordGet records the counts c of one point lookup and stops t, the
 // lookup's timer from s.StartGet (nil or the zero GetTimer when not timed),
 // as RecordTick, RecordInHistogram and a DBGet StopWatch's Stop would, each
