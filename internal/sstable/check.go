@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/sstable/block"
 )
 
@@ -19,6 +20,9 @@ import (
 //     and across blocks;
 //   - each block's index separator is at or above its last key, below the
 //     next block's first key, and separators strictly increase;
+//   - the filter holds every user key (in a partitioned table, the filter
+//     partition of the index partition that lists the key's data block),
+//     so that no Get is turned away from an entry the table has;
 //   - the counts and sizes in the properties (entries, deletions, data
 //     blocks, data size, raw key and value sizes, sequence number bounds,
 //     index and filter sizes, index partitions) match the file.
@@ -51,6 +55,20 @@ type checker struct {
 	// indexSize and filterSize are the stored sizes of the index and
 	// filter partitions (and the top-level index) seen, parts their number.
 	indexSize, filterSize, parts uint64
+
+	// filter is the filter (partition) that must hold the user keys of the
+	// data blocks visited next, a copy; nil when the table has none.
+	// filterWhat and filterH name it in errors.
+	filter     []byte
+	filterWhat string
+	filterH    block.Handle
+}
+
+// setFilter makes raw, the filter block (never compressed) what names at
+// h, the one the following data blocks' keys must be in.
+func (c *checker) setFilter(raw []byte, what string, h block.Handle) {
+	c.filter = append(c.filter[:0], raw...)
+	c.filterWhat, c.filterH = what, h
 }
 
 // partition checks index partition p, decoded as index at h, against its
@@ -123,6 +141,9 @@ func (c *checker) visit(sep []byte, h block.Handle, data []byte) error {
 			return c.corrupt(h, "first key %s is not above the previous block's separator %s", ik, decoded(c.prevSep))
 		}
 		first = false
+		if c.filter != nil && !bloom.MayContainHash(c.filter, bloom.Hash(ik.UserKey)) {
+			return c.corrupt(h, "key %s is not in the %s block %s", ik, c.filterWhat, c.filterH)
+		}
 		seq := ik.SeqNum()
 		if c.entries == 0 {
 			c.minSeq, c.maxSeq = seq, seq

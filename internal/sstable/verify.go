@@ -63,8 +63,12 @@ func (r *Reader) walk(ctx context.Context, env ReadEnv, c *checker) error {
 		return r.wrapBlockErr(err, "metaindex", r.footer.MetaIndex)
 	}
 	for _, m := range handles {
-		if _, _, err := r.readRaw(ctx, env.IO, m.h, limit, true, nil, &buf); err != nil {
+		raw, _, err := r.readRaw(ctx, env.IO, m.h, limit, true, nil, &buf)
+		if err != nil {
 			return errors.Wrapf(err, "sstable: verifying meta block %s", m.name)
+		}
+		if c != nil && m.name == MetaFilterName {
+			c.setFilter(raw, "filter", m.h)
 		}
 	}
 
@@ -124,8 +128,12 @@ func (w *walker) partitions() error {
 			return r.wrapBlockErr(err, "top-level index", r.footer.Index)
 		}
 		if hasFilter {
-			if _, _, err := r.readRaw(w.ctx, w.env.IO, fh, w.limit, true, nil, w.buf); err != nil {
+			raw, _, err := r.readRaw(w.ctx, w.env.IO, fh, w.limit, true, nil, w.buf)
+			if err != nil {
 				return errors.Wrapf(err, "sstable: verifying %s block", partName("filter", p))
+			}
+			if w.c != nil {
+				w.c.setFilter(raw, partName("filter", p), fh)
 			}
 		}
 		index, err := r.readVerified(w.ctx, w.env, ih, w.limit, w.buf, w.dec)
