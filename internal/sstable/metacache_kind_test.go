@@ -127,3 +127,26 @@ func TestMetaCacheKeyKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestEvictFromCacheDropsMetaForms: the index and filter forms, keyed apart
+// from the data blocks (see metaCacheKey), are still the table's entries,
+// which EvictFromCache drops with its data blocks.
+func TestEvictFromCacheDropsMetaForms(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(7, 8)), 600, 20)
+	for _, opts := range []WriterOptions{
+		{BlockSize: 256, BloomBitsPerKey: 10, Checksum: checksum.CRC32C},
+		partOpts,
+	} {
+		c := cache.New(1 << 20)
+		r := openTable(t, buildTable(t, opts, es), openConfig{cache: c, cacheMeta: true})
+		for _, e := range es[:50] {
+			_, _, _, pin, err := r.Get(context.Background(), verifyEnv, e.key.UserKey, base.MaxSeqNum)
+			require.NoError(t, err)
+			pin.Release()
+		}
+		require.NotZero(t, c.Len())
+		r.EvictFromCache()
+		require.Zero(t, c.Len(), "partitioned: %t", opts.IndexPartitionSize > 0)
+		require.Zero(t, c.Size())
+	}
+}
