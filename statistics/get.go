@@ -80,11 +80,23 @@ func (s *Statistics) RecordGet(t *GetTimer, c GetCounts) uint64 {
 	if c.Found && c.Bytes != 0 {
 		addIn(&sh.tickers[BytesRead], c.Bytes, own)
 	}
+	// A sample of 0 in an owned stripe, nearly every sample of a Get that
+	// stays in memory (its value's size on a miss, its time under a
+	// microsecond), is recorded inline (recordZeroOwned); others with
+	// record, a call.
 	if l >= histogramMinLevel[BytesPerRead] {
-		sh.hists[BytesPerRead].record(c.Bytes, own)
+		if h := &sh.hists[BytesPerRead]; c.Bytes == 0 && own {
+			h.recordZeroOwned()
+		} else {
+			h.record(c.Bytes, own)
+		}
 	}
 	if start != 0 && l >= histogramMinLevel[DBGet] {
-		sh.hists[DBGet].record(us, own)
+		if h := &sh.hists[DBGet]; us == 0 && own {
+			h.recordZeroOwned()
+		} else {
+			h.record(us, own)
+		}
 	}
 	procUnpin()
 	return us

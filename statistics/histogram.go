@@ -214,6 +214,14 @@ func (h *HistogramStat) record(v uint64, own bool) {
 	addOwned(b, 1)
 }
 
+// recordZeroOwned is record(0, true): a sample of 0 by the P that owns
+// h's stripe (own from Statistics.pin). It inlines, where record is a call:
+// the min becomes 0 and bucket 0 counts one more; sum and max do not change.
+func (h *HistogramStat) recordZeroOwned() {
+	maxOwned(&h.minInv, math.MaxUint64) // ^0
+	addOwned(&h.buckets[0], 1)
+}
+
 // raise sets a to v unless a concurrent writer already set it higher. Callers
 // load first, so the CAS loop runs only when the extreme actually changes.
 func raise(a *atomic.Uint64, v uint64) {

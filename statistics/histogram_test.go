@@ -378,3 +378,19 @@ func FuzzHistogram(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordZeroOwned: the inlined record of a 0 sample leaves a histogram
+// exactly as record(0) does, empty or not.
+func TestRecordZeroOwned(t *testing.T) {
+	for _, prior := range [][]uint64{nil, {5}, {0, 7, 1 << 40}} {
+		var got, want HistogramStat
+		for _, v := range prior {
+			got.Add(v)
+			want.Add(v)
+		}
+		got.recordZeroOwned()
+		want.record(0, true)
+		require.Equal(t, want.Data(), got.Data(), "after %v", prior)
+		require.Equal(t, want.String(), got.String(), "after %v", prior)
+	}
+}

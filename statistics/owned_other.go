@@ -15,3 +15,5 @@ func raiseOwned(a *atomic.Uint64, v uint64) {
 		raise(a, v)
 	}
 }
+
+func maxOwned(a *atomic.Uint64, v uint64) { raiseOwned(a, v) }
