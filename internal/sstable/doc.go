@@ -104,7 +104,8 @@
 // two partitions is in both filters.
 //
 // The top-level index block has one entry per partition, in order, restart
-// interval 1: its key is the partition's last separator (an encoded internal
+// interval 1, compressed like the index block (its trailer says whether it
+// is): its key is the partition's last separator (an encoded internal
 // key, so the top-level keys strictly increase), its value the index
 // partition's block.Handle followed, when the table has a filter, by the
 // filter partition's handle (every entry has both, or every entry has one).
