@@ -23,7 +23,8 @@
 //	LevelDisableAll (ExceptTickers)  0      nothing
 //	LevelExceptHistogramOrTimers     1      + tickers
 //	LevelExceptTimers                2      + non-time histograms (RecordInHistogram)
-//	LevelExceptDetailedTimers        3      + time histograms (ReportTimeToHistogram, StopWatch)  [default]
+//	LevelExceptDetailedTimers        3      + time histograms (ReportTimeToHistogram, StopWatch,
+//	                                          GetTimer)  [default]
 //	LevelExceptTimeForMutex          4      + detailed timers: the five user-read FileRead*
 //	                                          histograms, CompressionTimesNanos,
 //	                                          DecompressionTimesNanos; per-tag statistics
@@ -79,7 +80,7 @@
 //
 // # Concurrency and cost
 //
-// Everything but [StopWatch] is safe for concurrent use. Recording never
+// Everything but [StopWatch] and [GetTimer] is safe for concurrent use. Recording never
 // locks and never allocates: a tick is one atomic add; a histogram sample is
 // three (sum, sum of squares, bucket; one for a sample of 0) plus two loads
 // that compare it with the min and max, which are written only when the
@@ -101,12 +102,18 @@
 // (with unlocked adds, a count a recorder was adding to while Reset zeroed
 // it may come back whole).
 //
-// A StopWatch reads a monotonic clock twice per sample: on amd64 with an
-// invariant time-stamp counter, the counter (RDTSC), calibrated against the
-// runtime's clock when the first Statistics is made (clock_amd64.go);
-// elsewhere runtime.nanotime, linked in linkname.go. Those clock reads and the
-// atomic adds, not the bookkeeping around them, are most of what recording
-// costs; the package's benchmarks measure each.
+// A StopWatch, and the one-word [GetTimer] a point lookup uses for DBGet,
+// read a monotonic clock twice per sample: on amd64 with an invariant
+// time-stamp counter, the counter (RDTSC), calibrated against the runtime's
+// clock when the first Statistics is made (clock_amd64.go); elsewhere
+// runtime.nanotime, linked in linkname.go. Those clock reads, not the
+// bookkeeping around them, are most of what recording costs: on the
+// project's 2-core VM a counter read is 11-12 CPU ns (BenchmarkLimits), and
+// of the 11-13% a Get miss ruled out by a bloom filter pays at the default
+// level over disabled statistics, the two clock reads and the table's one
+// tick are about 10 points (engine's BenchmarkStatsOverheadPaired, p10
+// ratio). A Get records its own tickers and samples in one shard access
+// ([Statistics.RecordGet]).
 //
 // A nil *Statistics is valid everywhere and records nothing.
 //
