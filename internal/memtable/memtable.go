@@ -269,6 +269,9 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 	if err := checkSeqRange(seq, n); err != nil {
 		return err
 	}
+	if n == 1 {
+		return m.applyOne(b, seq)
+	}
 
 	// Two passes draw the same tower heights from one seed: the first sizes
 	// the entries exactly, so the reservation wastes nothing, and no slice
@@ -301,6 +304,38 @@ func (m *MemTable) Apply(b *batch.Batch, seq base.SeqNum) error {
 		return m.applySorted(b, seq, off, &rng)
 	}
 	return m.placeNodes(b, seq, off, &rng, nil)
+}
+
+// applyOne is Apply for a batch of one record, the engine's single-key
+// write: it decodes the record once and draws one height, where Apply's two
+// passes decode it twice and seed a generator to draw the same height
+// twice. Like Apply, it returns a malformed batch's error (trailing bytes
+// included) before inserting anything.
+func (m *MemTable) applyOne(b *batch.Batch, seq base.SeqNum) error {
+	r := b.Reader()
+	kind, key, value, ok, err := r.Next()
+	if err == nil && ok {
+		// The end of the batch, or the corruption of bytes after its one
+		// record.
+		_, _, _, _, err = r.Next()
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return base.AssertionFailedf("memtable: a batch of one record has none")
+	}
+	if kind == base.KindRangeDelete {
+		m.rangeDels.add(seq, key, value)
+		return nil
+	}
+	h := randomHeight(rand.Uint64())
+	off, ok := m.arena.alloc(entrySize(h, len(key), len(value)))
+	if !ok {
+		return ErrArenaFull
+	}
+	m.initNode(off, h, base.MakeTrailer(seq, kind), key, value)
+	return m.link(off, h)
 }
 
 // placeNodes writes a node for each of b's point records into the arena
