@@ -26,13 +26,15 @@ const walChunkSize = 64 << 10
 const walMaxFreeChunks = walMaxPending/walChunkSize + 2
 
 // walFile sits between the WAL's record writer and its file and takes the
-// write system call off the commit path: Write appends to a buffer and wakes
-// a background goroutine that writes the buffer to the file; Sync writes
-// whatever is buffered and fsyncs. A write that does not ask for sync is
-// therefore acknowledged once its record is in this buffer and reaches the
-// operating system a few microseconds later (Pebble's WAL does the same);
-// a sync write returns only after fsync. A process crash can lose the
-// unsynced writes still buffered — never a synced one.
+// write system call off the commit path: Write appends to the pending
+// chunks and, when it is idle, wakes a background goroutine that writes
+// them to the file; Sync writes whatever is pending and fsyncs. A write that
+// does not ask for sync is therefore acknowledged once its record is
+// pending and reaches the operating system when the background goroutine
+// next hands the chunks on (Pebble's WAL does the same; how soon depends on
+// the scheduler and, behind a slow disk, on up to walMaxPending bytes ahead
+// of it); a sync write returns only after fsync. A process crash can lose
+// the unsynced writes still pending — never a synced one.
 //
 // Write and Sync are called by the commit leader (one at a time); the
 // background goroutine runs concurrently with them. Errors are sticky.
