@@ -341,7 +341,7 @@ func latestInTable(
 		return 0, false, errors.Wrapf(err, "readpath: LatestSeqNum: acquiring table %s", f.FileNum)
 	}
 	defer t.Release()
-	if !t.Reader.MayContain(h) {
+	if !t.Reader.MayContainKey(key, h) {
 		return 0, false, nil
 	}
 	it, err := t.Reader.NewIter(ctx, *env, key, upper)
