@@ -26,11 +26,8 @@ const (
 	phaseGetHitCopy = "get_hit_copy"
 	phaseGetMiss    = "get_miss"
 	phaseMultiGet   = "multiget16"
-	// phaseMultiGetAsync is MultiGet with the engine's parallel reads
-	// (shale's ReadOptions.AsyncIO), for the engines that have them.
-	phaseMultiGetAsync = "multiget16_async"
-	phaseNext          = "next"
-	phaseSeek          = "seek"
+	phaseNext       = "next"
+	phaseSeek       = "seek"
 
 	fillBatch     = 100
 	multiGetBatch = 16
@@ -367,30 +364,7 @@ func readPhases(name string, s store, n, valueSize int) []readPhase {
 			}, nil, nil
 		}
 	}
-	multiGet := func(read func(keys, vals [][]byte) (int, error)) opFactory {
-		return func(t int) (func() error, func() error, error) {
-			rng := rngFor(t)
-			keys := make([][]byte, multiGetBatch)
-			vals := make([][]byte, multiGetBatch)
-			for i := range keys {
-				keys[i] = make([]byte, keySize)
-			}
-			return func() error {
-				for i := range keys {
-					makeKey(keys[i], rng.IntN(n), 0)
-				}
-				found, err := read(keys, vals)
-				if err != nil {
-					return err
-				}
-				if found != len(keys) {
-					return errors.Newf("%s: MultiGet found %d of %d", name, found, len(keys))
-				}
-				return nil
-			}, nil, nil
-		}
-	}
-	phases := []readPhase{
+	return []readPhase{
 		{phaseGetHit, 1, get(0)},
 		{phaseGetHitCopy, 1, func(t int) (func() error, func() error, error) {
 			rng := rngFor(t)
@@ -408,7 +382,27 @@ func readPhases(name string, s store, n, valueSize int) []readPhase {
 			}, nil, nil
 		}},
 		{phaseGetMiss, 1, get(1)},
-		{phaseMultiGet, multiGetBatch, multiGet(s.multiGet)},
+		{phaseMultiGet, multiGetBatch, func(t int) (func() error, func() error, error) {
+			rng := rngFor(t)
+			keys := make([][]byte, multiGetBatch)
+			vals := make([][]byte, multiGetBatch)
+			for i := range keys {
+				keys[i] = make([]byte, keySize)
+			}
+			return func() error {
+				for i := range keys {
+					makeKey(keys[i], rng.IntN(n), 0)
+				}
+				found, err := s.multiGet(keys, vals)
+				if err != nil {
+					return err
+				}
+				if found != len(keys) {
+					return errors.Newf("%s: MultiGet found %d of %d", name, found, len(keys))
+				}
+				return nil
+			}, nil, nil
+		}},
 		{phaseNext, 1, func(t int) (func() error, func() error, error) {
 			c, err := s.newCursor()
 			if err != nil {
@@ -444,10 +438,6 @@ func readPhases(name string, s store, n, valueSize int) []readPhase {
 			}, c.close, nil
 		}},
 	}
-	if a, ok := s.(asyncMultiGetter); ok {
-		phases = append(phases, readPhase{phaseMultiGetAsync, multiGetBatch, multiGet(a.multiGetAsync)})
-	}
-	return phases
 }
 
 func startProfile(dir, name string) (func(), error) {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/engine"
-	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -116,14 +115,6 @@ func shaleStatistics(level string) (s *statistics.Statistics, disable bool, err 
 type shaleStore struct {
 	db  *engine.DB
 	ctx context.Context
-	// asyncCtx carries ReadOptions.AsyncIO, for multiGetAsync.
-	asyncCtx context.Context
-}
-
-// asyncMultiGetter is a store whose MultiGet can spread a batch's reads
-// over goroutines, measured as a phase of its own.
-type asyncMultiGetter interface {
-	multiGetAsync(keys, vals [][]byte) (found int, err error)
 }
 
 // shaleOptions are shale's options for cfg. The statistics,
@@ -170,8 +161,7 @@ func openShale(dir string, cfg storeConfig) (*shaleStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
-	return &shaleStore{db: db, ctx: ctx, asyncCtx: ioctx.WithReadOptions(ctx, ioctx.ReadOptions{AsyncIO: true})}, nil
+	return &shaleStore{db: db, ctx: context.Background()}, nil
 }
 
 func (s *shaleStore) put(key, value []byte) error { return s.db.Put(s.ctx, key, value) }
@@ -211,15 +201,7 @@ func (s *shaleStore) getCopy(key []byte) ([]byte, bool, error) {
 }
 
 func (s *shaleStore) multiGet(keys, vals [][]byte) (int, error) {
-	return s.multiGetIn(s.ctx, keys, vals)
-}
-
-func (s *shaleStore) multiGetAsync(keys, vals [][]byte) (int, error) {
-	return s.multiGetIn(s.asyncCtx, keys, vals)
-}
-
-func (s *shaleStore) multiGetIn(ctx context.Context, keys, vals [][]byte) (int, error) {
-	out, err := s.db.MultiGet(ctx, keys)
+	out, err := s.db.MultiGet(s.ctx, keys)
 	if err != nil {
 		return 0, err
 	}

@@ -137,7 +137,6 @@ func figures(cfg *config) []figure {
 		{phaseGetHitCopy, "GetHitCopy", "Get hit, copying (µs/op)"},
 		{phaseGetMiss, "GetMiss", "Get miss (µs/op)"},
 		{phaseMultiGet, "MultiGet16", "MultiGet(16), per key (µs)"},
-		{phaseMultiGetAsync, "MultiGet16Async", "MultiGet(16) with async_io, per key (µs)"},
 		{phaseNext, "IterNext", "iterator Next (µs/op)"},
 		{phaseSeek, "IterSeekGE", "iterator SeekGE (µs/op)"},
 	}
@@ -352,8 +351,6 @@ func targets(cfg *config) []target {
 			cpu: figureRatio(cpu("GetMiss"), "shale", "goleveldb")},
 		{what: "MultiGet(16) per key vs own Get hit", limit: 0.65, ratio: sameEngineRatio(rd("MultiGet16"), rd("GetHit")),
 			cpu: sameEngineRatio(cpu("MultiGet16"), cpu("GetHit"))},
-		{what: "MultiGet(16) with async_io per key vs own Get hit", limit: 0.65, ratio: sameEngineRatio(rd("MultiGet16Async"), rd("GetHit")),
-			cpu: sameEngineRatio(cpu("MultiGet16Async"), cpu("GetHit"))},
 		{what: "MultiGet(16) per key vs own copying Get hit", limit: 0.65, ratio: sameEngineRatio(rd("MultiGet16"), rd("GetHitCopy")),
 			cpu: sameEngineRatio(cpu("MultiGet16"), cpu("GetHitCopy"))},
 		{what: "iterator Next vs the best Go peer of the round", limit: 0.6, ratio: bestPeerRatio(rd("IterNext")),

@@ -451,30 +451,10 @@ func benchGetParallel(b *testing.B, bdb *benchDB) {
 func BenchmarkMultiGet(b *testing.B) {
 	b.Cleanup(benchCloseCached)
 	const batch = 16
-	type multiGetCase struct {
-		benchReadCase
-		async bool
-	}
-	var cases []multiGetCase
 	for _, rc := range benchReadCases(benchVariants(b, "sf"), true) {
-		cases = append(cases, multiGetCase{rc, false})
-		if rc.isBase && !rc.neg {
-			// ReadOptions.AsyncIO: the batch's keys read by several
-			// goroutines.
-			cases = append(cases, multiGetCase{rc, true})
-		}
-	}
-	for _, rc := range cases {
-		name := fmt.Sprintf("batch=%d/%s", batch, benchReadName(rc.cfg, rc.neg))
-		if rc.async {
-			name += "/async_io=true"
-		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(fmt.Sprintf("batch=%d/%s", batch, benchReadName(rc.cfg, rc.neg)), func(b *testing.B) {
 			bdb := benchOpen(b, rc.cfg)
 			ctx := benchReadContext(bdb.cfg)
-			if rc.async {
-				ctx = ioctx.WithReadOptions(ctx, ioctx.ReadOptions{AsyncIO: true})
-			}
 			rng := rand.New(rand.NewPCG(1, 2))
 			offset := 0
 			if rc.neg {
