@@ -213,6 +213,8 @@ func checkEdgeIters(t *testing.T, r *Reader, env ReadEnv, es []entry, keys [][]b
 			require.NotNil(t, kv, "Prev after Next at entry %d", i)
 			require.Equal(t, es[i-1].key.String(), kv.K.String())
 			kv = it.Next()
+			require.NotNil(t, kv, "Next after Prev at entry %d", i)
+			require.Equal(t, es[i].key.String(), kv.K.String(), "Next after Prev at entry %d", i)
 		}
 		kv = it.Next()
 	}
