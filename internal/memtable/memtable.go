@@ -749,14 +749,5 @@ func (m *MemTable) compare(key base.InternalKey, off uint32) int {
 			return 1
 		}
 	}
-	if c := bytes.Compare(key.UserKey, nk); c != 0 {
-		return c
-	}
-	switch {
-	case key.Trailer > nd.trailer:
-		return -1
-	case key.Trailer < nd.trailer:
-		return 1
-	}
-	return 0
+	return base.CompareInternal(key, base.InternalKey{UserKey: nk, Trailer: nd.trailer})
 }
