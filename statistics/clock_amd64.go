@@ -49,19 +49,10 @@ func monoNow() time.Duration {
 // anything, scaled by ticksNanos; a Statistics exists only once New has
 // settled which clock this is (startClock), so two readings taken for one
 // Statistics come from the same clock. It saves monoNow's scaling at the
-// start of a span, and it inlines: a clock read is then one call, to rdtsc.
+// start of a span. A counter or nanotime reading is never 0 in practice;
+// max keeps 0 meaning "not timed" in a GetTimer even then, at the cost of a
+// tick's error in one sample.
 func clockTicks() int64 {
-	if tscClock.ready.Load() {
-		return rdtsc()
-	}
-	return nanotime()
-}
-
-// getStart reads the clock for StartGet: clockTicks, written out so that
-// the reading costs one call in StartGet and one to the counter read. A counter or
-// nanotime reading is never 0 in practice; max keeps 0 meaning "not timed"
-// even then, at the cost of a microsecond's error in one sample.
-func getStart() int64 {
 	if tscClock.ready.Load() {
 		return max(rdtsc(), 1)
 	}

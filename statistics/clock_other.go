@@ -11,12 +11,8 @@ import "time"
 func monoNow() time.Duration { return time.Duration(nanotime()) }
 
 // clockTicks reads the stopwatch clock unscaled: here nanotime, already in
-// nanoseconds (see clock_amd64.go).
-func clockTicks() int64 { return nanotime() }
-
-// getStart reads the clock for StartGet: clockTicks, never 0 (see
-// clock_amd64.go).
-func getStart() int64 { return max(nanotime(), 1) }
+// nanoseconds, never 0 (see clock_amd64.go).
+func clockTicks() int64 { return max(nanotime(), 1) }
 
 // ticksNanos scales the difference of two clockTicks readings to
 // nanoseconds: here it only clamps a negative one to 0.

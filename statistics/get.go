@@ -29,7 +29,7 @@ func (s *Statistics) StartGet() GetTimer {
 	if s == nil || Level(s.level.Load()) < histogramMinLevel[DBGet] {
 		return GetTimer{}
 	}
-	return GetTimer{start: getStart()}
+	return GetTimer{start: clockTicks()}
 }
 
 // RecordGet records the counts c of one point lookup and stops t, the
