@@ -43,6 +43,9 @@ type dbSpec struct {
 	logged        [2]int   // keys written and left in the WAL
 	deleted       []int    // keys deleted after the writes, left in the WAL
 	noCompression bool
+	// partitioned writes the tables with partitioned indexes and filters
+	// of 256-byte partitions, so that a few thousand keys make several.
+	partitioned bool
 }
 
 // makeDB builds a database in dir with the engine's own API and closes it.
@@ -52,6 +55,9 @@ func makeDB(t *testing.T, dir string, spec dbSpec) {
 	opts := &engine.Options{DisableAutoCompactions: true}
 	if spec.noCompression {
 		opts.Compression = engine.CompressionNone
+	}
+	if spec.partitioned {
+		opts.PartitionIndexAndFilters, opts.MetadataBlockSize = true, 256
 	}
 	db, err := engine.Open(dir, opts)
 	require.NoError(t, err)
@@ -86,6 +92,14 @@ func filesWithSuffix(t *testing.T, dir, suffix string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// onlyTable returns the path of dir's one table file.
+func onlyTable(t *testing.T, dir string) string {
+	t.Helper()
+	tables := filesWithSuffix(t, dir, ".sst")
+	require.Len(t, tables, 1)
+	return tables[0]
 }
 
 // flipByte inverts the byte at off (from the end when negative).

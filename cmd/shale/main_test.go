@@ -377,9 +377,7 @@ func TestStats(t *testing.T) {
 func TestSSTDump(t *testing.T) {
 	dir := t.TempDir()
 	makeDB(t, dir, dbSpec{tables: [][2]int{{0, 300}}})
-	tables := filesWithSuffix(t, dir, ".sst")
-	require.Len(t, tables, 1)
-	table := tables[0]
+	table := onlyTable(t, dir)
 
 	r := runTool(t, "sst", "dump", table)
 	require.Equal(t, exitOK, r.code, "%s", r)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/engine"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
@@ -103,22 +102,9 @@ func checkPartitionedDump(t *testing.T, out string, parts, blocks int, withFilte
 // PartitionIndexAndFilters, as a user would.
 func TestSSTDumpPartitioned(t *testing.T) {
 	dir := t.TempDir()
-	ctx := context.Background()
-	db, err := engine.Open(dir, &engine.Options{
-		DisableAutoCompactions:   true,
-		PartitionIndexAndFilters: true,
-		MetadataBlockSize:        256,
-	})
-	require.NoError(t, err)
 	const n = 3000
-	for i := range n {
-		require.NoError(t, db.Put(ctx, testKey(i), testValue(i)))
-	}
-	require.NoError(t, db.Flush(ctx))
-	require.NoError(t, db.Close())
-	tables := filesWithSuffix(t, dir, ".sst")
-	require.Len(t, tables, 1)
-	table := tables[0]
+	makeDB(t, dir, dbSpec{tables: [][2]int{{0, n}}, partitioned: true})
+	table := onlyTable(t, dir)
 
 	r := runTool(t, "sst", "dump", table)
 	require.Equal(t, exitOK, r.code, "%s", r)
