@@ -75,7 +75,7 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 	// CacheIndexAndFilterBlocks, looked up in the cache (and loaded on a
 	// miss, with env.IO) and pinned only while this call uses them.
 	if r.hasFilter {
-		filter, fh, err := r.pinFilterOf(ctx, env.IO, part)
+		filter, fh, err := r.pinFilter(ctx, env.IO, part)
 		if err != nil {
 			return nil, 0, 0, false, BlockPin{}, err
 		}
@@ -90,7 +90,7 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 		env.IO.Perf.AddFilterCheck(true)
 	}
 	var view indexTable
-	x, ih, err := r.pinIndexOf(ctx, env.IO, part, &view)
+	x, ih, err := r.pinIndex(ctx, env.IO, part, &view)
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err
 	}

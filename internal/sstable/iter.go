@@ -93,7 +93,7 @@ func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) 
 		// Partitions are pinned as moves reach them.
 		return i, nil
 	}
-	x, ih, err := r.pinIndex(ctx, env.IO, &i.xv)
+	x, ih, err := r.pinIndex(ctx, env.IO, -1, &i.xv)
 	if err != nil {
 		i.release()
 		return nil, err
@@ -376,7 +376,7 @@ func (i *Iter) loadPart(p int) bool {
 		i.fail(errors.Wrapf(err, "sstable: %s: iterator reading %s", i.r.name, partName("index", p)))
 		return false
 	}
-	x, ih, err := i.r.pinIndexOf(i.ctx, i.env.IO, p, &i.xv)
+	x, ih, err := i.r.pinIndex(i.ctx, i.env.IO, p, &i.xv)
 	if err != nil {
 		i.fail(err)
 		return false

@@ -130,14 +130,22 @@ func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h bloc
 // bytes.
 func alignedFilter(v []byte) []byte { return bloom.AlignedIn(v, len(v)-(bloom.LineSize-1)) }
 
-// pinIndex returns the index for a read: the Reader's own, or a view of the
-// cached one in *view, with the handle that pins it (the zero Handle for the
-// Reader's own).
-func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, view *indexTable) (*indexTable, cache.Handle, error) {
+// pinIndex returns the index that part names (a partition, or -1 for the
+// whole index of an unpartitioned table) for a read: the Reader's own, or a
+// view of the cached one in *view, with the handle that pins it (the zero
+// Handle for the Reader's own).
+func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, part int, view *indexTable) (*indexTable, cache.Handle, error) {
 	if !r.metaInCache {
-		return r.index, cache.Handle{}, nil
+		if part < 0 {
+			return r.index, cache.Handle{}, nil
+		}
+		return &r.parts[part], cache.Handle{}, nil
 	}
-	hd, err := r.cachedMeta(ctx, io, r.footer.Index, wholeIndex)
+	h := r.footer.Index
+	if part >= 0 {
+		h = r.top.x.handles[part]
+	}
+	hd, err := r.cachedMeta(ctx, io, h, metaBlock{index: true, part: part})
 	if err != nil {
 		return nil, cache.Handle{}, err
 	}
@@ -145,15 +153,32 @@ func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, view *indexTa
 	return view, hd, nil
 }
 
-// pinFilter returns the filter for a read (nil when the table has none),
-// with the handle that pins it, as pinIndex does.
-func (r *Reader) pinFilter(ctx context.Context, io ioctx.IOOptions) ([]byte, cache.Handle, error) {
+// pinFilter returns the filter that part names (nil when the table has
+// none), with the handle that pins it, as pinIndex does.
+func (r *Reader) pinFilter(ctx context.Context, io ioctx.IOOptions, part int) ([]byte, cache.Handle, error) {
 	if !r.metaInCache || !r.hasFilter {
-		return r.filter, cache.Handle{}, nil
+		return r.ownFilter(part), cache.Handle{}, nil
 	}
-	hd, err := r.cachedMeta(ctx, io, r.filterH, wholeFilter)
+	hd, err := r.cachedMeta(ctx, io, r.filterHandle(part), metaBlock{part: part})
 	if err != nil {
 		return nil, cache.Handle{}, err
 	}
 	return alignedFilter(hd.Value()), hd, nil
+}
+
+// ownFilter returns the filter that part names as the Reader keeps it when
+// it is not in the cache: nil when the table has none.
+func (r *Reader) ownFilter(part int) []byte {
+	if part < 0 || !r.hasFilter {
+		return r.filter
+	}
+	return r.filterParts[part]
+}
+
+// filterHandle returns the handle of the filter block that part names.
+func (r *Reader) filterHandle(part int) block.Handle {
+	if part < 0 {
+		return r.filterH
+	}
+	return r.top.filters[part]
 }

@@ -172,7 +172,7 @@ func (m *mgMeta) moveTo(part int) {
 // pinFilter pins the current partition's filter.
 func (m *mgMeta) pinFilter() (err error) {
 	if !m.filterLoaded {
-		m.filter, m.fh, err = m.r.pinFilterOf(m.ctx, m.io, m.part)
+		m.filter, m.fh, err = m.r.pinFilter(m.ctx, m.io, m.part)
 		m.filterLoaded = err == nil
 	}
 	return err
@@ -181,7 +181,7 @@ func (m *mgMeta) pinFilter() (err error) {
 // pinIndex pins the current partition's index.
 func (m *mgMeta) pinIndex() (err error) {
 	if m.x == nil {
-		m.x, m.ih, err = m.r.pinIndexOf(m.ctx, m.io, m.part, &m.xv)
+		m.x, m.ih, err = m.r.pinIndex(m.ctx, m.io, m.part, &m.xv)
 	}
 	return err
 }

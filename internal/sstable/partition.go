@@ -6,9 +6,7 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
-	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/sstable/block"
-	"github.com/shaledb/shale/ioctx"
 )
 
 // This file reads partitioned indexes and filters (FormatVersionPartitioned;
@@ -134,43 +132,6 @@ func (r *Reader) openPartitioned(ctx context.Context, env ReadEnv, limit uint64)
 		r.filterParts[p] = bloom.CacheAligned(data)
 	}
 	return nil
-}
-
-// pinIndexOf returns the index that part (a partition, or -1 for the whole
-// index of an unpartitioned table) names, pinned as pinIndex pins the whole
-// one: by a cache handle the caller releases when it lives in the cache.
-func (r *Reader) pinIndexOf(ctx context.Context, io ioctx.IOOptions, part int, view *indexTable) (*indexTable, cache.Handle, error) {
-	if part < 0 {
-		return r.pinIndex(ctx, io, view)
-	}
-	if !r.metaInCache {
-		return &r.parts[part], cache.Handle{}, nil
-	}
-	hd, err := r.cachedMeta(ctx, io, r.top.x.handles[part], metaBlock{index: true, part: part})
-	if err != nil {
-		return nil, cache.Handle{}, err
-	}
-	*view = viewIndexTable(hd.Value())
-	return view, hd, nil
-}
-
-// pinFilterOf returns the filter that part names (nil when the table has
-// none), pinned as pinIndexOf pins an index.
-func (r *Reader) pinFilterOf(ctx context.Context, io ioctx.IOOptions, part int) ([]byte, cache.Handle, error) {
-	if part < 0 {
-		return r.pinFilter(ctx, io)
-	}
-	if !r.hasFilter {
-		return nil, cache.Handle{}, nil
-	}
-	if !r.metaInCache {
-		return r.filterParts[part], cache.Handle{}, nil
-	}
-	hd, err := r.cachedMeta(ctx, io, r.top.filters[part], metaBlock{part: part})
-	if err != nil {
-		return nil, cache.Handle{}, err
-	}
-	return alignedFilter(hd.Value()), hd, nil
 }
 
 // partitionOf returns the partition whose data blocks can hold the first
