@@ -218,7 +218,7 @@ func (h *HistogramStat) record(v uint64, own bool) {
 // h's stripe (own from Statistics.pin). It inlines, where record is a call:
 // the min becomes 0 and bucket 0 counts one more; sum and max do not change.
 func (h *HistogramStat) recordZeroOwned() {
-	maxOwned(&h.minInv, math.MaxUint64) // ^0
+	raiseOwned(&h.minInv, math.MaxUint64) // ^0
 	addOwned(&h.buckets[0], 1)
 }
 

@@ -39,11 +39,3 @@ func raiseOwned(a *atomic.Uint64, v uint64) {
 		*p = v
 	}
 }
-
-// maxOwned is raiseOwned without a branch: it stores whether or not v is
-// higher, which costs nothing in a line the caller's own core holds, and
-// fits recordLowOwned in the inliner's budget.
-func maxOwned(a *atomic.Uint64, v uint64) {
-	p := (*uint64)(unsafe.Pointer(a))
-	*p = max(*p, v)
-}

@@ -15,5 +15,3 @@ func raiseOwned(a *atomic.Uint64, v uint64) {
 		raise(a, v)
 	}
 }
-
-func maxOwned(a *atomic.Uint64, v uint64) { raiseOwned(a, v) }
