@@ -15,10 +15,10 @@ const walMaxPending = 4 << 20
 // background writer hands chunks to the file and Write reuses them, so a
 // backlog of any size up to walMaxPending is held without allocating or
 // copying: a single buffer grown by append would allocate and copy about
-// twice the largest backlog for every WAL (the 32 MiB fill of issue 15,
-// whose writer ran ahead of the background writer by megabytes on a loaded
-// machine, allocated 60-110 bytes per write that way, and the garbage
-// collector ran during the fill).
+// twice the largest backlog for every WAL, and a writer that runs ahead of
+// the background writer (issue 15's fill, on a loaded machine) builds a
+// backlog of megabytes. TestWriteAllocations pins the single-key write path
+// at no allocation.
 const walChunkSize = 64 << 10
 
 // walMaxFreeChunks bounds the drained chunks a walFile keeps for reuse: as
