@@ -63,21 +63,24 @@ func clockTicks() int64 {
 // nanoseconds; a negative one (a core whose counter lags another's by a few
 // ticks) is 0.
 func ticksNanos(dt int64) time.Duration {
-	dt = max(dt, 0)
 	if !tscClock.ready.Load() {
-		return time.Duration(dt)
+		return time.Duration(max(dt, 0))
 	}
-	hi, lo := bits.Mul64(uint64(dt), tscClock.mult)
-	return time.Duration(hi<<32 | lo>>32)
+	return tscSpan(dt)
 }
 
 // tscNanos scales a counter reading into nanotime's timeline. A reading
 // below t0 (a core whose counter lags the calibrating core's by a few ticks)
 // maps to n0.
 func tscNanos(tsc int64) time.Duration {
-	dt := max(tsc-tscClock.t0, 0)
-	hi, lo := bits.Mul64(uint64(dt), tscClock.mult)
-	return time.Duration(tscClock.n0 + int64(hi<<32|lo>>32))
+	return time.Duration(tscClock.n0) + tscSpan(tsc-tscClock.t0)
+}
+
+// tscSpan scales a span of dt counter ticks to nanoseconds, a negative one
+// to 0.
+func tscSpan(dt int64) time.Duration {
+	hi, lo := bits.Mul64(uint64(max(dt, 0)), tscClock.mult)
+	return time.Duration(hi<<32 | lo>>32)
 }
 
 // invariantTSC reports whether CPUID says the time-stamp counter is
