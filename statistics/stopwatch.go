@@ -91,22 +91,6 @@ func (w *StopWatch) Stop() uint64 {
 
 func (w *StopWatch) stop() uint64 {
 	s := w.s
-	d, us := w.elapsed()
-	// The level is checked again (SetLevel may have lowered it), once for
-	// both slots, and both samples go to one shard: picking it is a call.
-	l := Level(s.level.Load())
-	if l < w.h1.MinLevel() && l < w.h2.MinLevel() {
-		return us
-	}
-	sh, own := s.pin()
-	w.recordInto(sh, own, l, d, us)
-	procUnpin()
-	return us
-}
-
-// elapsed ends the running watch (it records nothing) and returns its
-// sample, in nanoseconds and in whole microseconds.
-func (w *StopWatch) elapsed() (time.Duration, uint64) {
 	w.s = nil
 	end := monoNow()
 	if w.delayOpen {
@@ -114,18 +98,23 @@ func (w *StopWatch) elapsed() (time.Duration, uint64) {
 		w.delayOpen = false
 	}
 	d := max(end-w.start-w.delay, 0)
-	return d, uint64(d / time.Microsecond)
-}
-
-// recordInto records the sample (d, us) of a stopped watch into the slots
-// level l keeps, in the pinned stripe sh.
-func (w *StopWatch) recordInto(sh *shardData, own bool, l Level, d time.Duration, us uint64) {
-	if l >= w.h1.MinLevel() {
+	us := uint64(d / time.Microsecond)
+	// The level is checked again (SetLevel may have lowered it), once for
+	// both slots, and both samples go to one shard: picking it is a call.
+	l := Level(s.level.Load())
+	keep1, keep2 := l >= w.h1.MinLevel(), l >= w.h2.MinLevel()
+	if !keep1 && !keep2 {
+		return us
+	}
+	sh, own := s.pin()
+	if keep1 {
 		sh.hists[w.h1].record(spanIn(w.h1, d, us), own)
 	}
-	if l >= w.h2.MinLevel() {
+	if keep2 {
 		sh.hists[w.h2].record(spanIn(w.h2, d, us), own)
 	}
+	procUnpin()
+	return us
 }
 
 // spanIn is a span in h's unit: nanoseconds for the two *Nanos histograms,
