@@ -63,8 +63,7 @@ func seedTable(t testing.TB, n int, opts sstable.WriterOptions) []byte {
 // sstSeeds returns a table with a bloom filter and snappy blocks, one of
 // several data blocks with restarts every other key, one of one entry, and
 // a partitioned one (format version 3: two data blocks, each with its index
-// and filter partition; 839 bytes, as small as a partitioned table with a
-// filter gets).
+// and filter partition).
 func sstSeeds(t testing.TB) [][]byte {
 	return [][]byte{
 		seedTable(t, 3, sstable.WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}),

@@ -15,10 +15,11 @@
 //
 // Many more shards than processors keep readers from queueing behind a miss:
 // a goroutine preempted while it holds a shard's lock to insert a block
-// stalls every read of that shard until it runs again. With 4 shards per
-// processor, eight goroutines on two processors read 1.35-1.48x as fast as
-// one, against 1.75-1.79x with 16 (BenchmarkDBGet threads=8 against
-// threads=1, 32 MiB; random memory reads scale 1.70-1.75x on that machine).
+// stalls every read of that shard until it runs again. On the 2-core test
+// machine, with 4 shards per processor, eight goroutines read 1.35-1.48x as
+// fast as one, against 1.75-1.79x with 16 (BenchmarkDBGet threads=8 against
+// threads=1, 32 MiB, interleaved three times; random memory reads scale
+// 1.70-1.75x on that machine).
 //
 // Each shard holds capacity/shards bytes and evicts with CLOCK (second
 // chance): a hit sets the entry's reference bit with an atomic store; when a
