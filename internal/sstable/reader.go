@@ -455,19 +455,7 @@ func (r *Reader) MayContain(h uint32) bool {
 	if r.top != nil {
 		return true
 	}
-	if !r.metaInCache {
-		return r.filter == nil || bloom.MayContainHash(r.filter, h)
-	}
-	if !r.hasFilter {
-		return true
-	}
-	hd, ok := r.opts.Cache.Get(r.metaCacheKey(r.filterH, wholeFilter))
-	if !ok {
-		return true
-	}
-	may := bloom.MayContainHash(alignedFilter(hd.Value()), h)
-	hd.Release()
-	return may
+	return r.filterMayContain(-1, h)
 }
 
 // MayContainKey is MayContain for key, whose bloom.Hash is h, answered for
@@ -485,16 +473,24 @@ func (r *Reader) MayContainKey(key []byte, h uint32) bool {
 		return r.MayContain(h)
 	}
 	var buf [64]byte
-	p := r.top.x.seekGE(appendSearchKey(buf[:0], key, base.MaxSeqNum))
-	switch {
-	case p == r.top.len():
+	p := r.partitionOf(appendSearchKey(buf[:0], key, base.MaxSeqNum))
+	if p == r.top.len() {
 		return false
-	case !r.hasFilter:
-		return true
-	case !r.metaInCache:
-		return bloom.MayContainHash(r.filterParts[p], h)
 	}
-	hd, ok := r.opts.Cache.Get(r.metaCacheKey(r.top.filters[p], metaBlock{part: p}))
+	return r.filterMayContain(p, h)
+}
+
+// filterMayContain is MayContain's answer from the filter that part names
+// (see pinFilter): true when the table has no filter, or when it lives in
+// the block cache and is not there at the moment; it never reads the file.
+func (r *Reader) filterMayContain(part int, h uint32) bool {
+	if !r.hasFilter {
+		return true
+	}
+	if !r.metaInCache {
+		return bloom.MayContainHash(r.ownFilter(part), h)
+	}
+	hd, ok := r.opts.Cache.Get(r.metaCacheKey(r.filterHandle(part), metaBlock{part: part}))
 	if !ok {
 		return true
 	}
