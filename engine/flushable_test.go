@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -478,9 +477,9 @@ func TestRecoveryTornWALBeforeEmptyWAL(t *testing.T) {
 			require.NoError(t, db.Close())
 
 			name := manifest.LogFileName("/db", logNum)
-			data := readAllFile(t, fs, name)
-			writeFile(t, fs, name, data[:len(data)-10])
-			writeFile(t, fs, manifest.LogFileName("/db", logNum+100), tc.nextBytes)
+			data := readAll(t, fs, name)
+			writeAll(t, fs, name, data[:len(data)-10])
+			writeAll(t, fs, manifest.LogFileName("/db", logNum+100), tc.nextBytes)
 
 			db, err = Open("/db", opts)
 			if tc.wantErr {
@@ -496,28 +495,6 @@ func TestRecoveryTornWALBeforeEmptyWAL(t *testing.T) {
 			require.ErrorIs(t, err, ErrNotFound, "the torn record is dropped")
 		})
 	}
-}
-
-func readAllFile(t *testing.T, fs vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	require.NoError(t, err)
-	defer f.Close()
-	st, err := f.Stat()
-	require.NoError(t, err)
-	data, err := io.ReadAll(io.NewSectionReader(f, 0, st.Size()))
-	require.NoError(t, err)
-	return data
-}
-
-func writeFile(t *testing.T, fs vfs.FS, name string, data []byte) {
-	t.Helper()
-	f, err := fs.Create(name)
-	require.NoError(t, err)
-	_, err = f.Write(data)
-	require.NoError(t, err)
-	require.NoError(t, f.Sync())
-	require.NoError(t, f.Close())
 }
 
 // TestFlushableBatchTransaction: a transaction whose batch is large commits
