@@ -12,8 +12,9 @@ import (
 // invariant (it ticks at a constant rate in every power state, and the
 // kernel keeps it in step across cores). A RDTSC costs a third to a half of
 // runtime.nanotime on a virtual machine, where nanotime goes through the
-// vDSO's paravirtual clock (BenchmarkClock compares them): two clock reads
-// are most of what a timed Get pays for statistics. The counter is
+// vDSO's paravirtual clock (BenchmarkClock compares them: 12 ns a read
+// against 27 on this project's VM at dc96db7): two clock reads are most of
+// what a timed Get pays for statistics. The counter is
 // calibrated against nanotime once, when the first Statistics is made, and
 // scaled into nanotime's timeline from that instant, so readings taken
 // before and after the switch can still be subtracted.
@@ -94,9 +95,10 @@ func invariantTSC() bool {
 }
 
 // calibrationSpan is how long calibration measures the counter's rate. Each
-// reading pair at its ends brackets one nanotime call (tens of nanoseconds,
-// BenchmarkClock), so even an error of 100 ns at each end leaves the rate
-// exact to 1e-4: a tenth of a microsecond on a millisecond sample.
+// reading pair at its ends brackets one nanotime call (27 ns on this
+// project's VM at dc96db7, BenchmarkClock), so even an error of 100 ns at
+// each end leaves the rate exact to 1e-4: a tenth of a microsecond on a
+// millisecond sample.
 const calibrationSpan = 2 * time.Millisecond
 
 // startClock calibrates the counter, once per process, and switches monoNow

@@ -107,13 +107,15 @@
 // time-stamp counter, the counter (RDTSC), calibrated against the runtime's
 // clock when the first Statistics is made (clock_amd64.go); elsewhere
 // runtime.nanotime, linked in linkname.go. Those clock reads, not the
-// bookkeeping around them, are most of what recording costs: on the
-// project's 2-core VM a counter read is 11-12 CPU ns (BenchmarkLimits), and
-// of the 11-13% a Get miss ruled out by a bloom filter pays at the default
-// level over disabled statistics, the two clock reads and the table's one
-// tick are about 10 points (engine's BenchmarkStatsOverheadPaired, p10
-// ratio). A Get records its own tickers and samples in one shard access
-// ([Statistics.RecordGet]).
+// bookkeeping around them, are most of what recording costs. On the
+// project's 2-core VM a counter read was 11-12 CPU ns (BenchmarkLimits,
+// part=clock, as a8dbfe2 reports it), and a Get miss ruled out by a bloom
+// filter paid +11.7% (+10.8 to +13.0 over 12 runs) at the default level over
+// disabled statistics (engine's BenchmarkStatsOverheadPaired, p10 ratio, at
+// b599f99). a8dbfe2 puts about 10 points of that on the two clock reads and
+// the table's one tick, from a run with the Get's own recording removed
+// whose numbers no commit records. A Get records its own tickers and samples
+// in one shard access ([Statistics.RecordGet]).
 //
 // A nil *Statistics is valid everywhere and records nothing.
 //

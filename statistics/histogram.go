@@ -70,13 +70,14 @@ func BucketLimits() []uint64 {
 // branch-free.
 //
 // Values of 0 and 1, bucket 0, take a branch instead. A time sample comes
-// from a clock read (on amd64 a RDTSC, tens of cycles of latency), and a
+// from a clock read (on amd64 a RDTSC, whose result comes late), and a
 // bucket store whose address waits for it holds up the locked instructions
 // and clock reads after it: two clock reads and the record of their span
-// cost 40-44 CPU ns with the lookup alone, 23-26 with the branch, as much
-// as the clock reads without a record (BenchmarkSampleDependency, on this
-// project's 2-core VM). Most samples of a Get that stays in memory are 0 µs;
-// a correctly predicted branch gives their store a known address.
+// cost 40-44 CPU ns with the lookup alone, against the reads' own 23-26,
+// which is about what they cost with the branch (BenchmarkSampleDependency
+// on this project's 2-core VM, 2c36f9d). Most samples of a Get that stays
+// in memory are 0 µs; a correctly predicted branch gives their store a
+// known address.
 func bucketIndex(v uint64) int {
 	if v <= 1 {
 		return 0

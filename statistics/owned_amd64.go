@@ -21,9 +21,9 @@ import (
 // detector, which would rightly report the mixed accesses, keep the locked
 // adds.
 //
-// A locked add costs 7 to 9 ns on this project's benchmark VM, a plain one
-// under 1 (BenchmarkOwnedAdd: 6.9-7.7 and 0.62 cpu-ns on a loaded run); a
-// cached Get records a dozen counters.
+// A locked add costs 6.9-7.7 CPU ns on this project's benchmark VM, a
+// plain one 0.62 (BenchmarkOwnedAdd on a loaded run, 37bce2c); a cached Get
+// records a dozen counters.
 const ownedStripes = true
 
 // addOwned adds n to a counter of the caller's own stripe.
