@@ -138,8 +138,7 @@ func variantRuns(variant, engine string) bool {
 // storeConfigFor is the configuration of variant.
 func storeConfigFor(cfg *config, variant string) storeConfig {
 	scfg := storeConfig{cacheSize: cfg.cacheSize, memtableSize: cfg.memtableSize, bloomBits: 10, shaleStats: cfg.stats,
-		pebbleCacheTotal: cfg.pebbleCache == "total", shaleCacheIndexAndFilter: cfg.cacheIndexAndFilter,
-		shalePartitionIndexAndFilters: cfg.partitionIndexAndFilters}
+		pebbleCacheTotal: cfg.pebbleCache == "total", shaleTables: cfg.shaleTables}
 	switch variant {
 	case variantRSSEqual:
 		scfg.memtableSize = rssEqualMemtable

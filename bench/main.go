@@ -49,12 +49,9 @@ type config struct {
 	fromJSON      string
 	note          string
 	pebbleCache   string
-	// cacheIndexAndFilter opens shale with
-	// cache_index_and_filter_blocks in every variant.
-	cacheIndexAndFilter bool
-	// partitionIndexAndFilters opens shale with
-	// partition_index_and_filters in every variant.
-	partitionIndexAndFilters bool
+	// shaleTables are the -cache-index-and-filter-blocks and
+	// -partition-index-and-filters flags, passed on to every variant.
+	shaleTables shaleTables
 }
 
 func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
@@ -89,9 +86,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.fromJSON, "from-json", "", "measure nothing: print the report of an earlier run's -json file (with that run's flags)")
 	fs.StringVar(&c.pebbleCache, "pebble-cache", "blocks", "Pebble's cache: blocks (cache + 2 × memtable, since Pebble charges its memtables to the cache: its blocks get -cache) or total (exactly -cache, memtables charged)")
 	fs.StringVar(&c.note, "note", "", "a sentence for the report's header (e.g. why the run is small)")
-	fs.BoolVar(&c.cacheIndexAndFilter, "cache-index-and-filter-blocks", false,
+	fs.BoolVar(&c.shaleTables.cacheIndexAndFilter, "cache-index-and-filter-blocks", false,
 		"open shale with cache_index_and_filter_blocks (index and filter blocks charged to the block cache, as Pebble does) in every variant, defaults included")
-	fs.BoolVar(&c.partitionIndexAndFilters, "partition-index-and-filters", false,
+	fs.BoolVar(&c.shaleTables.partitionIndexAndFilters, "partition-index-and-filters", false,
 		"open shale with partition_index_and_filters (tables written with index and filter partitions under a top-level index) in every variant, defaults included")
 	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
 	if err := fs.Parse(args); err != nil {

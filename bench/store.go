@@ -66,12 +66,23 @@ type storeConfig struct {
 	// not hold is reserved, so that its blocks get exactly as much cache
 	// as the other engines' do.
 	pebbleCacheTotal bool
-	// shaleCacheIndexAndFilter sets shale's CacheIndexAndFilterBlocks,
-	// whatever the other fields say.
-	shaleCacheIndexAndFilter bool
-	// shalePartitionIndexAndFilters sets shale's PartitionIndexAndFilters,
-	// whatever the other fields say.
-	shalePartitionIndexAndFilters bool
+	// shaleTables applies to shale whatever the other fields say.
+	shaleTables shaleTables
+}
+
+// shaleTables are the shale options, set by flags, that every variant
+// applies, defaults included: how tables keep their index and filters.
+type shaleTables struct {
+	// cacheIndexAndFilter sets CacheIndexAndFilterBlocks.
+	cacheIndexAndFilter bool
+	// partitionIndexAndFilters sets PartitionIndexAndFilters.
+	partitionIndexAndFilters bool
+}
+
+// apply sets t's options in o.
+func (t shaleTables) apply(o *engine.Options) {
+	o.CacheIndexAndFilterBlocks = t.cacheIndexAndFilter
+	o.PartitionIndexAndFilters = t.partitionIndexAndFilters
 }
 
 // pebbleCacheSize is the capacity of Pebble's cache for cfg.
@@ -147,8 +158,7 @@ func shaleOptions(cfg storeConfig) (*engine.Options, error) {
 		}
 	}
 	o.Statistics, o.DisableStatistics = stats, disable
-	o.CacheIndexAndFilterBlocks = cfg.shaleCacheIndexAndFilter
-	o.PartitionIndexAndFilters = cfg.shalePartitionIndexAndFilters
+	cfg.shaleTables.apply(o)
 	return o, nil
 }
 
