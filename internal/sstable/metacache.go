@@ -98,7 +98,8 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 }
 
 // decodeIndexFor reads and verifies the index block at h and returns its
-// flat decoded form (see encodeIndexTable) in a buffer from alloc.
+// flat decoded form (see encodeIndexTable) in a buffer from alloc (a new
+// one when alloc is nil).
 func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, what string, alloc func(int) []byte) ([]byte, error) {
 	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, what, h, r.metaLimit)
 	if err != nil {

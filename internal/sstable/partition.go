@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/sstable/block"
 )
 
@@ -98,25 +97,20 @@ func (r *Reader) openPartitioned(ctx context.Context, env ReadEnv, limit uint64)
 	}
 	r.hasFilter = len(r.top.filters) > 0
 	// The partitions follow the data blocks: filter partitions first.
-	for p := range r.top.len() {
-		r.dataEnd = min(r.dataEnd, r.top.x.handles[p].Offset)
-		if r.hasFilter {
-			r.dataEnd = min(r.dataEnd, r.top.filters[p].Offset)
-		}
+	for _, h := range r.top.x.handles {
+		r.dataEnd = min(r.dataEnd, h.Offset)
+	}
+	for _, h := range r.top.filters {
+		r.dataEnd = min(r.dataEnd, h.Offset)
 	}
 	if r.metaInCache {
 		return nil
 	}
 	r.parts = make([]indexTable, r.top.len())
-	for p := range r.parts {
-		h := r.top.x.handles[p]
-		data, err := r.readMetaBlock(ctx, env, partName("index", p), h, limit)
+	for p, h := range r.top.x.handles {
+		buf, err := r.decodeIndexFor(ctx, env.IO, h, partName("index", p), nil)
 		if err != nil {
 			return err
-		}
-		buf, err := encodeIndexTable(data, nil)
-		if err != nil {
-			return r.wrapBlockErr(err, partName("index", p), h)
 		}
 		r.parts[p] = viewIndexTable(buf)
 	}
@@ -125,11 +119,9 @@ func (r *Reader) openPartitioned(ctx context.Context, env ReadEnv, limit uint64)
 	}
 	r.filterParts = make([][]byte, r.top.len())
 	for p, h := range r.top.filters {
-		data, err := r.readMetaBlock(ctx, env, partName("filter", p), h, limit)
-		if err != nil {
+		if r.filterParts[p], err = r.readFilter(ctx, env, partName("filter", p), h, limit); err != nil {
 			return err
 		}
-		r.filterParts[p] = bloom.CacheAligned(data)
 	}
 	return nil
 }

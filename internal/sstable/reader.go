@@ -338,12 +338,19 @@ func (r *Reader) openFilter(ctx context.Context, env ReadEnv, limit uint64) erro
 		hd.Release()
 		return err
 	}
-	filter, err := r.readMetaBlock(ctx, env, "filter", r.filterH, limit)
+	filter, err := r.readFilter(ctx, env, "filter", r.filterH, limit)
+	r.filter = filter
+	return err
+}
+
+// readFilter reads and verifies the filter block at h for the Reader to
+// keep, aligned to cache lines.
+func (r *Reader) readFilter(ctx context.Context, env ReadEnv, what string, h block.Handle, limit uint64) ([]byte, error) {
+	filter, err := r.readMetaBlock(ctx, env, what, h, limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.filter = bloom.CacheAligned(filter)
-	return nil
+	return bloom.CacheAligned(filter), nil
 }
 
 // openIndex loads the index: into the Reader, or into the cache.
