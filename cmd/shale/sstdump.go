@@ -168,10 +168,9 @@ func (d *sstDumper) dumpIndexEntries(ctx context.Context, fr *fileio.Reader, foo
 		if err != nil {
 			return n, damaged, errors.Wrapf(err, "%s entry %d", what, n)
 		}
-		sep, ok := base.DecodeInternalKey(it.Key())
-		if !ok {
-			return n, damaged, base.CorruptionErrorf("%s entry %d: separator of %d bytes is too short for an internal key",
-				what, n, len(it.Key()))
+		sep, err := decodeSeparator(it.Key(), what, n)
+		if err != nil {
+			return n, damaged, err
 		}
 		fmt.Fprintf(d.w, "  block %d: %s  separator %s\n", first+n, h, d.internalKey(sep))
 		if blocks {
@@ -188,6 +187,17 @@ func (d *sstDumper) dumpIndexEntries(ctx context.Context, fr *fileio.Reader, foo
 		return n, damaged, errors.Wrapf(err, "%s block", what)
 	}
 	return n, damaged, nil
+}
+
+// decodeSeparator decodes the key of entry n of the index block (or
+// partition) what names.
+func decodeSeparator(k []byte, what string, n int) (base.InternalKey, error) {
+	sep, ok := base.DecodeInternalKey(k)
+	if !ok {
+		return base.InternalKey{}, base.CorruptionErrorf("%s entry %d: separator of %d bytes is too short for an internal key",
+			what, n, len(k))
+	}
+	return sep, nil
 }
 
 // partition is one entry of a partitioned table's top-level index.
@@ -256,10 +266,9 @@ func (d *sstDumper) dumpTopIndex(top []byte) ([]partition, error) {
 			return nil, base.CorruptionErrorf("top-level index entry %d has a filter handle: %t, but entry 0 has one: %t",
 				p, part.hasFilter, parts[0].hasFilter)
 		}
-		sep, ok := base.DecodeInternalKey(it.Key())
-		if !ok {
-			return nil, base.CorruptionErrorf("top-level index entry %d: separator of %d bytes is too short for an internal key",
-				p, len(it.Key()))
+		sep, err := decodeSeparator(it.Key(), "top-level index", p)
+		if err != nil {
+			return nil, err
 		}
 		filter := ""
 		if part.hasFilter {
