@@ -84,18 +84,12 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 	defer func() { _ = db.Close() }()
 
 	m := model{}
-	type snap struct {
-		s *Snapshot
-		m model
-	}
-	var snaps []snap
-	closeSnaps := func() {
-		for _, s := range snaps {
-			_ = s.s.Close()
-		}
+	var snaps []modelSnap
+	dropSnaps := func() {
+		closeSnaps(snaps)
 		snaps = nil
 	}
-	defer closeSnaps()
+	defer dropSnaps()
 	batches := 0
 	for step := range steps {
 		switch op := rng.IntN(100); {
@@ -124,7 +118,7 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 		case op < 67:
 			require.NoError(t, db.Compact(ctx, nil, nil))
 		case op < 70:
-			closeSnaps()
+			dropSnaps()
 			require.NoError(t, db.Close())
 			db, err = Open("/db", opts)
 			require.NoError(t, err)
@@ -133,7 +127,7 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 			// yet flushed must still be there.
 			require.NoError(t, db.SyncWAL(ctx))
 			crashed := fs.CrashClone()
-			closeSnaps()
+			dropSnaps()
 			require.NoError(t, db.Close())
 			fs = crashed
 			opts.FS = fs
@@ -142,19 +136,15 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 		case op < 80 && len(snaps) < 4:
 			s, err := db.NewSnapshot()
 			require.NoError(t, err)
-			snaps = append(snaps, snap{s, m.clone()})
+			snaps = append(snaps, modelSnap{s, m.clone()})
 		default:
 			checkAgainst(t, rng, db, m, nkeys, fmt.Sprintf("step %d", step))
-			for i, s := range snaps {
-				checkAgainst(t, rng, s.s, s.m, nkeys, fmt.Sprintf("step %d snapshot %d", step, i))
-			}
+			checkSnapsAgainst(t, rng, snaps, nkeys, fmt.Sprintf("step %d", step))
 		}
 	}
 	require.Positive(t, batches)
 	checkAgainst(t, rng, db, m, nkeys, "end")
-	for i, s := range snaps {
-		checkAgainst(t, rng, s.s, s.m, nkeys, fmt.Sprintf("end snapshot %d", i))
-	}
+	checkSnapsAgainst(t, rng, snaps, nkeys, "end")
 	require.NoError(t, db.Compact(ctx, nil, nil))
 	checkAgainst(t, rng, db, m, nkeys, "after a full compaction")
 	checkVersion(t, db)

@@ -101,6 +101,29 @@ func checkAgainst(t *testing.T, rng *rand.Rand, r rdReader, m model, nkeys int, 
 	}
 }
 
+// modelSnap is a snapshot a model test took, with the model as it was then.
+type modelSnap struct {
+	s *Snapshot
+	m model
+}
+
+// checkSnapsAgainst checks each snapshot against its model with
+// checkAgainst; what names the moment.
+func checkSnapsAgainst(t *testing.T, rng *rand.Rand, snaps []modelSnap, nkeys int, what string) {
+	t.Helper()
+	for i, s := range snaps {
+		checkAgainst(t, rng, s.s, s.m, nkeys, fmt.Sprintf("%s snapshot %d", what, i))
+	}
+}
+
+// closeSnaps closes the snapshots, ignoring errors (the database may have
+// closed them already).
+func closeSnaps(snaps []modelSnap) {
+	for _, s := range snaps {
+		_ = s.s.Close()
+	}
+}
+
 // TestRangeDeleteModel runs random puts, deletes and range deletions (alone
 // and in batches with puts before and after them) across flushes,
 // compactions, reopens and snapshots, and checks every read API against a
@@ -128,16 +151,8 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 	defer func() { _ = db.Close() }()
 
 	m := model{}
-	type snap struct {
-		s *Snapshot
-		m model
-	}
-	var snaps []snap
-	defer func() {
-		for _, s := range snaps {
-			_ = s.s.Close()
-		}
-	}()
+	var snaps []modelSnap
+	defer func() { closeSnaps(snaps) }()
 	randRange := func() ([]byte, []byte) {
 		a, b := rng.IntN(nkeys), rng.IntN(nkeys+1)
 		if rng.IntN(8) != 0 && a > b {
@@ -210,20 +225,16 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 		case op < 83 && len(snaps) < 4:
 			s, err := db.NewSnapshot()
 			require.NoError(t, err)
-			snaps = append(snaps, snap{s, m.clone()})
+			snaps = append(snaps, modelSnap{s, m.clone()})
 		default:
 			checkAgainst(t, rng, db, m, nkeys, fmt.Sprintf("step %d", step))
-			for i, s := range snaps {
-				checkAgainst(t, rng, s.s, s.m, nkeys, fmt.Sprintf("step %d snapshot %d", step, i))
-			}
+			checkSnapsAgainst(t, rng, snaps, nkeys, fmt.Sprintf("step %d", step))
 		}
 	}
 	checkAgainst(t, rng, db, m, nkeys, "end")
 	require.NoError(t, db.Compact(ctx, nil, nil))
 	checkAgainst(t, rng, db, m, nkeys, "after a full compaction")
-	for i, s := range snaps {
-		checkAgainst(t, rng, s.s, s.m, nkeys, fmt.Sprintf("end snapshot %d", i))
-	}
+	checkSnapsAgainst(t, rng, snaps, nkeys, "end")
 	checkVersion(t, db)
 	require.NoError(t, db.VerifyChecksum(ctx))
 }
