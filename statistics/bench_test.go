@@ -90,9 +90,10 @@ func BenchmarkStopWatch(b *testing.B) {
 // Each op records as the engine does: the table reader's and the file
 // reader's ticks one by one, then the Get's own counts and its DBGet sample
 // in one RecordGet. op=read finds its key in a data block read from the file
-// (the SSTReadMicros stopwatch, 9 ticks, then RecordGet); op=miss is turned
-// away by the bloom filter in under a microsecond (the table's one tick,
-// then RecordGet: 3 ticks and a BytesPerRead sample of 0).
+// (the SSTReadMicros stopwatch and 7 ticks, then RecordGet's 4 ticks and
+// BytesPerRead sample); op=miss is turned away by the bloom filter (the
+// table's one tick, then RecordGet's 2 ticks and a BytesPerRead sample of
+// 0).
 func BenchmarkGetRecording(b *testing.B) {
 	b.Run("op=read", func(b *testing.B) {
 		forEachLevel(b, func(b *testing.B, s *Statistics) {
