@@ -30,12 +30,14 @@ as key#seq,KIND -> value. With -blocks it also reads every data block, checks
 its checksum and prints its compression and entry count, and reports every
 damaged block rather than stopping at the first.
 
-A table with a partitioned index and filters (format version 3, written with
-partition_index_and_filters) first prints its top-level index, one partition
-a line (its index partition's handle, its filter partition's if the table
-has a filter, and its last separator), then each filter partition, checked
-and described (size, lines, probes), then the index one partition at a time,
-its data blocks numbered across partitions.
+For a table with a partitioned index and filters (format version 3, written
+with partition_index_and_filters) the index part is three sections: the
+top-level index, one partition a line (its index partition's handle, its
+filter partition's if the table has a filter, and its last separator), then
+each filter partition, checked and described (size, lines, probes), then the
+index one partition at a time, its data blocks numbered across partitions.
+A damaged partition stops the dump after the footer: the table cannot be
+opened without it.
 
 Keys and values print as quoted Go strings (hex with -hex); values longer
 than 64 bytes are cut, with their length. Exit code 1 when the file is
