@@ -161,8 +161,9 @@ func (w *walFile) drainLocked() {
 		}
 		w.mu.Lock()
 		w.writing = false
+		// Every chunk is newChunkLocked's, of capacity walChunkSize.
 		for i, b := range bufs {
-			if len(w.free) < walMaxFreeChunks && cap(b) == walChunkSize {
+			if len(w.free) < walMaxFreeChunks {
 				w.free = append(w.free, b[:0])
 			}
 			bufs[i] = nil
