@@ -46,7 +46,6 @@ func (m metaBlock) String() string {
 // the value.
 func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, m metaBlock) (cache.Handle, error) {
 	st := r.opts.Stats
-	index := m.index
 	// Every meta block lies before the footer. A handle beyond it is
 	// damaged; checked before the lookup, it cannot reach the key bits
 	// that tell the forms apart (see metaCacheKey).
@@ -54,22 +53,18 @@ func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Han
 		return cache.Handle{}, base.CorruptionErrorf("sstable: %s: %s block %s with its %d-byte trailer ends beyond %d",
 			r.name, m, h, block.TrailerLen, r.metaLimit)
 	}
+	hit, miss := statistics.BlockCacheFilterHit, statistics.BlockCacheFilterMiss
+	if m.index {
+		hit, miss = statistics.BlockCacheIndexHit, statistics.BlockCacheIndexMiss
+	}
 	if hd, ok := r.opts.Cache.Get(r.metaCacheKey(h, m)); ok {
 		st.RecordTick(statistics.BlockCacheHit, 1)
-		if index {
-			st.RecordTick(statistics.BlockCacheIndexHit, 1)
-		} else {
-			st.RecordTick(statistics.BlockCacheFilterHit, 1)
-		}
+		st.RecordTick(hit, 1)
 		fileio.NoteCacheHit(st, io)
 		return hd, nil
 	}
 	st.RecordTick(statistics.BlockCacheMiss, 1)
-	if index {
-		st.RecordTick(statistics.BlockCacheIndexMiss, 1)
-	} else {
-		st.RecordTick(statistics.BlockCacheFilterMiss, 1)
-	}
+	st.RecordTick(miss, 1)
 	fileio.NoteCacheMiss(st, io)
 	return r.loadMeta(ctx, io, h, m)
 }
