@@ -93,7 +93,8 @@ func (i *Iter) InitInternal(data []byte) error {
 }
 
 func (i *Iter) init(cmp func(a, b []byte) int, internal bool, data []byte) error {
-	*i = Iter{cmp: cmp, internal: internal, buf: i.buf[:0], spare: i.spare[:0], scanning: i.scanning}
+	i.Reset()
+	i.cmp, i.internal = cmp, internal
 	if len(data) < 4 {
 		return i.initFail(base.CorruptionErrorf("block: %d bytes are too short to hold a restart count", len(data)))
 	}
@@ -140,7 +141,8 @@ func (i *Iter) init(cmp func(a, b []byte) int, internal bool, data []byte) error
 	return nil
 }
 
-// Reset releases the block, keeping the scratch buffers for the next Init.
+// Reset releases the block, keeping the scratch buffers for the next Init
+// (and whether the Iter is scanning). init starts with it.
 func (i *Iter) Reset() {
 	*i = Iter{buf: i.buf[:0], spare: i.spare[:0], scanning: i.scanning}
 }
