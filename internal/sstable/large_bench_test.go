@@ -39,21 +39,32 @@ func largeKey(buf []byte, k, offset int) []byte {
 	return buf
 }
 
-var largeTable = sync.OnceValues(func() ([]byte, error) {
+// largeWriterOptions are the large table's writer options.
+var largeWriterOptions = WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}
+
+// addLargeEntries adds the large table's first n entries to w.
+func addLargeEntries(w *Writer, n int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pool := make([]byte, 1<<20)
 	for i := range pool {
 		pool[i] = ' ' + byte(rng.IntN(95))
 	}
-	var out countingWriter
-	w := NewWriter(&out, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64})
 	var kbuf [16]byte
-	for k := range largeKeys {
+	for k := range n {
 		off := (k * 7919) % (len(pool) - largeValueSize)
 		ik := base.MakeInternalKey(largeKey(kbuf[:], k, 0), base.SeqNum(k+1), base.KindSet)
 		if err := w.Add(ik, pool[off:off+largeValueSize]); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+var largeTable = sync.OnceValues(func() ([]byte, error) {
+	var out countingWriter
+	w := NewWriter(&out, largeWriterOptions)
+	if err := addLargeEntries(w, largeKeys); err != nil {
+		return nil, err
 	}
 	if _, err := w.Close(); err != nil {
 		return nil, err

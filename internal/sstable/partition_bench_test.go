@@ -11,8 +11,6 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/cache"
-	"github.com/shaledb/shale/internal/checksum"
-	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/vfs"
@@ -35,26 +33,16 @@ const partBenchCache = 512 << 10
 // largeTable's, written straight to the file.
 func writePartBenchTable(b *testing.B, dir string, partitioned bool) string {
 	b.Helper()
-	rng := rand.New(rand.NewPCG(1, 2))
-	pool := make([]byte, 1<<20)
-	for i := range pool {
-		pool[i] = ' ' + byte(rng.IntN(95))
-	}
 	path := filepath.Join(dir, testFile)
 	f, err := os.Create(path)
 	require.NoError(b, err)
 	bw := bufio.NewWriterSize(f, 1<<20)
-	opts := WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}
+	opts := largeWriterOptions
 	if partitioned {
 		opts.IndexPartitionSize = 4096
 	}
 	w := NewWriter(bw, opts)
-	var kbuf [16]byte
-	for k := range partBenchKeys {
-		off := (k * 7919) % (len(pool) - largeValueSize)
-		ik := base.MakeInternalKey(largeKey(kbuf[:], k, 0), base.SeqNum(k+1), base.KindSet)
-		require.NoError(b, w.Add(ik, pool[off:off+largeValueSize]))
-	}
+	require.NoError(b, addLargeEntries(w, partBenchKeys))
 	_, err = w.Close()
 	require.NoError(b, err)
 	require.NoError(b, bw.Flush())
