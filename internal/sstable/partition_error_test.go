@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/stretchr/testify/require"
 )
@@ -56,11 +55,5 @@ func TestPartitionErrorMidIteration(t *testing.T) {
 	requireCorrupt(t, it.Error(), "Next into the partition")
 	requireCorrupt(t, it.Close(), "Close")
 
-	var keys []MultiGetKey
-	for _, e := range es {
-		if n := len(keys); n == 0 || !bytes.Equal(keys[n-1].Key, e.key.UserKey) {
-			keys = append(keys, MultiGetKey{Key: e.key.UserKey, Hash: bloom.Hash(e.key.UserKey), Seq: base.MaxSeqNum})
-		}
-	}
-	requireCorrupt(t, r.MultiGet(ctx, verifyEnv, keys), "MultiGet")
+	requireCorrupt(t, r.MultiGet(ctx, verifyEnv, multiGetKeys(es, base.MaxSeqNum)), "MultiGet")
 }
