@@ -4,11 +4,11 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
 	"github.com/stretchr/testify/require"
@@ -44,16 +44,9 @@ func TestCloseReportsLargeBatchWALSyncFailure(t *testing.T) {
 	require.NoError(t, db.Write(ctx, b, nil), "returns with the WAL's sync held back")
 
 	// The batch's WAL is the older of the two; the newer takes later writes.
-	names, err := mem.List("/db")
-	require.NoError(t, err)
-	var logs []string
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			logs = append(logs, "/db/"+n)
-		}
-	}
+	logs := recFiles(t, mem, "/db", manifest.FileKindLog)
 	slices.Sort(logs)
-	require.GreaterOrEqual(t, len(logs), 2, "%v", names)
+	require.GreaterOrEqual(t, len(logs), 2, "%v", logs)
 	mu.Lock()
 	failSync = logs[len(logs)-2]
 	mu.Unlock()
