@@ -51,7 +51,7 @@ type storeConfig struct {
 	shaleStats   string // off, default, all
 	// defaults opens each engine with its own defaults (only what the
 	// harness needs, such as a quiet logger): the other fields but
-	// shaleStats are ignored.
+	// shaleStats and shaleTables are ignored.
 	defaults bool
 	// dbgetShape is the seed's DBGet setup (RocksDB's db_basic_bench
 	// mmap case): mmap reads, no block cache, no compression, restart
