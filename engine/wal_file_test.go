@@ -127,14 +127,11 @@ func fileBytes(fs vfs.FS, name string) []byte {
 // one, as the commit leader does for unsynced writes; cpu-ns/op counts the
 // background goroutine's work too.
 func BenchmarkWALFileWrite(b *testing.B) {
-	dir := b.TempDir()
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		var err error
-		if dir, err = os.MkdirTemp("/dev/shm", "shale-walfile-"); err != nil {
-			b.Fatal(err)
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
+	dir, err := os.MkdirTemp(benchBaseDir(), "shale-walfile-")
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer func() { _ = os.RemoveAll(dir) }()
 	f, err := vfs.Default.Create(filepath.Join(dir, "log"))
 	if err != nil {
 		b.Fatal(err)
