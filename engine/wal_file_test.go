@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
@@ -139,7 +140,7 @@ func BenchmarkWALFileWrite(b *testing.B) {
 	w := newWALFile(f)
 	rec := make([]byte, 300)
 	b.ReportAllocs()
-	cpu0 := processCPU()
+	stopCPU := cpubench.Start(b)
 	for b.Loop() {
 		if _, err := w.Write(rec); err != nil {
 			b.Fatal(err)
@@ -148,7 +149,7 @@ func BenchmarkWALFileWrite(b *testing.B) {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	stopCPU()
 }
 
 // gatedFile blocks every Write until gate is closed.
