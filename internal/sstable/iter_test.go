@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -76,21 +75,11 @@ func checkIterOps(t *testing.T, r *Reader, env ReadEnv, es []entry, rng *rand.Ra
 			case 2:
 				k := randomUserKey(rng, es)
 				op, kv = fmt.Sprintf("SeekGE(%s)", k), it.SeekGE(k)
-				pos, _ = slices.BinarySearchFunc(want, k, func(e entry, k []byte) int {
-					if bytes.Compare(e.key.UserKey, k) < 0 {
-						return -1
-					}
-					return 1
-				})
+				pos = searchGE(want, k)
 			case 3:
 				k := randomUserKey(rng, es)
 				op, kv = fmt.Sprintf("SeekLT(%s)", k), it.SeekLT(k)
-				pos, _ = slices.BinarySearchFunc(want, k, func(e entry, k []byte) int {
-					if bytes.Compare(e.key.UserKey, k) < 0 {
-						return -1
-					}
-					return 1
-				})
+				pos = searchGE(want, k)
 				pos--
 			case 4:
 				op, kv = "Next", it.Next()
