@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -48,8 +49,7 @@ func BenchmarkFillApply(b *testing.B) {
 			cpu0 = processCPU()
 			b.StartTimer()
 		}
-		v := uint32(perm[i] * 3)
-		key[0], key[1], key[2], key[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+		fillKey(&key, perm[i])
 		bt.Reset()
 		bt.Set(key[:], value)
 		if err := m.Apply(&bt, seq); err != nil {
@@ -66,6 +66,12 @@ func BenchmarkFillApply(b *testing.B) {
 	// CPU time is less disturbed than wall time by other processes on a
 	// shared machine.
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// fillKey writes the fill's key for k into key: the big-endian uint32 k*3,
+// zero-filled to 16 bytes (key's last 12 bytes stay as they are, zero).
+func fillKey(key *[16]byte, k int) {
+	binary.BigEndian.PutUint32(key[:4], uint32(k*3))
 }
 
 // processCPU is the CPU time (user and system) the process has used.
@@ -90,8 +96,7 @@ func searchCost(m *MemTable, ks []int) (cmps, nodes float64) {
 	var key [16]byte
 	seen := map[uint32]bool{}
 	for _, k := range ks {
-		v := uint32(k * 3)
-		key[0], key[1], key[2], key[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+		fillKey(&key, k)
 		ik := base.InternalKey{UserKey: key[:], Trailer: base.MakeTrailer(base.MaxSeqNum, base.KindSet)}
 		clear(seen)
 		prev := m.head
