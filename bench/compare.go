@@ -156,11 +156,18 @@ func runParent(cfg *config, stdout io.Writer) error {
 func writeReport(cfg *config, rep *report, stdout io.Writer) error {
 	var buf bytes.Buffer
 	printReport(&buf, cfg, rep)
+	// The report first: a README that cannot be rewritten must not cost
+	// the run's figures.
+	var err error
 	if cfg.outPath != "" {
-		return os.WriteFile(cfg.outPath, buf.Bytes(), 0o644)
+		err = os.WriteFile(cfg.outPath, buf.Bytes(), 0o644)
+	} else {
+		_, err = stdout.Write(buf.Bytes())
 	}
-	_, err := stdout.Write(buf.Bytes())
-	return err
+	if err != nil || cfg.readmePath == "" {
+		return err
+	}
+	return updateReadme(cfg.readmePath, cfg, rep)
 }
 
 // reportFromJSON prints the report of an earlier run's -json file: the

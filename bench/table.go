@@ -244,7 +244,23 @@ func printReport(w io.Writer, cfg *config, rep *report) {
 	fmt.Fprintln(w, "Each cell: median over rounds (min–max). Under a peer's figure, **shale / peer**: the median of the per-round ratios (min–max); below 1, shale is faster or smaller.")
 	fmt.Fprintln(w)
 
-	engines := m.Engines
+	printFigureTable(w, cfg, rep)
+	printTargets(w, cfg, rep)
+	printStatsCost(w, rep)
+	if len(m.DBBenchRaw) > 0 {
+		fmt.Fprintf(w, "\n### db_bench's own lines (last round)\n\n```\n%s\n```\n", strings.Join(m.DBBenchRaw, "\n"))
+	}
+	fmt.Fprintln(w, "\n## Raw figures, one line per engine and round (benchstat format)")
+	fmt.Fprintln(w, "\n`benchstat -col /engine RESULTS.md` compares the engines; `benchstat old.md new.md` compares two runs.")
+	fmt.Fprintln(w, "\n```")
+	printBenchstat(w, cfg, rep)
+	fmt.Fprintln(w, "```")
+}
+
+// printFigureTable prints the main table: one row per figure, one column
+// per engine, each peer's cell with shale's ratio to it.
+func printFigureTable(w io.Writer, cfg *config, rep *report) {
+	engines := rep.Meta.Engines
 	fmt.Fprintf(w, "| figure | %s |\n|---|%s\n", strings.Join(engines, " | "), strings.Repeat("---|", len(engines)))
 	for _, f := range figures(cfg) {
 		var cells []string
@@ -268,16 +284,6 @@ func printReport(w io.Writer, cfg *config, rep *report) {
 			fmt.Fprintf(w, "| %s | %s |\n", f.label, strings.Join(cells, " | "))
 		}
 	}
-	printTargets(w, cfg, rep)
-	printStatsCost(w, rep)
-	if len(m.DBBenchRaw) > 0 {
-		fmt.Fprintf(w, "\n### db_bench's own lines (last round)\n\n```\n%s\n```\n", strings.Join(m.DBBenchRaw, "\n"))
-	}
-	fmt.Fprintln(w, "\n## Raw figures, one line per engine and round (benchstat format)")
-	fmt.Fprintln(w, "\n`benchstat -col /engine RESULTS.md` compares the engines; `benchstat old.md new.md` compares two runs.")
-	fmt.Fprintln(w, "\n```")
-	printBenchstat(w, cfg, rep)
-	fmt.Fprintln(w, "```")
 }
 
 // target is one of the issues' targets: a per-round ratio and its limit.
@@ -380,7 +386,13 @@ func targets(cfg *config) []target {
 func printTargets(w io.Writer, cfg *config, rep *report) {
 	fmt.Fprintln(w, "\n## The issues' targets (ratios measured within each round)")
 	fmt.Fprintln(w, "\nWall time is the issue's measure; the CPU-time ratio (process CPU time per operation, for the Go engines) is given beside it because it moves less when other work takes the CPUs.")
-	fmt.Fprintln(w, "\n| target | limit | wall: median (min–max) | verdict | CPU time: median (min–max) | verdict |\n|---|---|---|---|---|---|")
+	fmt.Fprintln(w)
+	printTargetTable(w, cfg, rep)
+}
+
+// printTargetTable prints one row per target with its verdicts.
+func printTargetTable(w io.Writer, cfg *config, rep *report) {
+	fmt.Fprintln(w, "| target | limit | wall: median (min–max) | verdict | CPU time: median (min–max) | verdict |\n|---|---|---|---|---|---|")
 	collect := func(f func(rr roundResults) (float64, bool)) spread {
 		var s spread
 		if f == nil {
