@@ -280,6 +280,7 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 		if c != nil {
 			if hd, ok := c.Get(r.cacheKey(blk.h)); ok {
 				blk.data = hd.Value()
+				mgPrefetchBlock(blk.data)
 				blk.pin = r.sharedPin(hd, blk.keys)
 				st.RecordTick(statistics.BlockCacheHit, 1)
 				fileio.NoteCacheHit(st, env.IO)
