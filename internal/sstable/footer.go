@@ -75,7 +75,10 @@ func DecodeFooter(b []byte, fileSize uint64) (Footer, error) {
 	}
 	for _, c := range handles[n:] {
 		if c != 0 {
-			return Footer{}, base.CorruptionErrorf("sstable: footer padding is not zero: % x", handles[n:])
+			// Non-zero bytes here are as often a handle damaged into a
+			// shorter varint as damaged padding: name both handles as read.
+			return Footer{}, base.CorruptionErrorf("sstable: footer: the %d bytes after metaindex handle %s and index handle %s are not zero padding (a damaged handle or padding): % x",
+				len(handles[n:]), f.MetaIndex, f.Index, handles[n:])
 		}
 	}
 	limit := fileSize - FooterLen

@@ -86,7 +86,16 @@ func TestDecodeFooterErrors(t *testing.T) {
 		{"checksum-unknown", patch(0, 9), size, "Type(9) (9)"},
 		{"metaindex-handle-overflow", patch(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), size, "metaindex handle"},
 		{"index-handle-truncated", slices.Concat(good[:1], []byte{0x64, 0x14}, slices.Repeat([]byte{0x80}, 38), good[41:]), size, "index handle"},
-		{"padding", patch(40, 1), size, "padding is not zero"},
+		{"padding", patch(40, 1), size, "the 36 bytes after metaindex handle (100, 20) and index handle (125, 30) are not zero padding"},
+		// A continuation bit cleared in the index handle's offset varint
+		// ends it early: the handle decodes shorter and its rest shows
+		// up where padding should be.
+		{"handle-cut-short", func() []byte {
+			b := Footer{Checksum: checksum.CRC32C, MetaIndex: block.Handle{Offset: 100, Length: 20},
+				Index: block.Handle{Offset: 300, Length: 30}, FormatVersion: FormatVersion}.Encode(nil)
+			b[3] &^= 0x80 // 300 is ac 02: the offset now ends at its first byte
+			return b
+		}(), 335 + FooterLen, "index handle (44, 2) are not zero padding (a damaged handle or padding): 1e 00"},
 		{"index-beyond-file", good, size - 1, "index block (125, 30)"},
 		{"metaindex-beyond-file", Footer{
 			Checksum:      checksum.CRC32C,
