@@ -125,8 +125,8 @@ func (c *Cache) newEntry(k Key, state entryState) *entry {
 	}
 	e.key = k
 	e.state = state
-	// A scan entry evicted from probation keeps its flag: a plain store,
-	// as for the state.
-	e.scan = false
+	// A freed entry keeps its ring flags: plain stores, as for the
+	// state.
+	e.scan, e.high, e.inHigh = false, false, false
 	return e
 }

@@ -64,8 +64,30 @@ func defaultShards(capacity int64, procs int) int {
 // so a value charged more than that is never cached. A capacity of 0 (or
 // less) makes a cache that caches nothing; callers that want no cache use a
 // nil *Cache instead.
+//
+// New uses DefaultHighPriorityPoolRatio; NewWithOptions sets it.
 func New(capacity int64) *Cache {
-	return newWithShards(capacity, defaultShards(capacity, runtime.GOMAXPROCS(0)))
+	return NewWithOptions(capacity, Options{HighPriorityPoolRatio: DefaultHighPriorityPoolRatio})
+}
+
+// Options are a cache's settings beyond its capacity.
+type Options struct {
+	// HighPriorityPoolRatio is the share of the capacity (and of each
+	// shard's) that entries of PriorityHigh keep from the others, RocksDB's
+	// high_pri_pool_ratio: within it they are evicted only when no entry
+	// of another priority is left; beyond it they compete with the main
+	// ring's. 0 (the zero Options) makes PriorityHigh entries normal ones
+	// at the first eviction; values outside [0, 1] are clamped.
+	HighPriorityPoolRatio float64
+}
+
+// DefaultHighPriorityPoolRatio is New's HighPriorityPoolRatio: RocksDB's
+// default high_pri_pool_ratio.
+const DefaultHighPriorityPoolRatio = 0.5
+
+// NewWithOptions is New with the settings o.
+func NewWithOptions(capacity int64, o Options) *Cache {
+	return newCache(capacity, defaultShards(capacity, runtime.GOMAXPROCS(0)), ^uint64(0), o)
 }
 
 // newWithShards is New with an explicit shard count, a power of two.
@@ -76,14 +98,22 @@ func newWithShards(capacity int64, n int) *Cache {
 // newWithMask is newWithShards with the mask the shards apply to hashes: a
 // test passes a small one to make keys collide in the indexes.
 func newWithMask(capacity int64, n int, mask uint64) *Cache {
+	return newCache(capacity, n, mask, Options{HighPriorityPoolRatio: DefaultHighPriorityPoolRatio})
+}
+
+// newCache makes a cache of n shards (a power of two) whose shards apply
+// mask to hashes.
+func newCache(capacity int64, n int, mask uint64, o Options) *Cache {
 	capacity = max(capacity, 0)
 	c := &Cache{
 		capacity: capacity,
 		shift:    uint(64 - bits.TrailingZeros(uint(n))),
 		shards:   make([]shard, n),
 	}
+	ratio := min(max(o.HighPriorityPoolRatio, 0), 1)
+	shardCap := capacity / int64(n)
 	for i := range c.shards {
-		c.shards[i].init(capacity/int64(n), mask)
+		c.shards[i].init(shardCap, int64(float64(shardCap)*ratio), mask)
 	}
 	return c
 }
@@ -203,15 +233,23 @@ const (
 	// and move to the main ring only if a hit sets their bit before they
 	// are evicted. For blocks read by a sequential scan.
 	PriorityScan
+	// PriorityHigh entries join the high-priority ring, which keeps
+	// Options.HighPriorityPoolRatio of the cache from the other rings:
+	// for index and filter blocks (RocksDB's
+	// cache_index_and_filter_blocks_with_high_priority), which every read
+	// of their table or partition needs.
+	PriorityHigh
 )
 
-// String returns "normal" or "scan".
+// String returns "normal", "scan" or "high".
 func (p Priority) String() string {
 	switch p {
 	case PriorityNormal:
 		return "normal"
 	case PriorityScan:
 		return "scan"
+	case PriorityHigh:
+		return "high"
 	}
 	return fmt.Sprintf("Priority(%d)", uint8(p))
 }
@@ -228,7 +266,8 @@ func (c *Cache) GetOrLoad(
 // produce the value, which is inserted as by Set but with priority pri: the
 // cache owns load's value afterwards (it may come from Alloc). A caller of
 // PriorityNormal that waits for a PriorityScan load of the same key makes
-// the entry a normal one: a point read wants the block kept. Concurrent callers missing the same key share one
+// the entry a normal one: a point read wants the block kept; one of
+// PriorityHigh that waits for any load makes it a high-priority one. Concurrent callers missing the same key share one
 // call of load (single flight): the first calls it, the others wait and get
 // their own handles to the same value. If load fails, its error is returned
 // to the loader and every waiter, and nothing is cached; the next call loads
@@ -273,6 +312,7 @@ func (c *Cache) GetOrLoadWithPriority(
 			// it in place.
 			e = c.newEntry(k, stateLoading)
 			e.scan = pri == PriorityScan
+			e.high = pri == PriorityHigh
 			// Count the loader's handle and the index's reference now,
 			// while the struct's line is at hand and just before the
 			// Unlock fences anyway, so that the usual finish (no waiters)
@@ -288,8 +328,11 @@ func (c *Cache) GetOrLoadWithPriority(
 			s.mu.Unlock()
 			return h, !waited, nil
 		}
-		if pri == PriorityNormal {
+		if pri != PriorityScan {
 			e.scan = false
+		}
+		if pri == PriorityHigh {
+			e.high = true
 		}
 		f := e.flight
 		if f == nil {

@@ -47,9 +47,9 @@
 // This cache does the CLOCK equivalent with a probation ring per shard. A
 // load of [PriorityScan] (an iterator's block read as part of a
 // sequential run) links its entry on the probation ring, oldest first,
-// instead of the main ring; every other entry ([PriorityNormal]: point
-// reads, Set, index and filter blocks) joins the main ring just behind its
-// hand as before. Eviction takes the oldest probation entry while the
+// instead of the main ring; a [PriorityNormal] entry (point reads, Set)
+// joins the main ring just behind its hand as before ([PriorityHigh]: see
+// below). Eviction takes the oldest probation entry while the
 // probation ring holds more than its share of the shard, capacity/8 (or
 // while the main ring is empty); otherwise the main ring's CLOCK hand runs
 // exactly as above. A probation entry whose bit a hit has set when its turn
@@ -81,6 +81,30 @@
 // keys. A hit is unchanged (the same bit, set under the shared lock): which
 // ring an entry is on matters only under the write lock, to inserts and
 // evictions.
+//
+// # Index and filter blocks: the high-priority ring
+//
+// Index and filter blocks (the sstable reader's metadata, when it keeps it
+// in the cache) are read by every lookup of their table or partition, data
+// blocks by few; but when the metadata alone exceeds the cache, plain CLOCK
+// evicts them at the rate random reads insert data blocks read once. Loads
+// of [PriorityHigh] therefore join a third ring per shard, the high-priority
+// ring, which keeps [Options.HighPriorityPoolRatio] of the shard (RocksDB's
+// high_pri_pool_ratio with cache_index_and_filter_blocks_with_high_priority;
+// [New] uses RocksDB's default, 0.5):
+//
+//   - the ring never holds more than its share: when an insert takes it
+//     over, its own CLOCK hand runs and the entry it stops at is demoted
+//     to the main ring, just behind the main hand, as the newest data
+//     block (RocksDB moves its high pool's overflow to the low pool);
+//   - eviction takes from the probation ring over its share, then the main
+//     ring, and from the high-priority ring only when both are empty: an
+//     index or filter block within the share is evicted after every data
+//     block;
+//   - a demoted entry hit again goes back to the high-priority ring when the
+//     main hand reaches it (demoting that ring's CLOCK victim in turn).
+//
+// A hit is still one bit set under the shared lock.
 //
 // An entry is charged len(value) + [EntryOverhead] bytes. [Cache.Size] sums
 // the charges of the entries in the index and stays within

@@ -57,6 +57,13 @@ type entry struct {
 	// (shard.hand). Guarded by the shard's write lock; it fits in the
 	// padding before buf, so the struct does not grow.
 	scan bool
+	// high says the entry was loaded with PriorityHigh (an index or
+	// filter block), and inHigh that it is on the high-priority ring
+	// (shard.highHand) now: a high entry pushed out of the pool's share
+	// is demoted to the main ring, and goes back when the main hand finds
+	// it hit (see shard.evictLocked). Guarded by the shard's write lock;
+	// both fit in the padding before buf with scan.
+	high, inHigh bool
 
 	// buf is the value, with the full capacity the cache owns; handles see
 	// buf[:len:len]. Written before the entry is published and not again
@@ -64,7 +71,8 @@ type entry struct {
 	buf []byte
 	key Key
 
-	// next and prev link the shard's main or probation ring (see scan);
+	// next and prev link the shard's main, probation or high-priority
+	// ring (see scan and inHigh);
 	// after removal, next chains the entries whose index reference is
 	// still to be dropped (see releaseChain). hashNext links an index
 	// chain. fileNext and filePrev link a ring of the entries of one file

@@ -89,25 +89,32 @@ func (s *shard) checkLocked(c *Cache, idx int) error {
 			return errors.Newf("shard %d: entry %s in the index in state %d", idx, e.key, e.state)
 		}
 	}
-	mainLen, mainSize, err := s.checkRingLocked(c, idx, s.hand, false, indexed)
+	mainLen, mainSize, err := s.checkRingLocked(c, idx, s.hand, ringMain, indexed)
 	if err != nil {
 		return err
 	}
-	scanLen, scanSize, err := s.checkRingLocked(c, idx, s.scanHand, true, indexed)
+	scanLen, scanSize, err := s.checkRingLocked(c, idx, s.scanHand, ringScan, indexed)
 	if err != nil {
 		return err
 	}
-	ringLen, size := mainLen+scanLen, mainSize+scanSize
+	highLen, highSize, err := s.checkRingLocked(c, idx, s.highHand, ringHigh, indexed)
+	if err != nil {
+		return err
+	}
+	ringLen, size := mainLen+scanLen+highLen, mainSize+scanSize+highSize
 	if ringLen != indexed || int64(ringLen) != s.count {
-		return errors.Newf("shard %d: rings %d+%d, index %d (and %d loading), count %d",
-			idx, mainLen, scanLen, indexed, loading, s.count)
+		return errors.Newf("shard %d: rings %d+%d+%d, index %d (and %d loading), count %d",
+			idx, mainLen, scanLen, highLen, indexed, loading, s.count)
 	}
-	if size != s.size || scanSize != s.scanSize {
-		return errors.Newf("shard %d: charges sum to %d (%d on probation), size says %d (%d)",
-			idx, size, scanSize, s.size, s.scanSize)
+	if size != s.size || scanSize != s.scanSize || highSize != s.highSize {
+		return errors.Newf("shard %d: charges sum to %d (%d on probation, %d high), size says %d (%d, %d)",
+			idx, size, scanSize, highSize, s.size, s.scanSize, s.highSize)
 	}
 	if size > s.capacity {
 		return errors.Newf("shard %d: size %d over capacity %d", idx, size, s.capacity)
+	}
+	if s.highSize > s.highCapacity {
+		return errors.Newf("shard %d: high-priority ring holds %d, over its share %d", idx, s.highSize, s.highCapacity)
 	}
 	if s.scanCapacity != s.capacity/scanShare {
 		return errors.Newf("shard %d: probation share %d of capacity %d", idx, s.scanCapacity, s.capacity)
@@ -141,17 +148,38 @@ func (s *shard) checkLocked(c *Cache, idx int) error {
 	return nil
 }
 
-// checkRingLocked walks the ring headed by hand, the probation ring if scan
-// is set and the main one otherwise, and returns its length and the sum of
-// its charges. Every entry must be the indexed one of its key, in this
-// shard, with consistent links, and flagged for this ring.
-func (s *shard) checkRingLocked(c *Cache, idx int, hand *entry, scan bool, indexed int) (int, int64, error) {
+// ringKind names a shard's rings in checkRingLocked.
+type ringKind int
+
+const (
+	ringMain ringKind = iota
+	ringScan
+	ringHigh
+)
+
+// ringOf returns the ring e's flags put it on.
+func ringOf(e *entry) ringKind {
+	switch {
+	case e.scan:
+		return ringScan
+	case e.inHigh:
+		return ringHigh
+	}
+	return ringMain
+}
+
+// checkRingLocked walks the ring headed by hand, of kind ring, and returns
+// its length and the sum of its charges. Every entry must be the indexed
+// one of its key, in this shard, with consistent links, and flagged for
+// this ring (a high-priority ring entry also as high, a probation one as
+// not).
+func (s *shard) checkRingLocked(c *Cache, idx int, hand *entry, ring ringKind, indexed int) (int, int64, error) {
 	var n int
 	var size int64
 	for e := hand; e != nil; {
 		n++
 		if n > indexed+1 {
-			return 0, 0, errors.Newf("shard %d: ring (scan %t) longer than the index (%d)", idx, scan, indexed)
+			return 0, 0, errors.Newf("shard %d: ring %d longer than the index (%d)", idx, ring, indexed)
 		}
 		if s.entries.find(hashKey(e.key)&s.mask, e.key) != e {
 			return 0, 0, errors.Newf("shard %d: ring entry %s is not the indexed one", idx, e.key)
@@ -159,8 +187,9 @@ func (s *shard) checkRingLocked(c *Cache, idx int, hand *entry, scan bool, index
 		if e.state != stateIndexed {
 			return 0, 0, errors.Newf("shard %d: ring entry %s in state %d", idx, e.key, e.state)
 		}
-		if e.scan != scan {
-			return 0, 0, errors.Newf("shard %d: entry %s flagged scan %t on the ring of scan %t", idx, e.key, e.scan, scan)
+		if ringOf(e) != ring || e.scan && e.inHigh || e.inHigh && !e.high || e.scan && e.high {
+			return 0, 0, errors.Newf("shard %d: entry %s flagged scan %t high %t inHigh %t on ring %d",
+				idx, e.key, e.scan, e.high, e.inHigh, ring)
 		}
 		if n := e.refs.Load(); n < indexRef {
 			return 0, 0, errors.Newf("shard %d: indexed entry %s has %d refs", idx, e.key, n)

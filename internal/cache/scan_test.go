@@ -137,24 +137,31 @@ func TestScanPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newWithShards(N*charge(scanValueLen), 1)
 			require.Equal(t, int64(P)*charge(scanValueLen), c.shards[0].scanCapacity)
-			for i, st := range tc.steps {
-				what := fmt.Sprintf("step %d (%s of file %d [%d, %d))", i, st.op, st.r.f, st.r.from, st.r.from+st.r.n)
-				switch st.op {
-				case "load":
-					require.Equal(t, st.want, loadKeys(t, c, st.r.keys(), st.r.pri), "hits of %s", what)
-				case "get":
-					for _, k := range st.r.keys() {
-						h, ok := c.Get(k)
-						require.True(t, ok, "%s: %s missed", what, k)
-						h.Release()
-					}
-				case "cached":
-					require.Equal(t, st.want, countCached(c, st.r.keys()), what)
-				}
-			}
-			requireQuiescent(t, c)
+			runScanSteps(t, c, tc.steps)
 		})
 	}
+}
+
+// runScanSteps runs a policy case's steps on c and checks that c is
+// quiescent afterwards.
+func runScanSteps(t *testing.T, c *Cache, steps []scanStep) {
+	t.Helper()
+	for i, st := range steps {
+		what := fmt.Sprintf("step %d (%s of file %d [%d, %d))", i, st.op, st.r.f, st.r.from, st.r.from+st.r.n)
+		switch st.op {
+		case "load":
+			require.Equal(t, st.want, loadKeys(t, c, st.r.keys(), st.r.pri), "hits of %s", what)
+		case "get":
+			for _, k := range st.r.keys() {
+				h, ok := c.Get(k)
+				require.True(t, ok, "%s: %s missed", what, k)
+				h.Release()
+			}
+		case "cached":
+			require.Equal(t, st.want, countCached(c, st.r.keys()), what)
+		}
+	}
+	requireQuiescent(t, c)
 }
 
 // loadKeys calls GetOrLoadWithPriority for each key in order, releasing
@@ -202,9 +209,11 @@ func TestScanLoadJoinedByPointRead(t *testing.T) {
 		name   string
 		waiter Priority
 		scan   bool
+		high   bool
 	}{
-		{"scan waiter", PriorityScan, true},
-		{"point-read waiter", PriorityNormal, false},
+		{"scan waiter", PriorityScan, true, false},
+		{"point-read waiter", PriorityNormal, false, false},
+		{"high-priority waiter", PriorityHigh, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newWithShards(scanEntries*charge(scanValueLen), 1)
@@ -246,13 +255,15 @@ func TestScanLoadJoinedByPointRead(t *testing.T) {
 			e := s.entries.find(hashKey(k)&s.mask, k)
 			require.NotNil(t, e)
 			require.Equal(t, tc.scan, e.scan)
+			require.Equal(t, tc.high, e.high)
+			require.Equal(t, tc.high, e.inHigh)
 			s.mu.RUnlock()
 			requireQuiescent(t, c)
 		})
 	}
 }
 
-// TestScanCapacity mixes both priorities, hits, replacements and file
+// TestScanCapacity mixes the three priorities, hits, replacements and file
 // evictions over values of random sizes on several shards, checking the
 // invariants (capacity, ring membership, probation charges) after every
 // operation.
@@ -264,7 +275,7 @@ func TestScanCapacity(t *testing.T) {
 		size := 32 + rng.IntN(4096)
 		switch r := rng.IntN(100); {
 		case r < 40:
-			h, _, err := c.GetOrLoadWithPriority(context.Background(), k, Priority(rng.IntN(2)), func() ([]byte, error) {
+			h, _, err := c.GetOrLoadWithPriority(context.Background(), k, Priority(rng.IntN(3)), func() ([]byte, error) {
 				return makeValue(c.Alloc(size), k, uint64(i)), nil
 			})
 			require.NoError(t, err)

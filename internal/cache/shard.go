@@ -33,13 +33,23 @@ type shardState struct {
 	// behind it). Eviction takes from here first while scanSize exceeds
 	// scanCapacity (see evictLocked).
 	scanHand *entry
-	// capacity is this shard's share of the cache's capacity, and
+	// highHand is the CLOCK hand of the high-priority ring: the entries of
+	// PriorityHigh loads (index and filter blocks) within the pool's
+	// share. Eviction takes from the other rings first while highSize is
+	// within highCapacity (see evictLocked).
+	highHand *entry
+	// capacity is this shard's share of the cache's capacity,
 	// scanCapacity the share of that the probation ring may take from the
-	// main ring's entries (see scanShare). Immutable.
+	// main ring's entries (see scanShare), and highCapacity the share the
+	// high-priority ring keeps from the others (Options.HighPriorityPoolRatio).
+	// Immutable.
 	capacity     int64
 	scanCapacity int64
-	// scanSize is the part of size charged for the probation ring.
+	highCapacity int64
+	// scanSize and highSize are the parts of size charged for the
+	// probation and high-priority rings.
 	scanSize int64
+	highSize int64
 	// size and count are the charged bytes and number of indexed entries
 	// (placeholders excluded). Plain fields, not atomics: the miss path
 	// changes them under mu anyway, and Size and Len are rare enough to
@@ -82,11 +92,12 @@ type flight struct {
 // point reads brought in and hits kept.
 const scanShare = 8
 
-func (s *shard) init(capacity int64, mask uint64) {
+func (s *shard) init(capacity, highCapacity int64, mask uint64) {
 	s.entries = make(index)
 	s.files = make(index)
 	s.capacity = capacity
 	s.scanCapacity = capacity / scanShare
+	s.highCapacity = highCapacity
 	s.mask = mask
 }
 
@@ -148,16 +159,20 @@ func (s *shard) publishLocked(e *entry, refs int32) (evicted *entry) {
 }
 
 // linkLocked makes e, which holds a value and the index slot of its key,
-// an indexed entry: it joins its ring (the probation ring if e.scan, else
-// the main one) just behind that ring's hand and its file's list, is
+// an indexed entry: it joins its ring (the probation ring if e.scan, the
+// high-priority one if e.high, else the main one) just behind that ring's
+// hand and its file's list, is
 // charged, and eviction then runs until the shard is within capacity.
 // e.refs must already count indexRef.
 func (s *shard) linkLocked(e *entry, evicted *entry) *entry {
 	e.state = stateIndexed
-	if e.scan {
+	switch {
+	case e.scan:
 		linkBehind(&s.scanHand, e)
 		s.scanSize += charge(len(e.buf))
-	} else {
+	case e.high:
+		s.linkHighLocked(e)
+	default:
 		linkBehind(&s.hand, e)
 	}
 
@@ -205,15 +220,26 @@ func unlinkRing(hand **entry, e *entry) {
 	e.next.prev = e.prev
 }
 
-// evictLocked removes entries until the shard is within capacity. While
-// the probation ring holds more than its share (or the main ring is
-// empty), its oldest entry goes, unless a hit set its bit: then it is
-// promoted to the main ring instead (see promoteLocked). Otherwise the
-// CLOCK hand of the main ring runs: an entry whose bit is set gets a second
-// chance (the bit is cleared), one whose bit is clear is removed. Hits
-// cannot set bits meanwhile (they need the shared lock), so every promotion
-// shrinks the probation ring for good and after at most one turn of the
-// main hand every bit there is clear: the loop ends.
+// evictLocked removes entries until the shard is within capacity, taking
+// from the rings in this order:
+//
+//   - the probation ring while it holds more than its share (or the main
+//     ring is empty): its oldest entry goes, unless a hit set its bit;
+//     then it is promoted to the main ring instead (see promoteLocked);
+//   - the main ring: its CLOCK hand runs; an entry whose bit is set gets a
+//     second chance (the bit is cleared), one whose bit is clear is
+//     removed; except that a hit PriorityHigh entry, demoted earlier, goes
+//     back to the high-priority ring with its bit cleared (as a hit in
+//     RocksDB puts a high priority entry back in its pool);
+//   - when both are empty, the high-priority ring, whose CLOCK hand runs
+//     as the main one's.
+//
+// The high-priority ring never holds more than its share (see
+// linkHighLocked), so within that share an index or filter block is
+// evicted only when no other block is left. Hits cannot set bits meanwhile
+// (they need the shared lock), so every promotion and return spends a set
+// bit, every demotion shrinks the high ring's overflow for good, and after
+// at most a turn of each hand every bit is clear: the loop ends.
 func (s *shard) evictLocked(evicted *entry) *entry {
 	for s.size > s.capacity {
 		if e := s.scanHand; e != nil && (s.scanSize > s.scanCapacity || s.hand == nil) {
@@ -224,13 +250,27 @@ func (s *shard) evictLocked(evicted *entry) *entry {
 			}
 			continue
 		}
-		e := s.hand
+		if e := s.hand; e != nil {
+			switch {
+			case !e.referenced.Load():
+				evicted = s.removeLocked(e, evicted)
+			case e.high:
+				unlinkRing(&s.hand, e)
+				e.referenced.Store(false)
+				s.linkHighLocked(e)
+			default:
+				e.referenced.Store(false)
+				s.hand = e.next
+			}
+			continue
+		}
+		e := s.highHand
 		if e == nil {
 			break
 		}
 		if e.referenced.Load() {
 			e.referenced.Store(false)
-			s.hand = e.next
+			s.highHand = e.next
 			continue
 		}
 		evicted = s.removeLocked(e, evicted)
@@ -250,6 +290,32 @@ func (s *shard) promoteLocked(e *entry) {
 	linkBehind(&s.hand, e)
 }
 
+// linkHighLocked links e, a PriorityHigh entry on no ring, behind the
+// high-priority ring's hand, and then keeps the ring within its share as
+// RocksDB keeps its high priority pool, on every insert and not only when
+// the shard is full: while it is over, the ring's CLOCK hand runs and the
+// entry it stops at (bit clear) is demoted to the main ring, just behind
+// the main hand, where it competes with the data blocks as the newest of
+// them. So the main ring is never empty while high entries overflow, and
+// a block inserted there is not examined before the ones demoted for it.
+func (s *shard) linkHighLocked(e *entry) {
+	e.inHigh = true
+	linkBehind(&s.highHand, e)
+	s.highSize += charge(len(e.buf))
+	for s.highSize > s.highCapacity {
+		d := s.highHand
+		if d.referenced.Load() {
+			d.referenced.Store(false)
+			s.highHand = d.next
+			continue
+		}
+		unlinkRing(&s.highHand, d)
+		d.inHigh = false
+		s.highSize -= charge(len(d.buf))
+		linkBehind(&s.hand, d)
+	}
+}
+
 // removeLocked takes the indexed entry e out of the index, its ring and its
 // file's list, and pushes it on the evicted chain. Its links are cleared, as
 // newEntry expects of a freed entry.
@@ -257,10 +323,14 @@ func (s *shard) removeLocked(e, evicted *entry) *entry {
 	s.entries.remove(hashKey(e.key)&s.mask, e)
 	e.state = stateDetached
 
-	if e.scan {
+	switch {
+	case e.scan:
 		unlinkRing(&s.scanHand, e)
 		s.scanSize -= charge(len(e.buf))
-	} else {
+	case e.inHigh:
+		unlinkRing(&s.highHand, e)
+		s.highSize -= charge(len(e.buf))
+	default:
 		unlinkRing(&s.hand, e)
 	}
 
