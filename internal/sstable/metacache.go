@@ -70,11 +70,17 @@ func (r *Reader) cachedMeta(ctx context.Context, io ioctx.IOOptions, h block.Han
 }
 
 // loadMeta is cachedMeta's miss: a function of its own, so that the closure
-// GetOrLoad takes is allocated on misses only.
+// GetOrLoadWithPriority takes is allocated on misses only. Index and filter
+// blocks go in with cache.PriorityHigh (RocksDB's
+// cache_index_and_filter_blocks_with_high_priority, on by default there):
+// every read of a table or partition needs them, so within the cache's
+// high-priority share they are evicted only after data blocks. Without it,
+// a data set whose partitions exceed the cache evicts them at the rate it
+// inserts data blocks read once.
 func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, m metaBlock) (cache.Handle, error) {
 	c := r.opts.Cache
 	var loaded bool
-	hd, _, err := c.GetOrLoad(ctx, r.metaCacheKey(h, m), func() ([]byte, error) {
+	hd, _, err := c.GetOrLoadWithPriority(ctx, r.metaCacheKey(h, m), cache.PriorityHigh, func() ([]byte, error) {
 		var v []byte
 		var err error
 		if m.index {
