@@ -117,7 +117,7 @@ func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base
 	if err == nil {
 		c.Found, c.Bytes = true, uint64(len(val.Data))
 	}
-	v.Stats.RecordGet(timer, c)
+	v.Stats.RecordGet(timer, &c)
 	return val, err
 }
 
@@ -155,7 +155,7 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 	h := bloom.Hash(key) // once for every table's filter
 	tables := keyTables{levels: v.Version.Levels[:], key: key}
 	for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
-		if val, done, err := getFromTable(ctx, v, env, f, level, key, h, seq); done {
+		if val, done, err := getFromTable(ctx, v, env, f, level, key, h, seq, &c.Tables); done {
 			if err == nil {
 				c.Hit = levelHitTicker(level)
 			}
@@ -203,9 +203,13 @@ func (w *keyTables) next() (f *manifest.FileMetadata, level int, ok bool) {
 
 // getFromTable looks key, whose bloom.Hash is h, up in table f of level.
 // done reports whether the table decided the Get: a value, a tombstone
-// (ErrNotFound) or an error.
+// (ErrNotFound) or an error. The table's bloom filter and data block cache
+// tickers are counted in ticks, which Get records with its own, when they
+// go to the same Statistics (the table's Stats is v.Stats); otherwise the
+// table records them.
 func getFromTable(
 	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, level int, key []byte, h uint32, seq base.SeqNum,
+	ticks *statistics.TableTicks,
 ) (val Value, done bool, err error) {
 	if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
 		return Value{}, true, err
@@ -215,7 +219,16 @@ func getFromTable(
 		return Value{}, true, errors.Wrapf(err, "readpath: Get: acquiring table %s", f.FileNum)
 	}
 	dels := t.Reader.RangeDeletions()
-	data, kind, pseq, found, pin, err := t.Reader.GetHashSeq(ctx, *env, key, h, seq)
+	var data []byte
+	var kind base.Kind
+	var pseq base.SeqNum
+	var found bool
+	var pin sstable.BlockPin
+	if t.Reader.Stats() == v.Stats {
+		data, kind, pseq, found, pin, err = t.Reader.GetCounted(ctx, *env, key, h, seq, ticks)
+	} else {
+		data, kind, pseq, found, pin, err = t.Reader.GetHashSeq(ctx, *env, key, h, seq)
+	}
 	if dels != nil && err == nil {
 		// As for a memtable: a covering tombstone above the point (or with
 		// no point) decides the Get.

@@ -108,7 +108,7 @@ func BenchmarkGetRecording(b *testing.B) {
 				s.RecordTick(LastLevelReadCount, 1)
 				s.RecordTick(BlockChecksumComputeCount, 1)
 				s.RecordTick(BloomFilterFullTruePositive, 1)
-				s.RecordGet(&get, GetCounts{Hit: GetHitL2AndUp, Found: true, Bytes: 256})
+				s.RecordGet(&get, &GetCounts{Hit: GetHitL2AndUp, Found: true, Bytes: 256})
 			}
 		})
 	})
@@ -117,7 +117,7 @@ func BenchmarkGetRecording(b *testing.B) {
 			for b.Loop() {
 				get := s.StartGet()
 				s.RecordTick(BloomFilterUseful, 1)
-				s.RecordGet(&get, GetCounts{Hit: NumTickers})
+				s.RecordGet(&get, &GetCounts{Hit: NumTickers})
 			}
 		})
 	})
@@ -132,7 +132,7 @@ func BenchmarkGetRecording(b *testing.B) {
 				s.RecordTick(BlockCacheDataHit, 1)
 				s.RecordTick(BlockCacheBytesRead, 4096)
 				s.RecordTick(BloomFilterFullTruePositive, 1)
-				s.RecordGet(&get, GetCounts{Hit: GetHitL0, Found: true, Bytes: 100})
+				s.RecordGet(&get, &GetCounts{Hit: GetHitL0, Found: true, Bytes: 100})
 			}
 		})
 	})

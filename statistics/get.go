@@ -5,12 +5,72 @@ package statistics
 // with a value or a tombstone) or MemtableMiss, Hit (GetHitL0, GetHitL1 or
 // GetHitL2AndUp when a table held the value; any other value, such as
 // NumTickers, for none), BytesRead with the value's length when Found, and
-// the BytesPerRead histogram with that length (0 when not found).
+// the BytesPerRead histogram with that length (0 when not found). Tables
+// are the tickers of the table lookups, which RecordGet adds in the same
+// shard access.
 type GetCounts struct {
 	MemtableHit bool
 	Hit         Ticker
 	Found       bool
 	Bytes       uint64
+	Tables      TableTicks
+}
+
+// TableTicks counts the tickers that table point lookups record (in
+// sstable's Get), for one flush instead of a shard access per tick: a
+// cached Get ticks five counters, each a pin of the caller's stripe. Each
+// field is the count of the ticker(s) it names. They record from
+// LevelExceptHistogramOrTimers, as every ticker they stand for does
+// (TestTableTicksLevel), so a flush checks the level once.
+type TableTicks struct {
+	// BloomUseful is BloomFilterUseful; BloomPositive
+	// BloomFilterFullPositive; BloomTruePositive
+	// BloomFilterFullTruePositive.
+	BloomUseful, BloomPositive, BloomTruePositive uint32
+	// DataHits is both BlockCacheHit and BlockCacheDataHit (a data block
+	// found in the block cache), DataHitBytes the BlockCacheBytesRead
+	// of those blocks; DataMisses is both BlockCacheMiss and
+	// BlockCacheDataMiss.
+	DataHits, DataMisses uint32
+	DataHitBytes         uint64
+}
+
+// RecordTableTicks records t's counts, as the RecordTick calls they stand
+// for would, in one shard access, and clears t. A lookup that counts into
+// its GetCounts.Tables has them recorded by RecordGet instead.
+func (s *Statistics) RecordTableTicks(t *TableTicks) {
+	if s == nil || Level(s.level.Load()) < LevelExceptHistogramOrTimers || *t == (TableTicks{}) {
+		*t = TableTicks{}
+		return
+	}
+	sh, own := s.pin()
+	t.addTo(sh, own)
+	procUnpin()
+	*t = TableTicks{}
+}
+
+// addTo adds t's counts to the tickers of stripe sh (see pin). The
+// branches skip the cache lines of counts that are 0: a cached hit counts
+// bloom positives and data hits, a miss a bloom negative only.
+func (t *TableTicks) addTo(sh *shardData, own bool) {
+	if n := t.BloomUseful; n != 0 {
+		addIn(&sh.tickers[BloomFilterUseful], uint64(n), own)
+	}
+	if n := t.BloomPositive; n != 0 {
+		addIn(&sh.tickers[BloomFilterFullPositive], uint64(n), own)
+	}
+	if n := t.BloomTruePositive; n != 0 {
+		addIn(&sh.tickers[BloomFilterFullTruePositive], uint64(n), own)
+	}
+	if n := t.DataHits; n != 0 {
+		addIn(&sh.tickers[BlockCacheHit], uint64(n), own)
+		addIn(&sh.tickers[BlockCacheDataHit], uint64(n), own)
+		addIn(&sh.tickers[BlockCacheBytesRead], t.DataHitBytes, own)
+	}
+	if n := t.DataMisses; n != 0 {
+		addIn(&sh.tickers[BlockCacheMiss], uint64(n), own)
+		addIn(&sh.tickers[BlockCacheDataMiss], uint64(n), own)
+	}
 }
 
 // GetTimer times one point lookup for the DBGet histogram, as a StopWatch
@@ -45,7 +105,7 @@ func (s *Statistics) StartGet() GetTimer {
 // It is one function, not an inlined gate and an out-of-line body: the gate,
 // which must clear t, does not fit the inliner's budget, and two calls cost
 // more than one.
-func (s *Statistics) RecordGet(t *GetTimer, c GetCounts) uint64 {
+func (s *Statistics) RecordGet(t *GetTimer, c *GetCounts) uint64 {
 	var start int64
 	if t != nil {
 		start, t.start = t.start, 0
@@ -80,6 +140,7 @@ func (s *Statistics) RecordGet(t *GetTimer, c GetCounts) uint64 {
 	if c.Found && c.Bytes != 0 {
 		addIn(&sh.tickers[BytesRead], c.Bytes, own)
 	}
+	c.Tables.addTo(sh, own)
 	// A sample of 0 in an owned stripe, nearly every sample of a Get that
 	// stays in memory (its value's size on a miss, its time under a
 	// microsecond), is recorded inline (recordZeroOwned); others with

@@ -49,7 +49,7 @@ func BenchmarkLimits(b *testing.B) {
 	b.Run("part=recordget-untimed", func(b *testing.B) {
 		reportCPU(b, func() {
 			for b.Loop() {
-				s.RecordGet(nil, GetCounts{Hit: NumTickers})
+				s.RecordGet(nil, &GetCounts{Hit: NumTickers})
 			}
 		})
 	})
@@ -57,7 +57,7 @@ func BenchmarkLimits(b *testing.B) {
 		reportCPU(b, func() {
 			for b.Loop() {
 				t := s.StartGet()
-				s.RecordGet(&t, GetCounts{Hit: NumTickers})
+				s.RecordGet(&t, &GetCounts{Hit: NumTickers})
 			}
 		})
 	})

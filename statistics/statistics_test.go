@@ -310,7 +310,7 @@ func TestRecordAllocs(t *testing.T) {
 			{"ReportTimeToHistogram", func() { s.ReportTimeToHistogram(SSTReadMicros, 120) }},
 			{"RecordGet", func() {
 				t := s.StartGet()
-				s.RecordGet(&t, GetCounts{Hit: GetHitL1, Found: true, Bytes: 100})
+				s.RecordGet(&t, &GetCounts{Hit: GetHitL1, Found: true, Bytes: 100})
 			}},
 			{"StopWatch", func() {
 				w := s.StartStopWatch(SSTReadMicros, FileReadGetMicros)

@@ -59,7 +59,20 @@ func (r *Reader) GetHash(ctx context.Context, env ReadEnv, key []byte, h uint32,
 // GetHashSeq is GetHash that also returns the found entry's sequence
 // number, which a reader compares with the range tombstones covering key.
 func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
-	st := r.opts.Stats
+	var t statistics.TableTicks
+	value, kind, entrySeq, found, pin, err = r.GetCounted(ctx, env, key, h, seq, &t)
+	r.opts.Stats.RecordTableTicks(&t)
+	return value, kind, entrySeq, found, pin, err
+}
+
+// GetCounted is GetHashSeq that adds its bloom filter and data block cache
+// tickers to *t instead of recording them, for the caller to record them
+// in ReaderOptions.Stats (see Stats) with the rest of its lookup's, in one
+// shard access (statistics.RecordGet): a cached Get would otherwise pin
+// the caller's stripe five times. The tickers of reads it makes (index or
+// filter blocks in the cache, checksums, decompression, cache inserts) are
+// recorded as they happen, as GetHashSeq records them.
+func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum, t *statistics.TableTicks) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
 	env.IO.Perf.AddTableConsulted()
 	gs := getStates.Get().(*getState)
 	defer putGetState(gs)
@@ -82,11 +95,11 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 		may := bloom.MayContainHash(filter, h)
 		fh.Release()
 		if !may {
-			st.RecordTick(statistics.BloomFilterUseful, 1)
+			t.BloomUseful++
 			env.IO.Perf.AddFilterCheck(false)
 			return nil, 0, 0, false, BlockPin{}, nil
 		}
-		st.RecordTick(statistics.BloomFilterFullPositive, 1)
+		t.BloomPositive++
 		env.IO.Perf.AddFilterCheck(true)
 	}
 	var view indexTable
@@ -94,10 +107,10 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err
 	}
-	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, x)
+	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, x, t)
 	ih.Release()
 	if found && r.hasFilter {
-		st.RecordTick(statistics.BloomFilterFullTruePositive, 1)
+		t.BloomTruePositive++
 	}
 	return value, kind, entrySeq, found, pin, err
 }
@@ -108,14 +121,15 @@ func putGetState(gs *getState) {
 	getStates.Put(gs)
 }
 
-// get looks the search key gs.key up in the table whose index is x.
-func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte, x *indexTable) ([]byte, base.Kind, base.SeqNum, bool, BlockPin, error) {
+// get looks the search key gs.key up in the table whose index is x,
+// counting its data block's cache tickers in t.
+func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte, x *indexTable, t *statistics.TableTicks) ([]byte, base.Kind, base.SeqNum, bool, BlockPin, error) {
 	b := x.seekGE(gs.key)
 	if b == x.len() {
 		return nil, 0, 0, false, BlockPin{}, nil
 	}
 	h := x.handles[b]
-	data, pin, loc, err := r.readData(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec})
+	data, pin, loc, err := r.readDataCounted(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec}, t)
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err
 	}

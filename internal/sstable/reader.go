@@ -430,6 +430,10 @@ func (r *Reader) readMetaBlock(ctx context.Context, env ReadEnv, what string, h 
 // for the Reader's life.
 func (r *Reader) Properties() *Properties { return &r.props }
 
+// Stats returns ReaderOptions.Stats: where the tickers that GetCounted
+// counts belong.
+func (r *Reader) Stats() *statistics.Statistics { return r.opts.Stats }
+
 // FileNum returns ReaderOptions.FileNum.
 func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
 
@@ -741,8 +745,7 @@ func (r *Reader) readData(
 	// Checked before the cache lookup too: a damaged handle must not find a
 	// cached block of another kind (see metaCacheKey).
 	if !blockWithin(h, r.dataEnd) {
-		return nil, BlockPin{}, 0, base.CorruptionErrorf("sstable: %s: data block %s with its %d-byte trailer ends beyond %d",
-			r.name, h, block.TrailerLen, r.dataEnd)
+		return nil, BlockPin{}, 0, r.dataHandleErr(h)
 	}
 	if c != nil {
 		if hd, ok := c.Get(r.cacheKey(h)); ok {
@@ -757,6 +760,46 @@ func (r *Reader) readData(
 		fileio.NoteCacheMiss(st, env.IO)
 		st.RecordTick(statistics.BlockCacheDataMiss, 1)
 	}
+	return r.readDataUncached(ctx, env, h, dest)
+}
+
+// readDataCounted is readData that counts its block cache hit or miss in t
+// (see statistics.TableTicks) instead of recording the tickers: Get's,
+// recorded with the rest of its lookup's.
+func (r *Reader) readDataCounted(
+	ctx context.Context, env *ReadEnv, h block.Handle, dest blockDest, t *statistics.TableTicks,
+) (data []byte, pin BlockPin, loc blockLoc, err error) {
+	// Checked before the cache lookup too: a damaged handle must not find
+	// a cached block of another kind (see metaCacheKey).
+	if !blockWithin(h, r.dataEnd) {
+		return nil, BlockPin{}, 0, r.dataHandleErr(h)
+	}
+	if c := r.opts.Cache; c != nil {
+		if hd, ok := c.Get(r.cacheKey(h)); ok {
+			v := hd.Value()
+			t.DataHits++
+			t.DataHitBytes += uint64(len(v))
+			fileio.NoteCacheHit(r.opts.Stats, env.IO)
+			return v, BlockPin{h: hd}, locCache, nil
+		}
+		t.DataMisses++
+		fileio.NoteCacheMiss(r.opts.Stats, env.IO)
+	}
+	return r.readDataUncached(ctx, env, h, dest)
+}
+
+// dataHandleErr is the error of a data block handle h that ends beyond the
+// data region.
+func (r *Reader) dataHandleErr(h block.Handle) error {
+	return base.CorruptionErrorf("sstable: %s: data block %s with its %d-byte trailer ends beyond %d",
+		r.name, h, block.TrailerLen, r.dataEnd)
+}
+
+// readDataUncached is readData after a cache miss, or without a cache.
+func (r *Reader) readDataUncached(
+	ctx context.Context, env *ReadEnv, h block.Handle, dest blockDest,
+) (data []byte, pin BlockPin, loc blockLoc, err error) {
+	c := r.opts.Cache
 	fill := c != nil && env.FillCache
 	if fill && !r.file.Mapped() {
 		return r.loadData(ctx, env, h, dest)
