@@ -13,11 +13,12 @@ import (
 
 // BenchmarkIterNextLarge measures Next over the large table (see
 // largeTable), wrapping around to First at its end, as the engine's bench
-// scan does. cache=most holds about five sixths of the table's blocks, so
-// that, as in bench/ (32 MiB of data over a 32 MiB cache), about one block in
-// six that the scan visits misses the cache and is read from the file;
-// cache=full holds all of them. It reports the share of visited blocks that
-// missed (miss/block).
+// scan does. cache=most is as large as the table's file, which with the
+// decompressed blocks' and the entries' overhead leaves about one block in
+// nine that the scan visits to miss the cache and be read from the file (in
+// bench/, 32 MiB of data over a 32 MiB cache, about one in six); cache=full
+// holds them all. It reports the share of visited blocks that missed
+// (miss/block).
 func BenchmarkIterNextLarge(b *testing.B) {
 	data, err := largeTable()
 	require.NoError(b, err)
