@@ -28,7 +28,8 @@ type indexTable struct {
 	// abbreviations.
 	common []byte
 	// abbr[i] is abbreviate of separator i's user key: the 8 bytes after
-	// common, big-endian, zero-padded.
+	// common, big-endian, zero-padded. nil in the form of an index
+	// partition (see encodeIndexPartition), which is searched by its keys.
 	abbr []uint64
 	// keys holds the encoded separators back to back: separator i is
 	// keys[offs[i]:offs[i+1]].
@@ -69,23 +70,39 @@ func newIndexTable(data []byte) (*indexTable, error) {
 }
 
 // The flat form of an indexTable, one buffer that a block cache entry can
-// hold: a header of three uint64s (the number of blocks n, the length of
-// keys, the length of common), then abbr (8n bytes), handles (16n), offs
-// (4(n+1), padded to a multiple of 8), keys and common. It is in native byte
-// order: it is never written to a file, only built by encodeIndexTable and
-// read by viewIndexTable in the same process.
-const indexHeaderLen = 24
+// hold: a header of four uint64s (the number of blocks n, the length of
+// keys, the length of common, and 1 when there is an abbr array, else 0),
+// then abbr (8n bytes, or none), handles (16n), offs (4(n+1), padded to a
+// multiple of 8), keys and common. It is in native byte order: it is never
+// written to a file, only built by encodeIndexTable or encodeIndexPartition
+// and read by viewIndexTable in the same process.
+const indexHeaderLen = 32
 
-// indexFlatLen is the length of the flat form of n blocks.
-func indexFlatLen(n, keysLen, commonLen int) int {
-	return indexHeaderLen + 8*n + 16*n + (4*(n+1)+7)&^7 + keysLen + commonLen
+// indexFlatLen is the length of the flat form of n blocks, with an abbr
+// array or not.
+func indexFlatLen(n, keysLen, commonLen int, abbr bool) int {
+	l := indexHeaderLen + 16*n + (4*(n+1)+7)&^7 + keysLen + commonLen
+	if abbr {
+		l += 8 * n
+	}
+	return l
 }
 
 // encodeIndexTable decodes the index block data into the flat form, in a
 // buffer from alloc (make when nil), and returns it. Errors are as for
 // newIndexTable.
 func encodeIndexTable(data []byte, alloc func(n int) []byte) ([]byte, error) {
-	return encodeIndexTableWith(data, alloc, decodeIndexValue)
+	return encodeIndexTableWith(data, alloc, true, decodeIndexValue)
+}
+
+// encodeIndexPartition is encodeIndexTable for an index partition: a form
+// without the abbr array. A partition is small (a 4 KiB one has about 150
+// entries, whose keys a search probes 8 times, in memory it has just
+// touched), so the array saves a search little, while it is 8 of the about
+// 40 bytes an entry costs the cache (the stored entry costs 10 to 20): a
+// cache that holds more partitions misses fewer.
+func encodeIndexPartition(data []byte, alloc func(n int) []byte) ([]byte, error) {
+	return encodeIndexTableWith(data, alloc, false, decodeIndexValue)
 }
 
 // decodeIndexValue is the value decoder of an index block: one handle.
@@ -94,8 +111,9 @@ func decodeIndexValue(_ int, v []byte) (block.Handle, error) { return decodeHand
 // encodeIndexTableWith is encodeIndexTable for a block whose entry i's value
 // value decodes into the handle the table keeps (and whatever else value
 // keeps on the side, as the top-level index's filter handles): value is
-// called once per entry, in order.
-func encodeIndexTableWith(data []byte, alloc func(n int) []byte, value func(i int, v []byte) (block.Handle, error)) ([]byte, error) {
+// called once per entry, in order. withAbbr says whether the form has the
+// abbr array.
+func encodeIndexTableWith(data []byte, alloc func(n int) []byte, withAbbr bool, value func(i int, v []byte) (block.Handle, error)) ([]byte, error) {
 	var it block.Iter
 	if err := it.Init(base.CompareEncoded, data); err != nil {
 		return nil, err
@@ -122,9 +140,12 @@ func encodeIndexTableWith(data []byte, alloc func(n int) []byte, value func(i in
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
-	buf := allocAligned(indexFlatLen(n, size, len(common)), alloc)
-	hdr := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(buf))), 3)
-	hdr[0], hdr[1], hdr[2] = uint64(n), uint64(size), uint64(len(common))
+	buf := allocAligned(indexFlatLen(n, size, len(common), withAbbr), alloc)
+	hdr := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(buf))), 4)
+	hdr[0], hdr[1], hdr[2], hdr[3] = uint64(n), uint64(size), uint64(len(common)), 0
+	if withAbbr {
+		hdr[3] = 1
+	}
 	x := viewIndexTable(buf)
 	copy(x.common, common)
 	x.offs[0] = 0
@@ -148,7 +169,7 @@ func encodeIndexTableWith(data []byte, alloc func(n int) []byte, value func(i in
 		// into it concurrently could do that.
 		return nil, base.AssertionFailedf("sstable: index block gave %d entries of %d bytes, then %d of %d", n, size, i, pos)
 	}
-	for i := range n {
+	for i := range x.abbr {
 		x.abbr[i] = abbreviate(x.userKey(i)[len(x.common):])
 	}
 	return buf, nil
@@ -174,19 +195,21 @@ func allocAligned(n int, alloc func(n int) []byte) []byte {
 // memory. buf must come from encodeIndexTable.
 func viewIndexTable(buf []byte) indexTable {
 	p := unsafe.Pointer(unsafe.SliceData(buf))
-	hdr := (*[3]uint64)(p)
-	n, keysLen, commonLen := int(hdr[0]), int(hdr[1]), int(hdr[2])
+	hdr := (*[4]uint64)(p)
+	n, keysLen, commonLen, withAbbr := int(hdr[0]), int(hdr[1]), int(hdr[2]), hdr[3] != 0
 	off := uintptr(indexHeaderLen)
 	var abbr []uint64
 	var handles []block.Handle
-	if n > 0 {
-		// Not for n == 0: a pointer to a Handle there would reach past
-		// the buffer, which checkptr (-race) rejects even for an empty
-		// slice.
+	// Not for n == 0: a pointer to a Handle there would reach past the
+	// buffer, which checkptr (-race) rejects even for an empty slice.
+	if n > 0 && withAbbr {
 		abbr = unsafe.Slice((*uint64)(unsafe.Add(p, off)), n)
-		handles = unsafe.Slice((*block.Handle)(unsafe.Add(p, off+uintptr(8*n))), n)
+		off += uintptr(8 * n)
 	}
-	off += uintptr(24 * n)
+	if n > 0 {
+		handles = unsafe.Slice((*block.Handle)(unsafe.Add(p, off)), n)
+	}
+	off += uintptr(16 * n)
 	offs := unsafe.Slice((*uint32)(unsafe.Add(p, off)), n+1)
 	off += uintptr((4*(n+1) + 7) &^ 7)
 	keys := buf[off : int(off)+keysLen : int(off)+keysLen]
@@ -222,7 +245,7 @@ func (x *indexTable) userKey(i int) []byte {
 // there is none: data block i is the only one that can hold the first entry
 // >= key.
 func (x *indexTable) seekGE(key []byte) int {
-	n := len(x.abbr)
+	n := len(x.handles)
 	uk := key[:len(key)-base.TrailerLen]
 	// Every separator's user key starts with common, so a key that differs
 	// from it within its length is below or above all of them.
@@ -233,6 +256,10 @@ func (x *indexTable) seekGE(key []byte) int {
 		}
 		// Below common, or a proper prefix of it: below every user key.
 		return 0
+	}
+	if x.abbr == nil {
+		// A partition's form: its keys are all there is to search.
+		return x.searchKeys(0, n, key)
 	}
 	a := abbreviate(uk[len(x.common):])
 
@@ -263,6 +290,20 @@ func (x *indexTable) seekGE(key []byte) int {
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if x.abbr[mid] < a || (x.abbr[mid] == a && base.CompareEncoded(x.sep(mid), key) < 0) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// searchKeys returns the first i in [lo, hi) whose separator is >= key, or
+// hi if there is none, by a binary search comparing whole separators.
+func (x *indexTable) searchKeys(lo, hi int, key []byte) int {
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if base.CompareEncoded(x.sep(mid), key) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid

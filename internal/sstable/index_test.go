@@ -25,14 +25,34 @@ func indexBlock(seps [][]byte) []byte {
 	return bytes.Clone(b.Finish())
 }
 
-// checkIndexSeeks compares indexTable.seekGE with a seek in the index block
-// itself, the reference, for every separator and every probe (user keys,
-// searched at several sequence numbers).
+// indexForms are the two flat forms of an index block: the whole index's,
+// with abbreviations, and an index partition's, without.
+var indexForms = []struct {
+	name   string
+	encode func([]byte, func(int) []byte) ([]byte, error)
+	abbr   bool
+}{
+	{"whole", encodeIndexTable, true},
+	{"partition", encodeIndexPartition, false},
+}
+
+// checkIndexSeeks compares indexTable.seekGE, in both flat forms, with a
+// seek in the index block itself, the reference, for every separator and
+// every probe (user keys, searched at several sequence numbers).
 func checkIndexSeeks(t testing.TB, seps [][]byte, probes [][]byte) {
 	t.Helper()
+	for _, form := range indexForms {
+		buf, err := form.encode(indexBlock(seps), nil)
+		require.NoError(t, err, form.name)
+		x := viewIndexTable(buf)
+		require.Equal(t, form.abbr && len(seps) > 0, x.abbr != nil, form.name)
+		checkIndexSeeksOf(t, &x, seps, probes)
+	}
+}
+
+func checkIndexSeeksOf(t testing.TB, x *indexTable, seps [][]byte, probes [][]byte) {
+	t.Helper()
 	data := indexBlock(seps)
-	x, err := newIndexTable(data)
-	require.NoError(t, err)
 	require.Equal(t, len(seps), x.len())
 	for i := range seps {
 		require.Equal(t, seps[i], x.sep(i))
@@ -49,7 +69,7 @@ func checkIndexSeeks(t testing.TB, seps [][]byte, probes [][]byte) {
 		}
 		require.NoError(t, ref.Error())
 		if got := x.seekGE(key); got != want {
-			t.Fatalf("seekGE(%s) = %d, want %d (common %q)", decoded(key), got, want, x.common)
+			t.Fatalf("seekGE(%s) = %d, want %d (common %q, abbreviated %t)", decoded(key), got, want, x.common, x.abbr != nil)
 		}
 	}
 	for _, s := range seps {
@@ -159,6 +179,43 @@ func TestIndexTableMemory(t *testing.T) {
 	require.NoError(t, err)
 	// 8 (abbreviation) + 4 (offset) + 16 (handle) + 12 (separator).
 	require.Equal(t, 40*1000+4+len(x.common), x.memSize())
+	// A partition's form has no abbreviations, and its flat buffer (what
+	// the cache is charged) is that plus the header and offs padding.
+	buf, err := encodeIndexPartition(indexBlock(seps), nil)
+	require.NoError(t, err)
+	p := viewIndexTable(buf)
+	require.Equal(t, 32*1000+4+len(p.common), p.memSize())
+	require.Equal(t, indexHeaderLen+p.memSize()+4, len(buf))
+}
+
+// TestIndexFormsRandom checks both flat forms against the index block
+// search on random tables: keys of random lengths over a small alphabet
+// (long shared prefixes, ties beyond 8 bytes), many versions of one key
+// spanning blocks, and probes between and beyond them.
+func TestIndexFormsRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 200 {
+		n := 1 + rng.IntN(300)
+		prefix := bytes.Repeat([]byte{'p'}, rng.IntN(12))
+		var seps [][]byte
+		randKey := func() []byte {
+			uk := append([]byte(nil), prefix...)
+			for range rng.IntN(14) {
+				uk = append(uk, "abc\x00\xff"[rng.IntN(5)])
+			}
+			return uk
+		}
+		for range n {
+			seps = append(seps, base.MakeInternalKey(randKey(), base.SeqNum(rng.IntN(4)), base.KindSet).Append(nil))
+		}
+		slices.SortFunc(seps, base.CompareEncoded)
+		seps = slices.CompactFunc(seps, func(a, b []byte) bool { return base.CompareEncoded(a, b) == 0 })
+		var probes [][]byte
+		for range 50 {
+			probes = append(probes, randKey())
+		}
+		checkIndexSeeks(t, seps, probes)
+	}
 }
 
 func TestIndexSeekGEAllocs(t *testing.T) {
@@ -169,10 +226,13 @@ func TestIndexSeekGEAllocs(t *testing.T) {
 	for i := range 100 {
 		seps = append(seps, encSep(fmt.Sprintf("key%04d", i), 1))
 	}
-	x, err := newIndexTable(indexBlock(seps))
-	require.NoError(t, err)
 	key := appendSearchKey(nil, []byte("key0042"), base.MaxSeqNum)
-	require.Zero(t, testing.AllocsPerRun(100, func() { x.seekGE(key) }))
+	for _, form := range indexForms {
+		buf, err := form.encode(indexBlock(seps), nil)
+		require.NoError(t, err)
+		x := viewIndexTable(buf)
+		require.Zero(t, testing.AllocsPerRun(100, func() { x.seekGE(key) }), form.name)
+	}
 }
 
 // FuzzIndexSeekGE builds an index from separators taken from the input and

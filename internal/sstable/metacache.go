@@ -84,7 +84,7 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 		var v []byte
 		var err error
 		if m.index {
-			v, err = r.decodeIndexFor(ctx, io, h, m.String(), c.Alloc)
+			v, err = r.decodeIndexFor(ctx, io, h, m.part, c.Alloc)
 		} else {
 			v, err = r.decodeFilterFor(ctx, io, h, m.String(), c.Alloc)
 		}
@@ -98,15 +98,23 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 	return hd, nil
 }
 
-// decodeIndexFor reads and verifies the index block at h and returns its
-// flat decoded form (see encodeIndexTable) in a buffer from alloc (a new
-// one when alloc is nil).
-func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, what string, alloc func(int) []byte) ([]byte, error) {
+// decodeIndexFor reads and verifies the index block at h, index partition
+// part (-1: the whole index of an unpartitioned table), and returns its
+// flat decoded form in a buffer from alloc (a new one when alloc is nil):
+// a partition's without the abbreviations (see encodeIndexPartition), the
+// whole index's with them.
+func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, alloc func(int) []byte) ([]byte, error) {
+	m := metaBlock{index: true, part: part}
+	what := m.String()
 	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, what, h, r.metaLimit)
 	if err != nil {
 		return nil, err
 	}
-	buf, err := encodeIndexTable(data, alloc)
+	encode := encodeIndexTable
+	if part >= 0 {
+		encode = encodeIndexPartition
+	}
+	buf, err := encode(data, alloc)
 	if err != nil {
 		return nil, r.wrapBlockErr(err, what, h)
 	}

@@ -297,12 +297,22 @@ func FuzzIndexFlat(f *testing.F) {
 	f.Add(indexBlock(nil))
 	f.Add([]byte{0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		buf, err := encodeIndexTable(data, func(n int) []byte { return make([]byte, n, n+3) })
+		for _, form := range indexForms {
+			checkIndexFlat(t, data, form.encode, form.abbr)
+		}
+	})
+}
+
+// checkIndexFlat is FuzzIndexFlat's check of one flat form.
+func checkIndexFlat(t *testing.T, data []byte, encode func([]byte, func(int) []byte) ([]byte, error), withAbbr bool) {
+	{
+		buf, err := encode(data, func(n int) []byte { return make([]byte, n, n+3) })
 		if err != nil {
 			requireCorruption(t, err)
 			return
 		}
 		x := viewIndexTable(buf)
+		require.Equal(t, withAbbr && x.len() > 0, x.abbr != nil)
 		var it block.Iter
 		require.NoError(t, it.Init(base.CompareEncoded, data))
 		i := 0
@@ -313,11 +323,13 @@ func FuzzIndexFlat(f *testing.F) {
 			require.NoError(t, err)
 			require.Equal(t, h, x.handles[i])
 			require.True(t, bytes.HasPrefix(x.userKey(i), x.common))
-			require.Equal(t, abbreviate(x.userKey(i)[len(x.common):]), x.abbr[i])
+			if withAbbr {
+				require.Equal(t, abbreviate(x.userKey(i)[len(x.common):]), x.abbr[i])
+			}
 			i++
 		}
 		require.Equal(t, x.len(), i)
-	})
+	}
 }
 
 // TestGetAllocsCachedIndexAndFilter checks that a Get, a MultiGet and an

@@ -32,7 +32,7 @@ type topIndex struct {
 // keys is Check's to verify.
 func decodeTopIndex(data []byte) (*topIndex, error) {
 	t := &topIndex{}
-	buf, err := encodeIndexTableWith(data, nil, func(i int, v []byte) (block.Handle, error) {
+	buf, err := encodeIndexTableWith(data, nil, true, func(i int, v []byte) (block.Handle, error) {
 		h, fh, hasFilter, err := DecodeTopIndexValue(v)
 		if err != nil {
 			return block.Handle{}, err
@@ -108,7 +108,7 @@ func (r *Reader) openPartitioned(ctx context.Context, env ReadEnv, limit uint64)
 	}
 	r.parts = make([]indexTable, r.top.len())
 	for p, h := range r.top.x.handles {
-		buf, err := r.decodeIndexFor(ctx, env.IO, h, partName("index", p), nil)
+		buf, err := r.decodeIndexFor(ctx, env.IO, h, p, nil)
 		if err != nil {
 			return err
 		}
