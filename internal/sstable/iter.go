@@ -26,7 +26,10 @@ import (
 // adjacent one, cached or not, is a scan's (PrefetchBuffer.Sequential) and
 // goes in with cache.PriorityScan, the first of a run with PriorityNormal. Data blocks that cannot hold keys in
 // range are not read: moving forward stops at the first index separator at
-// or above upper, moving backward at the first below lower.
+// or above upper, moving backward at the first below lower. A forward scan
+// pins the cached block after the one it moves to early, so that its memory
+// arrives while the Iter walks the current one (see lookAhead); that is
+// not observable in tickers or the cache's contents.
 //
 // The Iter checks the context given to NewIter before every block it moves
 // to, cached or not, and passes it to every file read: the DB iterator's
@@ -67,6 +70,13 @@ type Iter struct {
 	// forward moves within it skip the bound check, and the next block is
 	// worth reading.
 	belowUpper bool
+	// scan says the loaded block adjoins the one loaded before it
+	// (PrefetchBuffer.Sequential): the Iter is scanning.
+	scan bool
+	// ahead, when valid, pins the cached block aheadAt, the one after the
+	// loaded block, which a forward scan looked up early (see lookAhead).
+	ahead   cache.Handle
+	aheadAt block.Handle
 
 	valid bool
 	kv    base.InternalKV
@@ -233,6 +243,7 @@ func (i *Iter) Close() error {
 
 func (i *Iter) release() {
 	i.unload()
+	i.dropAhead()
 	if i.pf != nil {
 		i.pf.Close()
 	}
@@ -262,6 +273,9 @@ func (i *Iter) skipForward() *base.InternalKV {
 		}
 		if !i.loadBlock() {
 			return nil
+		}
+		if i.scan {
+			i.lookAhead()
 		}
 		if i.data.First() {
 			return i.forwardKV()
@@ -406,13 +420,17 @@ func (i *Iter) loadBlock() bool {
 	// scan over more data than the cache does not evict the blocks that
 	// point reads and hits keep there (see the cache package).
 	dest := blockDest{pf: i.pf, dec: &i.buf}
-	if i.pf.Sequential(int64(h.Offset), int(h.Length)+block.TrailerLen) {
+	i.scan = i.pf.Sequential(int64(h.Offset), int(h.Length)+block.TrailerLen)
+	if i.scan {
 		dest.pri = cache.PriorityScan
 	}
-	data, pin, _, err := i.r.readData(i.ctx, &i.env, h, dest)
-	if err != nil {
-		i.fail(err)
-		return false
+	data, pin, ok := i.takeAhead(h)
+	if !ok {
+		var err error
+		if data, pin, _, err = i.r.readData(i.ctx, &i.env, h, dest); err != nil {
+			i.fail(err)
+			return false
+		}
 	}
 	i.pin = pin
 	if err := i.data.InitInternal(data); err != nil {
@@ -432,6 +450,7 @@ func (i *Iter) unload() {
 }
 
 func (i *Iter) exhaust() *base.InternalKV {
+	i.dropAhead()
 	i.valid = false
 	i.kv = base.InternalKV{}
 	return nil
