@@ -70,6 +70,10 @@ type mgState struct {
 	bufs []*ownedBlock
 	// meta is the filter and index multiGetIndex uses.
 	meta mgMeta
+	// ticks counts the call's bloom and data block cache tickers, recorded
+	// once when it ends (also when it fails) instead of a pin of the
+	// statistics stripe per tick.
+	ticks statistics.TableTicks
 }
 
 var mgStates = sync.Pool{New: func() any { return new(mgState) }}
@@ -102,6 +106,7 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 	}
 	ms := mgStates.Get().(*mgState)
 	err := r.multiGet(ctx, &env, ms, keys)
+	r.opts.Stats.RecordTableTicks(&ms.ticks)
 	ms.data.Reset()
 	clear(ms.blocks)
 	clear(ms.reqs)
@@ -116,17 +121,26 @@ func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys [
 	if err := r.multiGetIndex(ctx, env, ms, keys); err != nil {
 		return err
 	}
-	if err := r.multiGetRead(ctx, env, ms); err != nil {
-		// Only cache hits are pinned yet: one reference per key.
-		for b := range ms.blocks {
-			for range ms.blocks[b].keys {
-				ms.blocks[b].pin.Release()
-			}
-		}
+	r.multiGetFind(env, ms)
+	if err := r.multiGetFetch(ctx, env, ms); err != nil {
+		r.releaseCachedPins(ms)
 		return err
 	}
-	r.multiGetLookup(ms, keys)
+	found := r.multiGetLookup(ms, keys)
+	if r.hasFilter {
+		ms.ticks.BloomTruePositive += found
+	}
 	return nil
+}
+
+// releaseCachedPins drops the pins of the cache hits, before any key took
+// one: one reference per key.
+func (r *Reader) releaseCachedPins(ms *mgState) {
+	for b := range ms.blocks {
+		for range ms.blocks[b].keys {
+			ms.blocks[b].pin.Release()
+		}
+	}
 }
 
 // multiGetIndex runs the filter and the index over the keys (multiGetBlocks),
@@ -196,7 +210,6 @@ func (m *mgMeta) release() {
 // blocks they need, in file order (blocks of later partitions come later in
 // the file).
 func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.PerfContext, m *mgMeta) error {
-	st := r.opts.Stats
 	b := -1       // the index entry in m.x of the last key's block; -1 before the first
 	past := false // no entry of the table is >= the last search key
 	for i := range keys {
@@ -231,11 +244,11 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 				return err
 			}
 			if !bloom.MayContainHash(m.filter, k.Hash) {
-				st.RecordTick(statistics.BloomFilterUseful, 1)
+				ms.ticks.BloomUseful++
 				perf.AddFilterCheck(false)
 				continue
 			}
-			st.RecordTick(statistics.BloomFilterFullPositive, 1)
+			ms.ticks.BloomPositive++
 			perf.AddFilterCheck(true)
 		}
 		if err := m.pinIndex(); err != nil {
@@ -262,9 +275,9 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 	return nil
 }
 
-// multiGetRead finds every listed block in the cache or reads it, with one
-// MultiRead for all the blocks that are not cached.
-func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) error {
+// multiGetFind looks every listed block up in the cache, and lists the
+// requests of one MultiRead for the blocks that are not cached (blk.req).
+func (r *Reader) multiGetFind(env *ReadEnv, ms *mgState) {
 	c := r.opts.Cache
 	st := r.opts.Stats
 	var end uint64 // the end of the last block to read
@@ -282,15 +295,13 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 				blk.data = hd.Value()
 				mgPrefetchBlock(blk.data)
 				blk.pin = r.sharedPin(hd, blk.keys)
-				st.RecordTick(statistics.BlockCacheHit, 1)
+				ms.ticks.DataHits++
+				ms.ticks.DataHitBytes += uint64(len(blk.data))
 				fileio.NoteCacheHit(st, env.IO)
-				st.RecordTick(statistics.BlockCacheDataHit, 1)
-				st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(blk.data)))
 				continue
 			}
-			st.RecordTick(statistics.BlockCacheMiss, 1)
+			ms.ticks.DataMisses++
 			fileio.NoteCacheMiss(st, env.IO)
-			st.RecordTick(statistics.BlockCacheDataMiss, 1)
 		}
 		if blk.h.Offset < end {
 			// MultiRead needs sorted, disjoint requests; a sane index
@@ -308,10 +319,15 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 		}
 		blk.req = len(ms.reqs) - 1
 	}
+}
+
+// multiGetFetch reads the requests multiGetFind listed, with one MultiRead,
+// and verifies, decodes and pins their blocks.
+func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) error {
 	if len(ms.reqs) == 0 {
 		return nil
 	}
-
+	c := r.opts.Cache
 	// Each request reads into a buffer of its own. Uncompressed blocks that
 	// do not go to the cache are used where they were read, so a buffer is
 	// shared by the pins of its blocks' keys (and recycled at once if there
@@ -362,7 +378,7 @@ func (r *Reader) multiGetRead(ctx context.Context, env *ReadEnv, ms *mgState) er
 	return nil
 }
 
-// multiGetDecode verifies and decodes one block read by multiGetRead (raw is
+// multiGetDecode verifies and decodes one block read by multiGetFetch (raw is
 // the block and its trailer, in buf unless the file is mapped; alone says
 // it is all of buf) and pins it for its keys.
 func (r *Reader) multiGetDecode(blk *mgBlock, raw []byte, env *ReadEnv, fill bool, buf *ownedBlock, alone bool) ([]byte, BlockPin, error) {
@@ -419,8 +435,10 @@ func (r *Reader) sharedPin(hd cache.Handle, keys int32) BlockPin {
 	return ob.pin()
 }
 
-// multiGetLookup looks each key up in its block and hands out the pins.
-func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) {
+// multiGetLookup looks each key up in its block and hands out the pins. It
+// returns the number of keys found, which the caller counts as
+// BloomFilterFullTruePositive (as Get ticks each key found).
+func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) (found uint32) {
 	cur := -1
 	for i := range keys {
 		b := ms.blockOf[i]
@@ -445,17 +463,16 @@ func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) {
 				continue
 			}
 		}
-		found, err := r.lookupInBlock(ms, k, blk.h)
-		if err != nil || !found {
+		ok, err := r.lookupInBlock(ms, k, blk.h)
+		if err != nil || !ok {
 			k.Err = err
 			blk.pin.Release()
 			continue
 		}
 		k.Found, k.Pin = true, blk.pin
-		if r.hasFilter {
-			r.opts.Stats.RecordTick(statistics.BloomFilterFullTruePositive, 1)
-		}
+		found++
 	}
+	return found
 }
 
 // lookupInBlock seeks k in ms.data, the block at h.
