@@ -127,6 +127,16 @@ func (p *PrefetchBuffer) Sequential(off int64, n int) bool {
 	return seq
 }
 
+// MostlyCached reports whether the caller read fewer than 1/wastedReadahead
+// of the bytes it recently visited forward (see Sequential) through the
+// buffer, having found the rest elsewhere: in a block cache. Then refills
+// read only the initial readahead, and an iterator's look-ahead, which pays
+// only for blocks it finds cached, is worth its cache lookups. Before any
+// forward visit it reports false.
+func (p *PrefetchBuffer) MostlyCached() bool {
+	return p.read*wastedReadahead < p.visited
+}
+
 // Read returns the n bytes at off, from the buffer when they are there and
 // from the file otherwise.
 func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n int) ([]byte, error) {
@@ -163,7 +173,7 @@ func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int
 	case p.fixed > 0:
 		size = max(n, p.fixed)
 	case sequential:
-		if p.read*wastedReadahead < p.visited {
+		if p.MostlyCached() {
 			// The caller finds most of the scan's blocks elsewhere (in a
 			// block cache): read little ahead, as a non-sequential read.
 			p.readahead = p.initial

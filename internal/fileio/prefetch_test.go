@@ -70,3 +70,49 @@ func TestPrefetchBufferReadaheadFollowsCachedShare(t *testing.T) {
 		require.LessOrEqual(t, share, tc.maxBytes, "blocks read: %.2f, seeks first: %t", tc.readShare, tc.seeks)
 	}
 }
+
+// TestPrefetchBufferMostlyCached checks MostlyCached over scans that read
+// (miss from the cache) a given share of the blocks they visit: it reports
+// true below a quarter, once the scan has visited a few blocks.
+func TestPrefetchBufferMostlyCached(t *testing.T) {
+	const (
+		size  = 1 << 20
+		block = 4096
+	)
+	fs, _ := testFile(t, "f", size)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		readShare float64
+		seeks     bool // random reads without visits before the scan
+		want      bool
+	}{
+		{readShare: 1, want: false},
+		{readShare: 0.5, want: false},
+		{readShare: 0.3, want: false},
+		{readShare: 0.16, want: true},
+		{readShare: 0, want: true},
+		{readShare: 0.16, seeks: true, want: true},
+	} {
+		r := openTest(t, fs, "f", Options{})
+		p := NewPrefetchBuffer(r, 0, 0, 0, false)
+		require.False(t, p.MostlyCached(), "before any visit")
+		rng := rand.New(rand.NewPCG(3, 4))
+		if tc.seeks {
+			for range 100 {
+				_, err := p.Read(ctx, ioctx.IOOptions{}, int64(rng.IntN(size/block))*block, block)
+				require.NoError(t, err)
+			}
+		}
+		for off := 0; off < size; off += block {
+			p.Sequential(int64(off), block)
+			if rng.Float64() < tc.readShare {
+				_, err := p.Read(ctx, ioctx.IOOptions{}, int64(off), block)
+				require.NoError(t, err)
+			}
+			if off >= size/2 {
+				require.Equal(t, tc.want, p.MostlyCached(), "read share %.2f (seeks first: %t) at offset %d",
+					tc.readShare, tc.seeks, off)
+			}
+		}
+	}
+}

@@ -274,7 +274,7 @@ func (i *Iter) skipForward() *base.InternalKV {
 		if !i.loadBlock() {
 			return nil
 		}
-		if i.scan {
+		if i.scan && i.pf.MostlyCached() {
 			i.lookAhead()
 		}
 		if i.data.First() {

@@ -19,7 +19,10 @@ import (
 // counted as a cache hit (its tickers recorded) only when the Iter moves to
 // it (takeAhead), and the pin is dropped when the Iter moves anywhere else,
 // is exhausted, fails or closes. A block the look-ahead does not find in
-// the cache is read as usual when the Iter moves to it.
+// the cache is read as usual when the Iter moves to it; so a scan that
+// finds few of its blocks cached (PrefetchBuffer.MostlyCached false: more
+// than a quarter of those it visits are read) does not look ahead, whose
+// lookups would mostly miss.
 
 // lookAhead pins the cached block after the loaded one, when a forward
 // move may read it: it is in the same index (partition), and the loaded

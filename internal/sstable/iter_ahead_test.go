@@ -34,9 +34,9 @@ func nextBlock(it *Iter) *base.InternalKV {
 
 // TestIterLookAhead checks which positions hold a look-ahead pin: a forward
 // scan pins the cached block after the one it moved to, unless that block
-// lies in another partition, is not cached, or cannot hold keys below upper;
-// seeks and backward moves do not look ahead, and an exhausted Iter holds
-// nothing.
+// lies in another partition, is not cached, or cannot hold keys below upper,
+// or the scan reads most of the blocks it visits; seeks and backward moves
+// do not look ahead, and an exhausted Iter holds nothing.
 func TestIterLookAhead(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(41, 42)), 600, 20)
 	data := buildTable(t, aheadOpts, es)
@@ -57,8 +57,10 @@ func TestIterLookAhead(t *testing.T) {
 		cold        bool // the cache starts empty
 		noCache     bool
 		upper       []byte
-		move        func(it *Iter) *base.InternalKV
-		want        check
+		// prepare, when set, runs on the Reader before the scan.
+		prepare func(t *testing.T, r *Reader)
+		move    func(it *Iter) *base.InternalKV
+		want    check
 	}{
 		{name: "scan", move: func(it *Iter) *base.InternalKV {
 			it.First()
@@ -141,6 +143,30 @@ func TestIterLookAhead(t *testing.T) {
 			it.First()
 			return nextBlock(it)
 		}, want: holdsNone},
+		{name: "next-cached-in-a-scan-that-reads", cold: true, prepare: func(t *testing.T, r *Reader) {
+			// Block 3 is cached (a Get read it), blocks 0 to 2 are not.
+			it, err := r.NewIter(ctx, ReadEnv{VerifyChecksums: true}, nil, nil)
+			require.NoError(t, err)
+			kv := it.First()
+			for range 3 {
+				kv = nextBlock(it)
+			}
+			k := kv.K.UserKey
+			require.NoError(t, it.Close())
+			_, _, found, pin, err := r.Get(ctx, verifyEnv, k, base.MaxSeqNum)
+			require.NoError(t, err)
+			require.True(t, found)
+			pin.Release()
+		}, move: func(it *Iter) *base.InternalKV {
+			it.First()
+			nextBlock(it)
+			kv := nextBlock(it)
+			require.Equal(t, 2, it.ib)
+			hd, ok := it.r.opts.Cache.Get(it.r.cacheKey(it.x.handles[3]))
+			require.True(t, ok, "block 3 is cached")
+			hd.Release()
+			return kv
+		}, want: holdsNone},
 		{name: "no-cache", noCache: true, move: func(it *Iter) *base.InternalKV {
 			it.First()
 			return nextBlock(it)
@@ -156,6 +182,9 @@ func TestIterLookAhead(t *testing.T) {
 				cfg.cache = nil
 			}
 			r := openTable(t, d, cfg)
+			if tc.prepare != nil {
+				tc.prepare(t, r)
+			}
 			if !tc.cold && !tc.noCache {
 				warm, err := r.NewIter(ctx, verifyEnv, nil, nil)
 				require.NoError(t, err)
