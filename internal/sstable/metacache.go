@@ -110,11 +110,14 @@ func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block
 	if err != nil {
 		return nil, err
 	}
-	encode := encodeIndexTable
+	// Direct calls, not a function value: through one, alloc would
+	// escape, and with it the caller's method value on every miss.
+	var buf []byte
 	if part >= 0 {
-		encode = encodeIndexPartition
+		buf, err = encodeIndexPartition(data, alloc)
+	} else {
+		buf, err = encodeIndexTable(data, alloc)
 	}
-	buf, err := encode(data, alloc)
 	if err != nil {
 		return nil, r.wrapBlockErr(err, what, h)
 	}

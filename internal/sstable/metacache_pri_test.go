@@ -9,6 +9,7 @@ import (
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/statistics"
 	"github.com/stretchr/testify/require"
 )
@@ -56,4 +57,35 @@ func TestMetaCacheHighPriority(t *testing.T) {
 	require.Zero(t, after[0]-before[0], "index partition misses")
 	require.Zero(t, after[1]-before[1], "filter partition misses")
 	require.Greater(t, after[2]-before[2], uint64(gets/2), "data block misses")
+}
+
+// TestDecodeIndexForAllocs holds the allocations of decoding an index
+// block on a cache miss, partition and whole index, to their budgets (what
+// reading and verifying the block takes; the flat buffer comes from the
+// cache's Alloc, recycled once warm): in particular alloc, the method
+// value the miss path passes, must not escape, which would add one.
+func TestDecodeIndexForAllocs(t *testing.T) {
+	if invariants.RaceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	es := genEntries(rand.New(rand.NewPCG(9, 10)), 4000, 50)
+	for _, tc := range []struct{ partition, budget int }{{0, 5}, {256, 6}} {
+		partition := tc.partition
+		data := buildTable(t, WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy,
+			Checksum: checksum.XXHash64, IndexPartitionSize: partition}, es)
+		c := cache.New(16 << 20)
+		r := openTable(t, data, openConfig{cache: c, cacheMeta: true})
+		part, h := -1, r.footer.Index
+		if partition > 0 {
+			require.NotNil(t, r.top)
+			part, h = 0, r.top.x.handles[0]
+		}
+		ctx := context.Background()
+		decode := func() {
+			buf, err := r.decodeIndexFor(ctx, verifyEnv.IO, h, part, c.Alloc)
+			require.NoError(t, err)
+			c.Set(cache.Key{ID: 1 << 40, Offset: 1}, buf).Release() // recycle the buffer as an eviction would
+		}
+		require.LessOrEqual(t, testing.AllocsPerRun(100, decode), float64(tc.budget), "partition=%d", partition)
+	}
 }
