@@ -200,3 +200,32 @@ func TestMultiGetReadFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiGetCachedAllocs: a MultiGet whose blocks are all cached (16 keys
+// over distinct blocks and two that share one, statistics on) allocates
+// nothing.
+func TestMultiGetCachedAllocs(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(57, 58)), 2000, 40)
+	data := buildTable(t, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, es)
+	r := openTable(t, data, openConfig{cache: cache.New(16 << 20), stats: statistics.New(statistics.LevelAll)})
+	all := multiGetKeys(es, base.MaxSeqNum)
+	var keys []MultiGetKey
+	for i := 0; i < len(all) && len(keys) < 16; i += len(all) / 16 {
+		keys = append(keys, all[i])
+	}
+	keys = append(keys, all[len(all)-2], all[len(all)-1])
+	ctx := context.Background()
+	mget := func() {
+		if err := r.MultiGet(ctx, verifyEnv, keys); err != nil {
+			t.Fatal(err)
+		}
+		for i := range keys {
+			if !keys[i].Found {
+				t.Fatalf("key %q not found", keys[i].Key)
+			}
+			keys[i].Pin.Release()
+		}
+	}
+	mget() // fill the cache
+	require.Zero(t, testing.AllocsPerRun(1000, mget))
+}
