@@ -205,6 +205,9 @@ func TestMultiGetReadFailure(t *testing.T) {
 // over distinct blocks and two that share one, statistics on) allocates
 // nothing.
 func TestMultiGetCachedAllocs(t *testing.T) {
+	if invariants.RaceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	es := genEntries(rand.New(rand.NewPCG(57, 58)), 2000, 40)
 	data := buildTable(t, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, es)
 	r := openTable(t, data, openConfig{cache: cache.New(16 << 20), stats: statistics.New(statistics.LevelAll)})
