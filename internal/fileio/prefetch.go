@@ -64,6 +64,10 @@ type PrefetchBuffer struct {
 
 	cur prefetchChunk
 
+	// limit, when positive, is where the next refill ends at the latest
+	// (see LimitNextRefill).
+	limit int64
+
 	async   bool
 	next    prefetchChunk
 	nextReq ReadRequest
@@ -137,9 +141,21 @@ func (p *PrefetchBuffer) MostlyCached() bool {
 	return p.read*wastedReadahead < p.visited
 }
 
+// LimitNextRefill makes the next Read that refills the buffer in automatic
+// mode read no further than end (but at least the bytes it is asked for):
+// an iterator that knows the block after the one it reads is cached says
+// so, and the refill does not copy that block, which it would not use.
+// Any Read clears the limit, and it changes nothing for a fixed readahead
+// size (the caller's ReadaheadSize).
+func (p *PrefetchBuffer) LimitNextRefill(end int64) {
+	p.limit = end
+}
+
 // Read returns the n bytes at off, from the buffer when they are there and
 // from the file otherwise.
 func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n int) ([]byte, error) {
+	limit := p.limit
+	p.limit = 0
 	if p.r.Mapped() {
 		return p.r.Read(ctx, opts, off, n, nil)
 	}
@@ -182,6 +198,9 @@ func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int
 		p.readahead = min(2*p.readahead, p.max)
 	default:
 		p.readahead = p.initial
+	}
+	if p.fixed == 0 && limit > off && off+int64(size) > limit {
+		size = max(n, int(limit-off))
 	}
 	if rest := p.r.Size() - off; int64(size) > rest {
 		size = max(n, int(rest))

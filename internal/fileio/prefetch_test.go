@@ -116,3 +116,44 @@ func TestPrefetchBufferMostlyCached(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchBufferLimitNextRefill checks that LimitNextRefill bounds the
+// next refill of an automatic readahead (never below the bytes asked for)
+// and only that one, and that a fixed readahead size or a limit at or
+// before the read's offset ignores it.
+func TestPrefetchBufferLimitNextRefill(t *testing.T) {
+	const block = 4096
+	fs, data := testFile(t, "f", 1<<20)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		fixed int
+		limit func(off int64) int64 // the limit set before the read at off
+		want  []int64               // bytes each of the reads at 0, block, 2*block... reads from the file
+	}{
+		// Sequential reads: the first exact, then 8 KiB, 16 KiB refills.
+		{"none", 0, func(int64) int64 { return 0 }, []int64{block, 2 * block, 0, 4 * block}},
+		{"exact", 0, func(off int64) int64 { return off + block }, []int64{block, block, block, block}},
+		{"below-the-read", 0, func(off int64) int64 { return off + 10 }, []int64{block, block, block, block}},
+		{"stale", 0, func(off int64) int64 { return off }, []int64{block, 2 * block, 0, 4 * block}},
+		{"beyond-readahead", 0, func(off int64) int64 { return off + 64*block }, []int64{block, 2 * block, 0, 4 * block}},
+		{"fixed", 3 * block, func(off int64) int64 { return off + block }, []int64{3 * block, 0, 0, 3 * block}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := openTest(t, fs, "f", Options{})
+			p := NewPrefetchBuffer(r, tc.fixed, 0, 0, false)
+			for k, want := range tc.want {
+				off := int64(k) * block
+				p.Sequential(off, block)
+				p.LimitNextRefill(tc.limit(off))
+				start := r.BytesRead()
+				got, err := p.Read(ctx, ioctx.IOOptions{}, off, block)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(data[off:off+block], got), "offset %d", off)
+				require.Equal(t, want, r.BytesRead()-start, "read %d", k)
+			}
+			// The limit went with the read that saw it.
+			require.Zero(t, p.limit)
+		})
+	}
+}

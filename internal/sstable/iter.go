@@ -271,11 +271,8 @@ func (i *Iter) skipForward() *base.InternalKV {
 		if i.ib++; !i.forwardBlock() {
 			return i.exhaust()
 		}
-		if !i.loadBlock() {
+		if !i.loadNextBlock() {
 			return nil
-		}
-		if i.scan && i.pf.MostlyCached() {
-			i.lookAhead()
 		}
 		if i.data.First() {
 			return i.forwardKV()
@@ -401,7 +398,13 @@ func (i *Iter) loadPart(p int) bool {
 
 // loadBlock makes data iterate over the block of index entry i.ib. It
 // reports false, with the iterator failed, on an error.
-func (i *Iter) loadBlock() bool {
+func (i *Iter) loadBlock() bool { return i.load(false) }
+
+// loadNextBlock is loadBlock for a forward move (Next) from the block before
+// ib: it may look ahead (see lookAhead).
+func (i *Iter) loadNextBlock() bool { return i.load(true) }
+
+func (i *Iter) load(forward bool) bool {
 	h := i.x.handles[i.ib]
 	i.belowUpper = i.upper == nil || bytes.Compare(i.x.userKey(i.ib), i.upper) < 0
 	if i.loaded && h == i.cur {
@@ -425,9 +428,19 @@ func (i *Iter) loadBlock() bool {
 		dest.pri = cache.PriorityScan
 	}
 	data, pin, ok := i.takeAhead(h)
+	if forward && i.scan && i.pf.MostlyCached() {
+		i.lookAhead()
+	}
 	if !ok {
+		if i.ahead.Valid() {
+			// The next block is cached: a refill for this one need not
+			// read it.
+			i.pf.LimitNextRefill(int64(h.Offset) + int64(h.Length) + block.TrailerLen)
+		}
 		var err error
-		if data, pin, _, err = i.r.readData(i.ctx, &i.env, h, dest); err != nil {
+		data, pin, _, err = i.r.readData(i.ctx, &i.env, h, dest)
+		i.pf.LimitNextRefill(0)
+		if err != nil {
 			i.fail(err)
 			return false
 		}

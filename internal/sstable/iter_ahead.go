@@ -13,7 +13,12 @@ import (
 // few dependent processor cache misses (the cache's index, its entry, then
 // the block's restart count and first entries, which a scan over more data
 // than the processor's caches finds in memory); looked up a block early,
-// the block's lines arrive while the Iter walks the current one.
+// the block's lines arrive while the Iter walks the current one. The look-up
+// is made before the block moved to is read, so that when that block
+// misses the cache and the next one is cached, the readahead refill stops
+// at the end of the missed block (PrefetchBuffer.LimitNextRefill) instead
+// of copying the cached block from the file: a scan that finds most of its
+// blocks cached misses them mostly one at a time.
 //
 // The look-ahead changes nothing that can be observed: the block is
 // counted as a cache hit (its tickers recorded) only when the Iter moves to

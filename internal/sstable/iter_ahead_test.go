@@ -392,3 +392,66 @@ func requireDataUnpinned(t *testing.T, r *Reader, c *cache.Cache, hs []block.Han
 		}
 	}
 }
+
+// TestIterRefillStopsAtCachedBlock checks that a scan that finds most of its
+// blocks cached reads a block it misses alone when its look-ahead holds the
+// next one, rather than a readahead refill that copies the cached block
+// too: over blocks of which one in five is missing, the file bytes the scan
+// reads are exactly those of the missing blocks.
+func TestIterRefillStopsAtCachedBlock(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(47, 48)), 1500, 20)
+	data := buildTable(t, aheadOpts, es)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		missing func(b, n int) bool // block b of n is not cached
+	}{
+		// From block 10 on, so that the scan has found enough of its
+		// blocks cached to look ahead (PrefetchBuffer.MostlyCached).
+		{"one-in-five", func(b, n int) bool { return b >= 10 && b%5 == 2 && b < n-2 }},
+		{"pairs", func(b, n int) bool { return b >= 10 && (b%10 == 3 || b%10 == 4) && b < n-2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cache.New(8 << 20)
+			r := openTable(t, data, openConfig{cache: c})
+			// Load the blocks to cache one by one, in the order of the
+			// index (a user key's versions may span two blocks, so a Get
+			// or a seek by key could load the block before).
+			fill, err := r.NewIter(ctx, verifyEnv, nil, nil)
+			require.NoError(t, err)
+			hs := r.index.handles
+			n := len(hs)
+			require.Greater(t, n, 40)
+			var want, pairs int64
+			for b := range n {
+				if tc.missing(b, n) {
+					want += int64(hs[b].Length) + block.TrailerLen
+					if tc.missing(b+1, n) {
+						pairs++
+					}
+					continue
+				}
+				fill.ib = b
+				require.True(t, fill.loadBlock())
+			}
+			require.NoError(t, fill.Close())
+
+			start := r.file.BytesRead()
+			it, err := r.NewIter(ctx, verifyEnv, nil, nil)
+			require.NoError(t, err)
+			got, err := scan(it, false)
+			require.NoError(t, err)
+			requireSameEntries(t, es, got)
+			require.NoError(t, it.Close())
+			read := r.file.BytesRead() - start
+			if pairs == 0 {
+				require.Equal(t, want, read)
+			} else {
+				// A missing block followed by another missing one is
+				// refilled with readahead, which may read past the pair.
+				require.GreaterOrEqual(t, read, want)
+				require.Less(t, read, want+pairs*8<<10)
+			}
+		})
+	}
+}
