@@ -49,6 +49,7 @@ type Config struct {
 	CacheIndexAndFilterBlocks      bool
 	PartitionIndexAndFilters       bool
 	MetadataBlockSize              int
+	HighPriorityPoolRatio          float64 // 0: no pool
 	MaxManifestFileSize            int64
 	ParanoidFileChecks             bool
 	WALRecoveryMode                WALRecoveryMode
@@ -81,6 +82,7 @@ func DefaultConfig(dir string) *Config {
 		BlockRestartInterval:           o.BlockRestartInterval,
 		BloomBitsPerKey:                o.BloomBitsPerKey,
 		MetadataBlockSize:              o.MetadataBlockSize,
+		HighPriorityPoolRatio:          o.HighPriorityPoolRatio,
 		Compression:                    o.Compression,
 		ChecksumType:                   o.ChecksumType,
 		MaxManifestFileSize:            o.MaxManifestFileSize,
@@ -358,6 +360,22 @@ var dsnKeys = []dsnKey{
 		},
 		get: func(c *Config) string { return driver.FormatSize(int64(c.MetadataBlockSize)) },
 	},
+	{
+		name: "high_pri_pool_ratio", doc: "share of the block cache (0 to 1) that index and filter blocks, with " +
+			"cache_index_and_filter_blocks, keep ahead of data blocks (RocksDB's high_pri_pool_ratio); 0: none",
+		parse: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return errors.Newf("%q is not a number", v)
+			}
+			if !(f >= 0 && f <= 1) {
+				return errors.Newf("%q is not between 0 and 1", v)
+			}
+			c.HighPriorityPoolRatio = f
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatFloat(c.HighPriorityPoolRatio, 'g', -1, 64) },
+	},
 	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
 		func(c *Config) *int64 { return &c.MaxManifestFileSize }, positive),
 	boolKey("paranoid_file_checks", "read back and verify every block of each new table before installing it",
@@ -449,7 +467,8 @@ func (c *Config) options() Options {
 		MmapReads: c.MmapReads, MaxManifestFileSize: c.MaxManifestFileSize,
 		CacheIndexAndFilterBlocks: c.CacheIndexAndFilterBlocks,
 		PartitionIndexAndFilters:  c.PartitionIndexAndFilters, MetadataBlockSize: c.MetadataBlockSize,
-		ParanoidFileChecks: c.ParanoidFileChecks, WALRecoveryMode: c.WALRecoveryMode,
+		HighPriorityPoolRatio: poolRatioOption(c.HighPriorityPoolRatio),
+		ParanoidFileChecks:    c.ParanoidFileChecks, WALRecoveryMode: c.WALRecoveryMode,
 	}
 }
 
@@ -483,4 +502,13 @@ func DSNKeys() [][3]string {
 		rows = append(rows, [3]string{k.name, k.get(def), k.doc})
 	}
 	return rows
+}
+
+// poolRatioOption maps the DSN's high_pri_pool_ratio, where 0 means no
+// pool, to Options.HighPriorityPoolRatio, where 0 means the default.
+func poolRatioOption(r float64) float64 {
+	if r == 0 {
+		return -1
+	}
+	return r
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -44,6 +45,10 @@ func TestParseDSN(t *testing.T) {
 		{"/db?metadata_block_size=128MiB", "metadata_block_size"},
 		{"/db?metadata_block_size=0", "metadata_block_size"},
 		{"/db?metadata_block_size=four", "metadata_block_size"},
+		{"/db?high_pri_pool_ratio=1.5", `bad value for high_pri_pool_ratio: "1.5" is not between 0 and 1`},
+		{"/db?high_pri_pool_ratio=-0.1", "high_pri_pool_ratio"},
+		{"/db?high_pri_pool_ratio=NaN", "high_pri_pool_ratio"},
+		{"/db?high_pri_pool_ratio=half", `"half" is not a number`},
 		{"", "path"},
 	} {
 		_, err := ParseDSN(tc.dsn)
@@ -67,6 +72,8 @@ func TestDSNRoundTrip(t *testing.T) {
 			"&mmap_reads=true&max_manifest_file_size=1MiB&read_only=true",
 		"/db?cache_index_and_filter_blocks=true&partition_index_and_filters=true&metadata_block_size=8KiB",
 		"/db?partition_index_and_filters=true&metadata_block_size=256",
+		"/db?cache_index_and_filter_blocks=true&high_pri_pool_ratio=0.9",
+		"/db?high_pri_pool_ratio=0",
 		"/db?wal_recovery_mode=tolerate_corrupted_tail_records",
 		"/db?wal_recovery_mode=absolute_consistency",
 		"/db?wal_recovery_mode=point_in_time_recovery",
@@ -261,4 +268,39 @@ func TestOptionsValidateValues(t *testing.T) {
 	}
 	o := &Options{BloomBitsPerKey: NoBloomFilter, BlockCacheSize: -1}
 	require.NoError(t, o.EnsureDefaults().Validate())
+}
+
+// TestHighPriorityPoolRatioOption checks the DSN's high_pri_pool_ratio
+// against Options: the DSN's 0 (no pool) is a negative option, the
+// option's 0 the default, and a ratio above 1 is refused at Open.
+func TestHighPriorityPoolRatioOption(t *testing.T) {
+	for _, tc := range []struct {
+		dsn  string
+		want float64
+	}{
+		{"/db", DefaultHighPriorityPoolRatio},
+		{"/db?high_pri_pool_ratio=0.9", 0.9},
+		{"/db?high_pri_pool_ratio=1", 1},
+		{"/db?high_pri_pool_ratio=0", -1},
+	} {
+		c, err := ParseDSN(tc.dsn)
+		require.NoError(t, err, tc.dsn)
+		o, err := c.Options()
+		require.NoError(t, err, tc.dsn)
+		require.Equal(t, tc.want, o.EnsureDefaults().HighPriorityPoolRatio, tc.dsn)
+		require.NoError(t, o.Validate(), tc.dsn)
+	}
+	require.Equal(t, DefaultHighPriorityPoolRatio, (&Options{}).EnsureDefaults().HighPriorityPoolRatio)
+
+	for _, r := range []float64{1.01, math.NaN()} {
+		_, err := Open(t.TempDir(), &Options{HighPriorityPoolRatio: r})
+		require.ErrorIs(t, err, ErrInvalidArgument, "%g", r)
+		require.ErrorContains(t, err, "high_pri_pool_ratio", "%g", r)
+	}
+	for _, r := range []float64{-1, 0.25, 1} {
+		db, err := Open(t.TempDir(), &Options{HighPriorityPoolRatio: r, CacheIndexAndFilterBlocks: true})
+		require.NoError(t, err, "%g", r)
+		require.NoError(t, db.Put(context.Background(), []byte("k"), []byte("v")))
+		require.NoError(t, db.Close())
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/vfs"
@@ -170,7 +171,8 @@ const NoBloomFilter = -1
 // its zero value is meaningful, the field is inverted or signed so that the
 // zero Options stays the default: DSN create_if_missing=false is
 // ErrorIfMissing, statistics=false is DisableStatistics, file_checksums=false
-// is DisableFileChecksums, block_cache_size=0 is BlockCacheSize < 0 and
+// is DisableFileChecksums, block_cache_size=0 is BlockCacheSize < 0,
+// high_pri_pool_ratio=0 is HighPriorityPoolRatio < 0 and
 // bloom_bits_per_key=0 is BloomBitsPerKey = NoBloomFilter.
 type Options struct {
 	// FS is the filesystem; nil means the operating system's.
@@ -320,6 +322,18 @@ type Options struct {
 	// Default 4096.
 	MetadataBlockSize int
 
+	// HighPriorityPoolRatio is the share of the block cache that index and
+	// filter blocks kept there (CacheIndexAndFilterBlocks) hold ahead of
+	// data blocks: within it they are evicted only after every data block,
+	// beyond it they compete with them (RocksDB's high_pri_pool_ratio, with
+	// cache_index_and_filter_blocks_with_high_priority). When the data's
+	// index and filter partitions exceed the cache, this keeps the
+	// partitions every read needs from being evicted by the data blocks
+	// each read brings in once. Default 0.5, RocksDB's; at most 1; negative
+	// turns the pool off, so they are evicted like data blocks (DSN
+	// high_pri_pool_ratio=0).
+	HighPriorityPoolRatio float64
+
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten as a
 	// snapshot. Default 4 MiB.
 	MaxManifestFileSize int64
@@ -346,6 +360,7 @@ const (
 	DefaultBlockSize                      = 4096
 	DefaultBlockRestartInterval           = 16
 	DefaultMetadataBlockSize              = 4096
+	DefaultHighPriorityPoolRatio          = cache.DefaultHighPriorityPoolRatio
 	DefaultBloomBitsPerKey                = 10
 	DefaultMaxManifestFileSize            = 4 << 20 // 4 MiB
 )
@@ -403,6 +418,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MetadataBlockSize == 0 {
 		o.MetadataBlockSize = DefaultMetadataBlockSize
 	}
+	if o.HighPriorityPoolRatio == 0 {
+		o.HighPriorityPoolRatio = DefaultHighPriorityPoolRatio
+	}
 	if o.Compression == CompressionDefault {
 		o.Compression = CompressionSnappy
 	}
@@ -456,6 +474,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BlockSize < 256 || o.BlockSize > 64<<20 {
 		bad("block_size %d must be between 256 and 64MiB", o.BlockSize)
+	}
+	if !(o.HighPriorityPoolRatio <= 1) { // NaN too
+		bad("high_pri_pool_ratio %g is above 1", o.HighPriorityPoolRatio)
 	}
 	if o.MetadataBlockSize < 256 || o.MetadataBlockSize > 64<<20 {
 		bad("metadata_block_size %d must be between 256 and 64MiB", o.MetadataBlockSize)
