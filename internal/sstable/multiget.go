@@ -70,6 +70,10 @@ type mgState struct {
 	bufs []*ownedBlock
 	// meta is the filter and index multiGetIndex uses.
 	meta mgMeta
+	// ckeys are the cache keys of the blocks multiGetFind looks up, in
+	// blocks order, and hits the handles Cache.GetMany found for them.
+	ckeys []cache.Key
+	hits  []cache.Handle
 	// ticks counts the call's bloom and data block cache tickers, recorded
 	// once when it ends (also when it fails) instead of a pin of the
 	// statistics stripe per tick.
@@ -111,7 +115,9 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 	clear(ms.blocks)
 	clear(ms.reqs)
 	clear(ms.bufs)
+	clear(ms.hits)
 	ms.blocks, ms.reqs, ms.blockOf, ms.bufs = ms.blocks[:0], ms.reqs[:0], ms.blockOf[:0], ms.bufs[:0]
+	ms.ckeys, ms.hits = ms.ckeys[:0], ms.hits[:0]
 	mgStates.Put(ms)
 	return err
 }
@@ -280,7 +286,6 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 func (r *Reader) multiGetFind(env *ReadEnv, ms *mgState) {
 	c := r.opts.Cache
 	st := r.opts.Stats
-	var end uint64 // the end of the last block to read
 	for b := range ms.blocks {
 		blk := &ms.blocks[b]
 		// Checked before the cache lookup: a damaged handle must not find
@@ -291,7 +296,26 @@ func (r *Reader) multiGetFind(env *ReadEnv, ms *mgState) {
 			continue
 		}
 		if c != nil {
-			if hd, ok := c.Get(r.cacheKey(blk.h)); ok {
+			ms.ckeys = append(ms.ckeys, r.cacheKey(blk.h))
+		}
+	}
+	if c != nil {
+		// One batch, so that the blocks' lookups overlap (see
+		// cache.Cache.GetMany) instead of chaining block after block.
+		ms.hits = append(ms.hits[:0], make([]cache.Handle, len(ms.ckeys))...)
+		c.GetMany(ms.ckeys, ms.hits)
+	}
+	var end uint64 // the end of the last block to read
+	next := 0      // the next of ms.hits
+	for b := range ms.blocks {
+		blk := &ms.blocks[b]
+		if blk.err != nil {
+			continue
+		}
+		if c != nil {
+			hd := ms.hits[next]
+			next++
+			if hd.Valid() {
 				blk.data = hd.Value()
 				mgPrefetchBlock(blk.data)
 				blk.pin = r.sharedPin(hd, blk.keys)
