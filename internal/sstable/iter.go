@@ -74,9 +74,11 @@ type Iter struct {
 	// (PrefetchBuffer.Sequential): the Iter is scanning.
 	scan bool
 	// ahead, when valid, pins the cached block aheadAt, the one after the
-	// loaded block, which a forward scan looked up early (see lookAhead).
-	ahead   cache.Handle
-	aheadAt block.Handle
+	// loaded block, which a forward scan looked up early (see lookAhead);
+	// aheadMissed says the look-up of aheadAt missed instead.
+	ahead       cache.Handle
+	aheadAt     block.Handle
+	aheadMissed bool
 
 	valid bool
 	kv    base.InternalKV
@@ -427,18 +429,22 @@ func (i *Iter) load(forward bool) bool {
 	if i.scan {
 		dest.pri = cache.PriorityScan
 	}
-	data, pin, ok := i.takeAhead(h)
+	data, pin, found := i.takeAhead(h)
 	if forward && i.scan && i.pf.MostlyCached() {
 		i.lookAhead()
 	}
-	if !ok {
+	if found != aheadHit {
 		if i.ahead.Valid() {
 			// The next block is cached: a refill for this one need not
 			// read it.
 			i.pf.LimitNextRefill(int64(h.Offset) + int64(h.Length) + block.TrailerLen)
 		}
 		var err error
-		data, pin, _, err = i.r.readData(i.ctx, &i.env, h, dest)
+		if found == aheadMiss {
+			data, pin, err = i.readMissed(h, dest)
+		} else {
+			data, pin, _, err = i.r.readData(i.ctx, &i.env, h, dest)
+		}
 		i.pf.LimitNextRefill(0)
 		if err != nil {
 			i.fail(err)

@@ -44,25 +44,44 @@ func (i *Iter) lookAhead() {
 		return
 	}
 	hd, ok := c.Get(i.r.cacheKey(h))
+	i.aheadAt = h
 	if !ok {
+		i.aheadMissed = true
 		return
 	}
 	block.Prefetch(hd.Value())
-	i.ahead, i.aheadAt = hd, h
+	i.ahead = hd
 }
 
-// takeAhead returns the block at h and its pin when the look-ahead holds it,
-// recording the cache hit as readData does, and drops the look-ahead's pin
-// otherwise.
-func (i *Iter) takeAhead(h block.Handle) ([]byte, BlockPin, bool) {
+// aheadFound says what the look-ahead knows of a block the Iter moves to.
+type aheadFound uint8
+
+const (
+	aheadNone aheadFound = iota // it did not look the block up
+	aheadHit                    // it holds the block
+	aheadMiss                   // the block was not in the cache
+)
+
+// takeAhead consumes the look-ahead. When it holds the block at h, it
+// returns the block and its pin, recording the cache hit as readData does;
+// otherwise it drops the look-ahead's pin and says whether h is the block
+// whose look-up missed (see readMissed).
+func (i *Iter) takeAhead(h block.Handle) ([]byte, BlockPin, aheadFound) {
+	if i.aheadMissed {
+		i.aheadMissed = false
+		if i.aheadAt == h {
+			return nil, BlockPin{}, aheadMiss
+		}
+		return nil, BlockPin{}, aheadNone
+	}
 	if !i.ahead.Valid() {
-		return nil, BlockPin{}, false
+		return nil, BlockPin{}, aheadNone
 	}
 	hd := i.ahead
 	i.ahead = cache.Handle{}
 	if i.aheadAt != h {
 		hd.Release()
-		return nil, BlockPin{}, false
+		return nil, BlockPin{}, aheadNone
 	}
 	v := hd.Value()
 	st := i.r.opts.Stats
@@ -70,11 +89,26 @@ func (i *Iter) takeAhead(h block.Handle) ([]byte, BlockPin, bool) {
 	fileio.NoteCacheHit(st, i.env.IO)
 	st.RecordTick(statistics.BlockCacheDataHit, 1)
 	st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(v)))
-	return v, BlockPin{h: hd}, true
+	return v, BlockPin{h: hd}, aheadHit
 }
 
-// dropAhead releases the look-ahead's pin, if any.
+// readMissed reads the block at h, whose look-up by the look-ahead missed
+// the cache: it records the miss as readData does and reads the block as
+// readData does after a miss, without looking it up a second time. (A block
+// another reader loaded in between is found by the cache's single-flight
+// load, which then does not read it again.)
+func (i *Iter) readMissed(h block.Handle, dest blockDest) ([]byte, BlockPin, error) {
+	st := i.r.opts.Stats
+	st.RecordTick(statistics.BlockCacheMiss, 1)
+	fileio.NoteCacheMiss(st, i.env.IO)
+	st.RecordTick(statistics.BlockCacheDataMiss, 1)
+	data, pin, _, err := i.r.readDataUncached(i.ctx, &i.env, h, dest)
+	return data, pin, err
+}
+
+// dropAhead releases the look-ahead's pin, if any, and forgets its miss.
 func (i *Iter) dropAhead() {
+	i.aheadMissed = false
 	if i.ahead.Valid() {
 		i.ahead.Release()
 		i.ahead = cache.Handle{}

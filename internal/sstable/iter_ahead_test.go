@@ -455,3 +455,66 @@ func TestIterRefillStopsAtCachedBlock(t *testing.T) {
 		})
 	}
 }
+
+// TestIterLookAheadMissTickers checks the tickers of a scan over blocks of
+// which some are not cached: one data block miss per missing block (whose
+// look-up the look-ahead made) and one hit, with its bytes, per cached one,
+// at every statistics level that records tickers.
+func TestIterLookAheadMissTickers(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(49, 50)), 1500, 20)
+	data := buildTable(t, aheadOpts, es)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		missing func(b int) bool
+		level   statistics.Level
+	}{
+		{"one-in-five", func(b int) bool { return b >= 10 && b%5 == 2 }, statistics.LevelExceptDetailedTimers},
+		{"one-in-five/all", func(b int) bool { return b >= 10 && b%5 == 2 }, statistics.LevelAll},
+		{"runs", func(b int) bool { return b%9 < 3 }, statistics.LevelExceptHistogramOrTimers},
+		{"last", func(b int) bool { return b >= 10 && b%7 == 0 }, statistics.LevelExceptDetailedTimers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := statistics.New(tc.level)
+			c := cache.New(8 << 20)
+			r := openTable(t, data, openConfig{cache: c, stats: st})
+			fill, err := r.NewIter(ctx, verifyEnv, nil, nil)
+			require.NoError(t, err)
+			hs := r.index.handles
+			var hits, misses int
+			for b := range hs {
+				if tc.missing(b) {
+					misses++
+					continue
+				}
+				hits++
+				fill.ib = b
+				require.True(t, fill.loadBlock())
+			}
+			require.NoError(t, fill.Close())
+			var hitBytes uint64
+			for b, h := range hs {
+				if !tc.missing(b) {
+					hd, ok := c.Get(r.cacheKey(h))
+					require.True(t, ok)
+					hitBytes += uint64(len(hd.Value()))
+					hd.Release()
+				}
+			}
+			st.Reset()
+
+			it, err := r.NewIter(ctx, verifyEnv, nil, nil)
+			require.NoError(t, err)
+			got, err := scan(it, false)
+			require.NoError(t, err)
+			requireSameEntries(t, es, got)
+			require.NoError(t, it.Close())
+			require.Equal(t, uint64(hits), st.TickerCount(statistics.BlockCacheDataHit))
+			require.Equal(t, uint64(misses), st.TickerCount(statistics.BlockCacheDataMiss))
+			require.Equal(t, uint64(hits), st.TickerCount(statistics.BlockCacheHit))
+			require.Equal(t, uint64(misses), st.TickerCount(statistics.BlockCacheMiss))
+			require.Equal(t, hitBytes, st.TickerCount(statistics.BlockCacheBytesRead))
+			require.Equal(t, uint64(misses), st.TickerCount(statistics.BlockCacheAdd))
+		})
+	}
+}
