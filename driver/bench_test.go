@@ -219,7 +219,7 @@ func BenchmarkBatchMillion(b *testing.B) {
 	for b.Loop() {
 		var batch Batch
 		for i := range 1_000_000 {
-			key = strconv.AppendInt(append(key[:0], "key-"...), int64(10_000_000_000+i), 10)
+			key = strconv.AppendInt(append(key[:0], "key-"...), 10_000_000_000+int64(i), 10)
 			batch.Put(key, value)
 		}
 		n := 0

@@ -97,7 +97,9 @@ type arena struct {
 // init allocates the buffer, size bytes clamped to [minArenaSize,
 // maxArenaSize]: mapped memory where the platform has it, else a heap slice.
 func (a *arena) init(size int) {
-	size = min(max(size, minArenaSize), maxArenaSize)
+	// In uint64: maxArenaSize overflows a 32-bit int, and there any int
+	// size is below it.
+	size = int(min(max(uint64(max(size, 0)), uint64(minArenaSize)), maxArenaSize))
 	if b := mapMemory(size); b != nil {
 		a.buf, a.mapped = b, true
 	} else {

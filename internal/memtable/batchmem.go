@@ -55,7 +55,7 @@ func NewFromBatch(b *batch.Batch, seq base.SeqNum) (*MemTable, error) {
 	if err := checkSeqRange(seq, b.Count()); err != nil {
 		return nil, err
 	}
-	if b.Len() > math.MaxUint32 {
+	if uint64(b.Len()) > math.MaxUint32 { // uint64: the constant overflows a 32-bit int
 		return nil, base.InvalidArgumentf("memtable: a %d-byte batch is too large to index with 32-bit offsets", b.Len())
 	}
 	m := &MemTable{}

@@ -615,9 +615,9 @@ func TestFitsAny(t *testing.T) {
 	var b batch.Batch
 	b.Set([]byte("k"), []byte("v"))
 	require.True(t, FitsAny(&b))
-	require.LessOrEqual(t, ArenaSizeFor(&b), maxArenaSize)
+	require.LessOrEqual(t, uint64(ArenaSizeFor(&b)), uint64(maxArenaSize))
 
-	limit := uint64(maxArenaSize - minArenaSize - towerSlack)
+	limit := uint64(maxArenaSize) - uint64(minArenaSize) - uint64(towerSlack)
 	require.True(t, fitsArena(limit))
 	require.False(t, fitsArena(limit+1))
 	require.False(t, fitsArena(1<<33))
