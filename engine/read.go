@@ -168,7 +168,9 @@ func (d *DB) getImpl(call *readCall, key []byte, seq base.SeqNum) (PinnedValue, 
 }
 
 // MultiGet returns the values of keys in their order; a nil entry means the
-// key was not found and an empty value is a non-nil empty slice. The
+// key was not found and an empty value is a non-nil empty slice. The values
+// are the caller's; small ones share allocations of up to 64 KiB, each
+// value's capacity ending at its length. The
 // context's activity must be Unknown or MultiGet. A per-key read error fails
 // the call (the first one is returned, naming the key).
 func (d *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
