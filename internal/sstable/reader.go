@@ -111,7 +111,8 @@ const maxSnappyExpansion = 32
 // the block cache (see Memory in the cache, below).
 // The index is kept as flat arrays for searching (see indexTable): about 28
 // bytes per data block plus the separators, which the Writer shortens
-// (about 40 bytes per block for 16-byte keys). The filter is copied when
+// (about 40 bytes per block for 16-byte keys); an index partition's form has
+// no abbreviation array, 8 bytes a block less (see encodeIndexPartition). The filter is copied when
 // its lines are not aligned to cache lines in memory.
 // Data blocks come from the block cache, or, when the cache is not filled,
 // from buffers owned by the caller's BlockPin or iterator. An uncompressed
@@ -128,7 +129,9 @@ const maxSnappyExpansion = 32
 // verifies and decodes the filter and the index, but puts them in the cache
 // (as RocksDB's prefetch_index_and_filter_in_cache does) and keeps neither.
 // The index is cached in its decoded, searchable form (see encodeIndexTable),
-// the filter aligned to cache lines, each charged at that size; their cache
+// the filter aligned to cache lines, each charged at that size and inserted
+// with cache.PriorityHigh, so that within the cache's high-priority share
+// they are evicted only after data blocks; their cache
 // keys are their blocks' offsets tagged with their form (see
 // metaCacheKey), in the table's file, so EvictFromCache drops them too. Get and
 // MultiGet look each up once per call (a hit ticks BlockCacheHit and
