@@ -129,6 +129,21 @@
 // buffer while any handle references it, and callers must not write to it
 // either.
 //
+// # Batches
+//
+// [Cache.GetMany] is Get for several keys (a MultiGet's data blocks): the
+// same hits, misses, references and CLOCK bits as Gets of the keys in turn,
+// but faster. One Get is a chain of dependent cache misses (the shard's
+// lock, the index's buckets, the entry) bracketed by atomic operations,
+// which keep the CPU from starting the next key's chain early. GetMany
+// takes the read lock of each shard the keys fall in once, in shard order
+// (so that batches waiting behind each other's pending writers cannot
+// deadlock), runs every index lookup, then reads every entry found, then
+// takes the references: each phase's loads are independent, so their misses
+// overlap. It holds up to 16 shards' read locks at once, about a
+// microsecond for 16 keys on the 2-core test machine (the share of
+// GetMany in sstable's BenchmarkMultiGetLarge/cache=full).
+//
 // # Single flight
 //
 // [Cache.GetOrLoad] calls its load function once for all concurrent callers
