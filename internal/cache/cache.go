@@ -77,7 +77,8 @@ type Options struct {
 	// high_pri_pool_ratio: within it they are evicted only when no entry
 	// of another priority is left; beyond it they compete with the main
 	// ring's. 0 (the zero Options) makes PriorityHigh entries normal ones
-	// at the first eviction; values outside [0, 1] are clamped.
+	// as they are inserted; values outside [0, 1] are clamped, and NaN is
+	// 0.
 	HighPriorityPoolRatio float64
 }
 
@@ -110,7 +111,11 @@ func newCache(capacity int64, n int, mask uint64, o Options) *Cache {
 		shift:    uint(64 - bits.TrailingZeros(uint(n))),
 		shards:   make([]shard, n),
 	}
-	ratio := min(max(o.HighPriorityPoolRatio, 0), 1)
+	ratio := o.HighPriorityPoolRatio
+	if !(ratio > 0) { // NaN too: min and max would keep it, and a NaN share faults the first high insert
+		ratio = 0
+	}
+	ratio = min(ratio, 1)
 	shardCap := capacity / int64(n)
 	for i := range c.shards {
 		c.shards[i].init(shardCap, int64(float64(shardCap)*ratio), mask)
@@ -225,8 +230,8 @@ type Priority uint8
 
 const (
 	// PriorityNormal entries join the main CLOCK ring, as every entry did
-	// before priorities: point reads (Get, MultiGet), index and filter
-	// blocks, and anything else not known to be a scan. Set and GetOrLoad
+	// before priorities: point reads (Get, MultiGet) and anything else
+	// neither a scan nor an index or filter block. Set and GetOrLoad
 	// always insert with it.
 	PriorityNormal Priority = iota
 	// PriorityScan entries are probationary: they join the probation ring
