@@ -2,9 +2,7 @@ package sstable
 
 import (
 	"github.com/shaledb/shale/internal/cache"
-	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/sstable/block"
-	"github.com/shaledb/shale/statistics"
 )
 
 // A forward scan looks up the block after the one it moves to as soon as it
@@ -84,11 +82,7 @@ func (i *Iter) takeAhead(h block.Handle) ([]byte, BlockPin, aheadFound) {
 		return nil, BlockPin{}, aheadNone
 	}
 	v := hd.Value()
-	st := i.r.opts.Stats
-	st.RecordTick(statistics.BlockCacheHit, 1)
-	fileio.NoteCacheHit(st, i.env.IO)
-	st.RecordTick(statistics.BlockCacheDataHit, 1)
-	st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(v)))
+	noteDataHit(i.r.opts.Stats, &i.env, len(v))
 	return v, BlockPin{h: hd}, aheadHit
 }
 
@@ -98,10 +92,7 @@ func (i *Iter) takeAhead(h block.Handle) ([]byte, BlockPin, aheadFound) {
 // another reader loaded in between is found by the cache's single-flight
 // load, which then does not read it again.)
 func (i *Iter) readMissed(h block.Handle, dest blockDest) ([]byte, BlockPin, error) {
-	st := i.r.opts.Stats
-	st.RecordTick(statistics.BlockCacheMiss, 1)
-	fileio.NoteCacheMiss(st, i.env.IO)
-	st.RecordTick(statistics.BlockCacheDataMiss, 1)
+	noteDataMiss(i.r.opts.Stats, &i.env)
 	data, pin, _, err := i.r.readDataUncached(i.ctx, &i.env, h, dest)
 	return data, pin, err
 }

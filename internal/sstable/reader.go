@@ -753,17 +753,28 @@ func (r *Reader) readData(
 	if c != nil {
 		if hd, ok := c.Get(r.cacheKey(h)); ok {
 			v := hd.Value()
-			st.RecordTick(statistics.BlockCacheHit, 1)
-			fileio.NoteCacheHit(st, env.IO)
-			st.RecordTick(statistics.BlockCacheDataHit, 1)
-			st.RecordTick(statistics.BlockCacheBytesRead, uint64(len(v)))
+			noteDataHit(st, env, len(v))
 			return v, BlockPin{h: hd}, locCache, nil
 		}
-		st.RecordTick(statistics.BlockCacheMiss, 1)
-		fileio.NoteCacheMiss(st, env.IO)
-		st.RecordTick(statistics.BlockCacheDataMiss, 1)
+		noteDataMiss(st, env)
 	}
 	return r.readDataUncached(ctx, env, h, dest)
+}
+
+// noteDataHit records a data block of n bytes found in the block cache, as
+// every read that records its tickers at once does.
+func noteDataHit(st *statistics.Statistics, env *ReadEnv, n int) {
+	st.RecordTick(statistics.BlockCacheHit, 1)
+	fileio.NoteCacheHit(st, env.IO)
+	st.RecordTick(statistics.BlockCacheDataHit, 1)
+	st.RecordTick(statistics.BlockCacheBytesRead, uint64(n))
+}
+
+// noteDataMiss records a data block not found in the block cache.
+func noteDataMiss(st *statistics.Statistics, env *ReadEnv) {
+	st.RecordTick(statistics.BlockCacheMiss, 1)
+	fileio.NoteCacheMiss(st, env.IO)
+	st.RecordTick(statistics.BlockCacheDataMiss, 1)
 }
 
 // readDataCounted is readData that counts its block cache hit or miss in t
