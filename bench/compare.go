@@ -40,6 +40,7 @@ type runMeta struct {
 	LoadAvgBefore string    `json:"loadavg_before"`
 	LoadAvgAfter  string    `json:"loadavg_after"`
 	Load1         []float64 `json:"load1_at_each_child"`
+	OtherCPU      []float64 `json:"other_cpu_share_at_each_child,omitempty"`
 	Engines       []string  `json:"engines"`
 	RocksDB       string    `json:"rocksdb"`
 	CacheBytes    int64     `json:"cache_bytes"`
@@ -123,10 +124,14 @@ func runParent(cfg *config, stdout io.Writer) error {
 			fmt.Fprintf(os.Stderr, "== round %d/%d, child %d/%d: %s, %s (load %s)\n", r+1, cfg.rounds, i+1, len(jobs),
 				jb.engine, jb.variant, loadAvg())
 			var res *engineResult
+			before := markCPU()
 			if jb.engine == engineRocksDB {
 				res, err = runRocksDB(cfg, dbBench, jb.variant, runDir)
 			} else {
 				res, err = runChildProcess(exe, jb, runDir)
+			}
+			if share, ok := otherCPUShare(before, markCPU(), meta.CPUs); ok {
+				meta.OtherCPU = append(meta.OtherCPU, share)
 			}
 			if err != nil {
 				return errors.Wrapf(err, "round %d: %s, %s", r+1, jb.engine, jb.variant)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -29,12 +28,14 @@ func printReadmeSection(w io.Writer, cfg *config, rep *report) {
 	fmt.Fprintf(w, " %s of data: %d keys of %d B with %d B values, a %s block cache and %s memtables for every engine, bloom 10 bits/key, snappy, reads after a full compaction with %s goroutine(s).",
 		formatSize(m.MaxDataBytes), m.NumKeys, m.KeySize, m.ValueSize, formatSize(cfg.cacheSize), formatSize(cfg.memtableSize), joinInts(m.Threads))
 	fmt.Fprintf(w, " %d rounds, each engine and configuration a child process of its own, in a new random order each round.", len(rep.Rounds))
-	if len(m.Load1) > 0 {
-		fmt.Fprintf(w, " The 1-minute load average at each child's start was %s on %d cores", spread(m.Load1).String(), m.CPUs)
-		if slices.Max(m.Load1) >= 0.5 {
-			fmt.Fprint(w, " (other work was running: treat differences inside the spread as noise)")
-		}
-		fmt.Fprint(w, ".")
+	if len(m.OtherCPU) > 0 {
+		fmt.Fprintf(w, " Other processes took %s of the machine's CPU while each child ran (median, min–max).",
+			spread(m.OtherCPU).format(percent, ""))
+	} else if len(m.Load1) > 0 {
+		fmt.Fprintf(w, " The 1-minute load average at each child's start was %s on %d cores.", spread(m.Load1).String(), m.CPUs)
+	}
+	if loaded, why := underLoad(m); loaded {
+		fmt.Fprintf(w, " Taken under load: %s; treat differences inside the spread as noise.", why)
 	}
 	if m.PebbleCache == "blocks" {
 		fmt.Fprint(w, " Pebble charges its memtables to its block cache, so its cache is the others' plus twice the memtable size, the part its memtables do not hold reserved after the load.")

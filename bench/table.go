@@ -223,9 +223,12 @@ func printReport(w io.Writer, cfg *config, rep *report) {
 		len(rep.Rounds), m.PhaseDuration, cfg.warmup, joinInts(m.Threads))
 	fmt.Fprintf(w, "- load average (1, 5, 15 min): before %s, after %s; 1-minute load at each child's start %s\n",
 		m.LoadAvgBefore, m.LoadAvgAfter, spread(m.Load1).String())
-	if len(m.Load1) > 0 && slices.Max(m.Load1) >= 0.5 {
-		fmt.Fprintf(w, "- **taken under load**: other work was running on this machine (1-minute load average up to %s on %d cores); treat differences inside the spread as noise\n",
-			fmt3(slices.Max(m.Load1)), m.CPUs)
+	if len(m.OtherCPU) > 0 {
+		fmt.Fprintf(w, "- other work: processes other than the bench (with the hypervisor's steal) took %s of the machine's CPU capacity while each child ran (median, min–max over the children)\n",
+			spread(m.OtherCPU).format(percent, ""))
+	}
+	if loaded, why := underLoad(m); loaded {
+		fmt.Fprintf(w, "- **taken under load**: %s; treat differences inside the spread as noise\n", why)
 	}
 	switch m.PebbleCache {
 	case "blocks":
