@@ -59,10 +59,7 @@ func (c *Cache) getMany(keys []Key, out []Handle) (hits int) {
 		found[i] = s.entries[hashes[i]&s.mask]
 	}
 	for i, k := range keys {
-		e := found[i]
-		for e != nil && e.key != k {
-			e = e.hashNext
-		}
+		e := chainFind(found[i], k)
 		if e == nil || e.state != stateIndexed {
 			out[i] = Handle{}
 			continue

@@ -28,11 +28,15 @@ func (x index) find(h uint64, k Key) *entry {
 // follows.
 func (x index) lookup(h uint64, k Key) (e, head *entry) {
 	head = x[h]
-	e = head
+	return chainFind(head, k), head
+}
+
+// chainFind returns the entry of k in the chain that starts at e, or nil.
+func chainFind(e *entry, k Key) *entry {
 	for e != nil && e.key != k {
 		e = e.hashNext
 	}
-	return e, head
+	return e
 }
 
 // add puts e, which is in no index, on the chain of h, the hash of e.key.
