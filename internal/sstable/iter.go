@@ -70,9 +70,6 @@ type Iter struct {
 	// forward moves within it skip the bound check, and the next block is
 	// worth reading.
 	belowUpper bool
-	// scan says the loaded block adjoins the one loaded before it
-	// (PrefetchBuffer.Sequential): the Iter is scanning.
-	scan bool
 	// ahead, when valid, pins the cached block aheadAt, the one after the
 	// loaded block, which a forward scan looked up early (see lookAhead);
 	// aheadMissed says the look-up of aheadAt missed instead.
@@ -425,12 +422,13 @@ func (i *Iter) load(forward bool) bool {
 	// scan over more data than the cache does not evict the blocks that
 	// point reads and hits keep there (see the cache package).
 	dest := blockDest{pf: i.pf, dec: &i.buf}
-	i.scan = i.pf.Sequential(int64(h.Offset), int(h.Length)+block.TrailerLen)
-	if i.scan {
+	// The block adjoins the one loaded before it: the Iter is scanning.
+	scan := i.pf.Sequential(int64(h.Offset), int(h.Length)+block.TrailerLen)
+	if scan {
 		dest.pri = cache.PriorityScan
 	}
 	data, pin, found := i.takeAhead(h)
-	if forward && i.scan && i.pf.MostlyCached() {
+	if forward && scan && i.pf.MostlyCached() {
 		i.lookAhead()
 	}
 	if found != aheadHit {
