@@ -739,42 +739,32 @@ const (
 // there; else read through dest.pf or the file and, with env.FillCache and a
 // cache, loaded into the cache (single flight). Otherwise, and for an
 // uncompressed block of a mapped file, which is never cached, loc says where
-// the block is; the pin is then zero.
+// the block is; the pin is then zero. It records the block cache tickers
+// that readDataCounted counts.
 func (r *Reader) readData(
 	ctx context.Context, env *ReadEnv, h block.Handle, dest blockDest,
 ) (data []byte, pin BlockPin, loc blockLoc, err error) {
-	c := r.opts.Cache
-	st := r.opts.Stats
-	// Checked before the cache lookup too: a damaged handle must not find a
-	// cached block of another kind (see metaCacheKey).
-	if !blockWithin(h, r.dataEnd) {
-		return nil, BlockPin{}, 0, r.dataHandleErr(h)
-	}
-	if c != nil {
-		if hd, ok := c.Get(r.cacheKey(h)); ok {
-			v := hd.Value()
-			noteDataHit(st, env, len(v))
-			return v, BlockPin{h: hd}, locCache, nil
-		}
-		noteDataMiss(st, env)
-	}
-	return r.readDataUncached(ctx, env, h, dest)
+	var t statistics.TableTicks
+	data, pin, loc, err = r.readDataCounted(ctx, env, h, dest, &t)
+	r.opts.Stats.RecordTableTicks(&t)
+	return data, pin, loc, err
 }
 
 // noteDataHit records a data block of n bytes found in the block cache, as
-// every read that records its tickers at once does.
+// readData does: its tickers counted as readDataCounted counts them, and
+// recorded at once.
 func noteDataHit(st *statistics.Statistics, env *ReadEnv, n int) {
-	st.RecordTick(statistics.BlockCacheHit, 1)
+	t := statistics.TableTicks{DataHits: 1, DataHitBytes: uint64(n)}
+	st.RecordTableTicks(&t)
 	fileio.NoteCacheHit(st, env.IO)
-	st.RecordTick(statistics.BlockCacheDataHit, 1)
-	st.RecordTick(statistics.BlockCacheBytesRead, uint64(n))
 }
 
-// noteDataMiss records a data block not found in the block cache.
+// noteDataMiss records a data block not found in the block cache, as
+// readData does.
 func noteDataMiss(st *statistics.Statistics, env *ReadEnv) {
-	st.RecordTick(statistics.BlockCacheMiss, 1)
+	t := statistics.TableTicks{DataMisses: 1}
+	st.RecordTableTicks(&t)
 	fileio.NoteCacheMiss(st, env.IO)
-	st.RecordTick(statistics.BlockCacheDataMiss, 1)
 }
 
 // readDataCounted is readData that counts its block cache hit or miss in t
