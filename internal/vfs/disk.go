@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/ioctx"
 )
 
 // diskFS is the operating system's filesystem. It is stateless apart from
@@ -160,6 +161,11 @@ type diskFile struct {
 		sync.Mutex
 		mapped []byte
 	}
+
+	// ring says whether ReadAtBatch uses io_uring for this file, decided
+	// by its first batch from the file's filesystem (see ringSuits; on
+	// platforms without io_uring it stays unused).
+	ring atomic.Int32
 }
 
 func newDiskFile(f *os.File) *diskFile { return &diskFile{f: f} }
@@ -167,6 +173,27 @@ func newDiskFile(f *os.File) *diskFile { return &diskFile{f: f} }
 var _ File = (*diskFile)(nil)
 
 func (d *diskFile) ReadAt(p []byte, off int64) (int, error) { return d.f.ReadAt(p, off) }
+
+var _ BatchReader = (*diskFile)(nil)
+
+// ReadAtBatch implements BatchReader. On Linux, on filesystems that complete
+// cached reads inline, the batch goes to the kernel with io_uring: one
+// io_uring_enter for up to 32 reads (uring_linux.go). Elsewhere, when
+// io_uring is unavailable (seccomp, kernel.io_uring_disabled) or all of the
+// process's rings are busy, each request is one pread. The file has no use
+// for opts.
+func (d *diskFile) ReadAtBatch(_ ioctx.IOOptions, reqs []BatchRead) {
+	if len(reqs) > 1 && d.readRing(reqs) {
+		return
+	}
+	d.readEach(reqs)
+}
+
+func (d *diskFile) readEach(reqs []BatchRead) {
+	for i := range reqs {
+		reqs[i].N, reqs[i].Err = d.f.ReadAt(reqs[i].P, reqs[i].Off)
+	}
+}
 
 func (d *diskFile) Write(p []byte) (int, error) { return d.f.Write(p) }
 

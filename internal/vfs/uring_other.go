@@ -1,0 +1,8 @@
+//go:build !linux || mips || mipsle || mips64 || mips64le
+
+package vfs
+
+// readRing reads nothing: this platform has no io_uring (or, on mips,
+// uring_linux.go does not know its system call numbers), so ReadAtBatch
+// reads with one ReadAt per request.
+func (d *diskFile) readRing([]BatchRead) bool { return false }
