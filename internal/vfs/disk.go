@@ -176,23 +176,14 @@ func (d *diskFile) ReadAt(p []byte, off int64) (int, error) { return d.f.ReadAt(
 
 var _ BatchReader = (*diskFile)(nil)
 
-// ReadAtBatch implements BatchReader. On Linux, on filesystems that complete
-// cached reads inline, the batch goes to the kernel with io_uring: one
-// io_uring_enter for up to 32 reads (uring_linux.go). Elsewhere, when
-// io_uring is unavailable (seccomp, kernel.io_uring_disabled) or all of the
-// process's rings are busy, each request is one pread. The file has no use
-// for opts.
-func (d *diskFile) ReadAtBatch(_ ioctx.IOOptions, reqs []BatchRead) {
-	if len(reqs) > 1 && d.readRing(reqs) {
-		return
-	}
-	d.readEach(reqs)
-}
-
-func (d *diskFile) readEach(reqs []BatchRead) {
-	for i := range reqs {
-		reqs[i].N, reqs[i].Err = d.f.ReadAt(reqs[i].P, reqs[i].Off)
-	}
+// ReadAtBatch implements BatchReader. On Linux, for a file on a filesystem
+// whose cached reads io_uring completes inline, a batch goes to the kernel
+// with one io_uring_enter per 32 reads (uring_linux.go). It returns false
+// for a single request, elsewhere, when io_uring is unavailable (seccomp,
+// kernel.io_uring_disabled) or all of the process's rings are busy. The file
+// has no use for opts.
+func (d *diskFile) ReadAtBatch(_ ioctx.IOOptions, reqs []BatchRead) bool {
+	return len(reqs) > 1 && d.readRing(reqs)
 }
 
 func (d *diskFile) Write(p []byte) (int, error) { return d.f.Write(p) }

@@ -77,8 +77,8 @@ func BenchmarkReadAtBatch(b *testing.B) {
 					}
 					if mode == "pread" {
 						d.readEach(reqs)
-					} else {
-						d.ReadAtBatch(ioctx.IOOptions{}, reqs)
+					} else if !d.ReadAtBatch(ioctx.IOOptions{}, reqs) {
+						b.Fatal("ReadAtBatch declined the batch")
 					}
 					for i := range reqs {
 						if reqs[i].N != size.n || reqs[i].Err != nil {

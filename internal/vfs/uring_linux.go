@@ -392,7 +392,8 @@ func (d *diskFile) ringSuits() bool {
 }
 
 // readRing reads reqs with io_uring and reports whether it did; if not, no
-// request's outcome was set. It runs the ring while the descriptor is held
+// request's outcome was set (the file is closed, on a filesystem the ring does
+// not suit, or no ring is free). It runs the ring while the descriptor is held
 // (rawControl), so a concurrent Close cannot recycle it under a read.
 func (d *diskFile) readRing(reqs []BatchRead) bool {
 	if !d.ringSuits() {
@@ -443,6 +444,13 @@ func (d *diskFile) readOnRing(r *uring, fd int32, reqs []BatchRead) bool {
 		}
 	}
 	return true
+}
+
+// readEach reads reqs one by one, as a caller does when ReadAtBatch declines.
+func (d *diskFile) readEach(reqs []BatchRead) {
+	for i := range reqs {
+		reqs[i].N, reqs[i].Err = d.f.ReadAt(reqs[i].P, reqs[i].Off)
+	}
 }
 
 // finish sets the outcome of one read from its completion, as ReadAt would

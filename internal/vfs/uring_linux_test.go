@@ -79,6 +79,30 @@ func openRandomFile(t *testing.T, size int) (*diskFile, []byte) {
 	return f.(*diskFile), data
 }
 
+// notSet marks a request ReadAtBatch has not read.
+var notSet = errors.New("not set")
+
+// readBatch reads batch as the file reader does: with ReadAtBatch, and one
+// ReadAt per request if it declines, which it must do exactly when accept is
+// false, reading nothing.
+func readBatch(t *testing.T, d *diskFile, batch []BatchRead, accept bool) {
+	t.Helper()
+	for i := range batch {
+		batch[i].N, batch[i].Err = -1, notSet
+	}
+	if ok := d.ReadAtBatch(ioctx.IOOptions{}, batch); ok != accept {
+		t.Fatalf("ReadAtBatch of %d requests returned %t", len(batch), ok)
+	}
+	for i := range batch {
+		if q := &batch[i]; accept == (q.Err == notSet) {
+			t.Fatalf("ReadAtBatch returned %t but request %d has (%d, %v)", accept, i, q.N, q.Err)
+		}
+	}
+	if !accept {
+		d.readEach(batch)
+	}
+}
+
 // sameOutcome compares a request's outcome with ReadAt's on the same file.
 func sameOutcome(t *testing.T, d *diskFile, q BatchRead) {
 	t.Helper()
@@ -133,10 +157,7 @@ func TestReadAtBatchMatchesReadAt(t *testing.T) {
 				batches = append(batches, batch)
 			}
 			for _, batch := range batches {
-				for i := range batch {
-					batch[i].N, batch[i].Err = -1, errors.New("not set")
-				}
-				d.ReadAtBatch(ioctx.IOOptions{}, batch)
+				readBatch(t, d, batch, mode == modeRing && len(batch) > 1)
 				for _, q := range batch {
 					sameOutcome(t, d, q)
 				}
@@ -149,8 +170,8 @@ func TestReadAtBatchMatchesReadAt(t *testing.T) {
 	}
 }
 
-// TestReadAtBatchClosed: a batch on a closed file fails each request as
-// ReadAt does, whichever way it would have read.
+// TestReadAtBatchClosed: ReadAtBatch declines a batch of a closed file, so
+// each request fails as ReadAt does.
 func TestReadAtBatchClosed(t *testing.T) {
 	for _, mode := range []batchMode{modeRing, modePread} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -160,7 +181,7 @@ func TestReadAtBatchClosed(t *testing.T) {
 				t.Fatal(err)
 			}
 			batch := []BatchRead{{Off: 0, P: make([]byte, 100)}, {Off: 500, P: make([]byte, 100)}}
-			d.ReadAtBatch(ioctx.IOOptions{}, batch)
+			readBatch(t, d, batch, false)
 			for _, q := range batch {
 				if q.N != 0 || !errors.Is(q.Err, os.ErrClosed) {
 					t.Fatalf("read at %d of a closed file: (%d, %v), want os.ErrClosed", q.Off, q.N, q.Err)
@@ -185,7 +206,7 @@ func TestReadAtBatchDescriptorClosedUnderneath(t *testing.T) {
 				t.Fatal(err, cerr)
 			}
 			batch := []BatchRead{{Off: 0, P: make([]byte, 100)}, {Off: 500, P: make([]byte, 100)}, {Off: 9000, P: make([]byte, 4096)}}
-			d.ReadAtBatch(ioctx.IOOptions{}, batch)
+			readBatch(t, d, batch, mode == modeRing)
 			for _, q := range batch {
 				var pe *os.PathError
 				if q.N != 0 || !errors.Is(q.Err, syscall.EBADF) || !errors.As(q.Err, &pe) || pe.Path != d.f.Name() {
@@ -213,7 +234,9 @@ func TestReadAtBatchConcurrent(t *testing.T) {
 				for i := range batch {
 					batch[i] = BatchRead{Off: rng.Int64N(size - 5000), P: make([]byte, 1+rng.IntN(5000))}
 				}
-				d.ReadAtBatch(ioctx.IOOptions{}, batch)
+				if !d.ReadAtBatch(ioctx.IOOptions{}, batch) {
+					d.readEach(batch) // every ring busy
+				}
 				for _, q := range batch {
 					if q.Err != nil || q.N != len(q.P) || !bytes.Equal(q.P, data[q.Off:q.Off+int64(q.N)]) {
 						errs <- fmt.Errorf("read of %d at %d: (%d, %v) or wrong bytes", len(q.P), q.Off, q.N, q.Err)

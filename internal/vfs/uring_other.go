@@ -4,5 +4,5 @@ package vfs
 
 // readRing reads nothing: this platform has no io_uring (or, on mips,
 // uring_linux.go does not know its system call numbers), so ReadAtBatch
-// reads with one ReadAt per request.
+// declines every batch.
 func (d *diskFile) readRing([]BatchRead) bool { return false }

@@ -121,12 +121,18 @@ type BatchRead struct {
 }
 
 // BatchReader is an optional interface of File: a file that can read several
-// ranges in one call, cheaper than one ReadAt each (on Linux the OS
+// ranges in one call for less than one ReadAt each. On Linux the OS
 // filesystem submits them together with io_uring, one system call instead of
-// one per range, and falls back to pread where io_uring is unavailable).
+// one per range, for files on filesystems whose cached reads io_uring
+// completes without a worker thread (ext4, xfs, btrfs; not tmpfs).
 //
-// ReadAtBatch sets every request's N and Err to what ReadAt(P, Off) would
-// return: a read that ends past the end of the file returns the bytes there
+// ReadAtBatch either reads every request and returns true, or reads none and
+// returns false: the file has no faster way for these requests than ReadAt
+// each (io_uring unavailable under seccomp or kernel.io_uring_disabled, all
+// of the process's rings busy, a filesystem it does not suit, a single
+// request), and the caller reads them as it would have without the
+// interface. A read sets the request's N and Err to what ReadAt(P, Off)
+// returns: a read that ends past the end of the file returns the bytes there
 // are and io.EOF, a failed read its own error; one request's failure does not
 // affect the others. The requests may be read in any order and at the same
 // time, so they must not share buffer bytes. The buffers are owned by the
@@ -139,7 +145,7 @@ type BatchRead struct {
 // Wrappers (errorfs, MemFS, test files) do not implement it, so reads through
 // them, and fault injection, go request by request through ReadAt.
 type BatchReader interface {
-	ReadAtBatch(opts ioctx.IOOptions, reqs []BatchRead)
+	ReadAtBatch(opts ioctx.IOOptions, reqs []BatchRead) bool
 }
 
 // Mappable is an optional interface of File: the file can be mapped into
