@@ -7,19 +7,18 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/ioctx"
 )
 
 // BenchmarkReadAtBatch compares 16 random reads of a 128 MiB file on tmpfs
 // (/dev/shm when present: the bench workload's medium) read with one pread
 // each and with one ReadAtBatch (one io_uring_enter). Besides ns/op it
-// reports the process's CPU time per read (getrusage, which counts io_uring's
-// worker threads too): on a VM whose system calls are expensive that is what
-// a batch saves. SHALE_URING_BENCH_DIR names another directory (a disk
+// reports the process's CPU time per op, of 16 reads (getrusage, which counts
+// io_uring's worker threads too): on a VM whose system calls are expensive
+// that is what a batch saves. SHALE_URING_BENCH_DIR names another directory (a disk
 // filesystem whose page cache holds the file, for one).
 //
 //	go test ./internal/vfs -run '^$' -bench ReadAtBatch -count 5
@@ -66,7 +65,7 @@ func BenchmarkReadAtBatch(b *testing.B) {
 				}
 				b.SetBytes(int64(batch * size.n))
 				b.ReportAllocs()
-				cpu0 := processCPU(b)
+				defer cpubench.Start(b)()
 				for b.Loop() {
 					for i := range reqs {
 						off := rng.Int64N(fileSize - int64(size.n))
@@ -86,8 +85,6 @@ func BenchmarkReadAtBatch(b *testing.B) {
 						}
 					}
 				}
-				cpu := processCPU(b) - cpu0
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/read")
 			})
 		}
 	}
@@ -103,15 +100,6 @@ func writeRandomFile(tb testing.TB, name string, size int) {
 	if err := os.WriteFile(name, data, 0o644); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-// processCPU is the user and system time of the whole process so far.
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // uringAvailable reports whether the pool can hand out a ring.
