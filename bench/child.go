@@ -225,8 +225,8 @@ func runChild(cfg *config, name string, out *os.File) error {
 				continue
 			}
 			var stopProfile func()
-			if main && cfg.cpuProfileDir != "" && ph.name == phaseGetHit && threads == cfg.threads[0] {
-				if stopProfile, err = startProfile(cfg.cpuProfileDir, name); err != nil {
+			if main && cfg.cpuProfileDir != "" && profiledPhase(ph.name) && threads == cfg.threads[0] {
+				if stopProfile, err = startProfile(cfg.cpuProfileDir, name, ph.name); err != nil {
 					return err
 				}
 			}
@@ -441,11 +441,17 @@ func readPhases(name string, s store, n, valueSize int) []readPhase {
 	}
 }
 
-func startProfile(dir, name string) (func(), error) {
+// profiledPhase reports whether -cpuprofile covers the phase: Get hit and
+// MultiGet, whose ratio is one of the targets.
+func profiledPhase(phase string) bool { return phase == phaseGetHit || phase == phaseMultiGet }
+
+// startProfile starts a CPU profile of one engine's phase, written to
+// dir/engine-phase.pprof.
+func startProfile(dir, name, phase string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.Create(filepath.Join(dir, name+"-get-hit.pprof"))
+	f, err := os.Create(filepath.Join(dir, name+"-"+phase+".pprof"))
 	if err != nil {
 		return nil, err
 	}

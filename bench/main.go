@@ -76,7 +76,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.statsDuration, "stats-duration", 500*time.Millisecond, "measured time of each candidate in each round of the interleaved comparisons")
 	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
-	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write a CPU profile of each engine's Get hit phase (first thread count) into this directory")
+	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write CPU profiles of each engine's Get hit and MultiGet phases (first thread count) into this directory, as engine-phase.pprof")
 	fs.StringVar(&c.child, "engine", "", "internal: run one engine as a child process")
 	fs.StringVar(&c.variant, "variant", variantMain, "internal: the child's configuration ("+strings.Join(variants, ", ")+")")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds: each runs every engine and configuration once, in a new random order")
