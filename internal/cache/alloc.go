@@ -53,16 +53,27 @@ func floorClass(c int) int {
 // Alloc returns a buffer of length n for the caller to fill and then hand to
 // Set, or return from a GetOrLoad load; once that entry is gone and every
 // handle to it released, the cache reuses the buffer for a later Alloc. The
-// contents are unspecified. Until it is handed over the buffer belongs to the
-// caller, who may also simply drop it (the garbage collector reclaims it).
-// Its capacity may exceed n (by less than n/8 + 64 bytes); that slack is not
-// charged to the cache.
+// contents are unspecified. Its capacity may exceed n (by less than n/8 + 64
+// bytes); that slack is not charged to the cache.
+//
+// The buffer may come from the cache's off-heap region (see OffHeap): a
+// caller that does not hand it over must give it back with Free, or it is
+// lost to the cache until the cache itself is unreachable. (A Go heap
+// buffer may simply be dropped; Free takes either.)
 //
 // On a nil *Cache, Alloc is make([]byte, n).
 func (c *Cache) Alloc(n int) []byte {
 	cl := ceilClass(n)
 	if c == nil || cl < 0 {
 		return make([]byte, n)
+	}
+	if c.region != nil {
+		if b, reused := c.region.alloc(cl); b != nil {
+			if invariants.Enabled && reused && !checkPoison(b) {
+				panic(base.AssertionFailedf("cache: a %d-byte off-heap buffer was written after its last handle was released", len(b)))
+			}
+			return b[:n]
+		}
 	}
 	x := c.bufs[cl].Get()
 	if x == nil {
@@ -78,14 +89,27 @@ func (c *Cache) Alloc(n int) []byte {
 	return b
 }
 
-// recycle keeps a freed entry for reuse: with its buffer in the pool of the
-// largest class the buffer can serve, or without it among the spare entry
-// structs.
+// Free gives back a buffer from Alloc that the caller did not hand to the
+// cache (a load that failed after allocating, say). The caller must not use
+// b, or any slice sharing its memory, afterwards. Go heap buffers are left
+// to the garbage collector; nil and empty-capacity slices are ignored.
+func (c *Cache) Free(b []byte) {
+	if !c.OffHeap(b) {
+		return
+	}
+	c.region.free(b)
+}
+
+// recycle keeps a freed entry for reuse: an off-heap buffer goes back to the
+// region, a Go heap one to the pool of the largest class it can serve (with
+// the entry), and the entry otherwise among the spare entry structs.
 func (c *Cache) recycle(e *entry) {
 	if invariants.Enabled {
 		c.live.Add(-1)
 	}
-	if cl := floorClass(cap(e.buf)); cl >= 0 {
+	if c.region.contains(e.buf) {
+		c.region.free(e.buf)
+	} else if cl := floorClass(cap(e.buf)); cl >= 0 {
 		c.bufs[cl].Put(e)
 		return
 	}

@@ -79,7 +79,8 @@ func TestSizeClasses(t *testing.T) {
 
 func TestAllocRecycles(t *testing.T) {
 	const rounds = 100
-	c := New(1 << 20)
+	// The Go heap's pools; region.go's tests cover the off-heap free lists.
+	c := NewWithOptions(1<<20, Options{GoHeap: true})
 	reused := 0
 	for i := range rounds {
 		k := Key{1, 1, uint64(i)}

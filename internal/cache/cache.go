@@ -39,6 +39,10 @@ type Cache struct {
 	// live counts entries made by newEntry and not yet freed. Maintained in
 	// invariants builds only, for leak checks in tests.
 	live atomic.Int64
+
+	// region is the off-heap memory Alloc takes buffers from first (see
+	// region.go); nil when the cache lives on the Go heap.
+	region *region
 }
 
 // Shard counts: 16 per GOMAXPROCS (see the package documentation), a power
@@ -80,6 +84,15 @@ type Options struct {
 	// as they are inserted; values outside [0, 1] are clamped, and NaN is
 	// 0.
 	HighPriorityPoolRatio float64
+	// GoHeap keeps the cache's buffers on the Go heap. By default (false)
+	// Alloc takes them from a region mapped outside the Go heap for each
+	// Cache, where the platform allows (64-bit unix): the garbage
+	// collector neither scans them nor counts them towards its goal, which
+	// would let the heap grow by as much again. The price is that a value
+	// may not outlive its handle in any form, not even as a slice the
+	// garbage collector would keep alive: whatever leaves the caller's
+	// control must be copied (see OffHeap).
+	GoHeap bool
 }
 
 // DefaultHighPriorityPoolRatio is New's HighPriorityPoolRatio: RocksDB's
@@ -120,8 +133,27 @@ func newCache(capacity int64, n int, mask uint64, o Options) *Cache {
 	for i := range c.shards {
 		c.shards[i].init(shardCap, int64(float64(shardCap)*ratio), mask)
 	}
+	if !o.GoHeap {
+		if r := newRegion(capacity); r != nil {
+			c.region = r
+			// Every handle and entry reaches c (entry.cache), so once c is
+			// unreachable nothing in the process can point into the region.
+			runtime.AddCleanup(c, (*region).release, r)
+		}
+	}
 	return c
 }
+
+// OffHeap reports whether b points into the cache's off-heap region: memory
+// that must be copied before it leaves the caller's control (handed to a
+// user, say), because the region is unmapped when the cache becomes
+// unreachable and a slice into it does not keep the cache alive. O(1); false
+// for a nil *Cache and for empty-capacity slices.
+func (c *Cache) OffHeap(b []byte) bool { return c != nil && c.region.contains(b) }
+
+// HasOffHeap reports whether the cache's buffers may come from outside the
+// Go heap: whether OffHeap can ever report true.
+func (c *Cache) HasOffHeap() bool { return c != nil && c.region != nil }
 
 // shardOf returns the shard of the key whose hash is h.
 func (c *Cache) shardOf(h uint64) *shard { return &c.shards[h>>c.shift] }

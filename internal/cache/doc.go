@@ -180,6 +180,29 @@
 // Set that did not come from Alloc are pooled the same way, so Set takes
 // ownership of the whole backing array, up to the slice's capacity.
 //
+// # Off-heap buffers
+//
+// By default (unless [Options.GoHeap]) Alloc takes buffers from a region
+// mapped outside the Go heap for each Cache, on 64-bit unix: capacity plus
+// a quarter, reserved but resident only where touched, carved into 1 MiB
+// slabs that each serve one size class, with a free list per class. Live
+// Go heap costs about twice its size (the garbage collector lets the heap
+// grow GOGC percent past what it found live); off-heap blocks cost their
+// size. A buffer larger than a slab, or wanted when its class has no free
+// object and no slab is left, comes from the Go heap and is pooled as
+// above. The region is unmapped by a cleanup once the Cache is unreachable;
+// every handle and entry reaches the Cache, so until then nothing that can
+// still read a value points into unmapped memory.
+//
+// What the garbage collector cannot do for off-heap memory, callers do:
+// a value must not be used after its handle is released in any form (a
+// slice of it does not keep it alive), so bytes that leave the caller's
+// control are copied first ([Cache.OffHeap] says which, in O(1)); and a
+// buffer from Alloc that is not handed to the cache goes back with
+// [Cache.Free] (a dropped one is lost to the cache until the Cache dies).
+// Invariants builds poison freed region buffers like pooled ones, and
+// panic on a double Free.
+//
 // # Invariants builds
 //
 // With the invariants (or race) build tag, a freed buffer is filled with 0xDB

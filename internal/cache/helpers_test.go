@@ -262,7 +262,27 @@ func requireQuiescent(t testing.TB, c *Cache) {
 	}
 	if invariants.Enabled {
 		require.Equal(t, int64(c.Len()), c.live.Load(), "entries neither indexed nor freed")
+		require.Equal(t, offHeapIndexed(c), c.region.liveObjects(), "off-heap buffers neither indexed nor freed")
 	}
+}
+
+// offHeapIndexed counts the indexed entries whose buffer is off-heap: with
+// no handle outstanding, the only region objects that may be live.
+func offHeapIndexed(c *Cache) int64 {
+	var n int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, head := range s.entries {
+			for e := head; e != nil; e = e.hashNext {
+				if c.OffHeap(e.buf) {
+					n++
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // flightWaiters returns the number of callers waiting for the load of k in
