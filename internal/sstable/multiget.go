@@ -429,7 +429,7 @@ func (r *Reader) multiGetDecode(blk *mgBlock, raw []byte, env *ReadEnv, fill boo
 		}
 		if !ok {
 			var err error
-			if v, err = r.decompress(ct, stored, blk.h, c.Alloc); err != nil {
+			if v, err = r.decompressForCache(c, ct, stored, blk.h); err != nil {
 				return nil, BlockPin{}, err
 			}
 		}

@@ -658,12 +658,35 @@ func (r *Reader) decompress(ct compress.Type, raw []byte, h block.Handle, alloc 
 	if err != nil {
 		return nil, err
 	}
-	data, err := compress.DecompressInto(ct, alloc(n), raw)
+	return r.decompressInto(ct, raw, h, alloc(n))
+}
+
+// decompressInto decodes raw into dst, at least its decoded length long.
+func (r *Reader) decompressInto(ct compress.Type, raw []byte, h block.Handle, dst []byte) ([]byte, error) {
+	data, err := compress.DecompressInto(ct, dst, raw)
 	if err != nil {
 		return nil, r.wrapBlockErr(err, "decompressing", h)
 	}
 	if ct != compress.None {
 		r.opts.Stats.RecordTick(statistics.NumberBlockDecompressed, 1)
+	}
+	return data, nil
+}
+
+// decompressForCache is decompress into a buffer from c.Alloc, for the
+// cache to take. A buffer that a failed decode leaves unused goes back to
+// c: it may be off-heap memory, which the garbage collector would not
+// reclaim.
+func (r *Reader) decompressForCache(c *cache.Cache, ct compress.Type, raw []byte, h block.Handle) ([]byte, error) {
+	n, err := r.decodedLen(ct, raw, h)
+	if err != nil {
+		return nil, err
+	}
+	buf := c.Alloc(n)
+	data, err := r.decompressInto(ct, raw, h, buf)
+	if err != nil {
+		c.Free(buf)
+		return nil, err
 	}
 	return data, nil
 }
@@ -823,7 +846,7 @@ func (r *Reader) readDataUncached(
 		// cache.
 		var loaded bool
 		hd, _, err := c.GetOrLoadWithPriority(ctx, r.cacheKey(h), dest.pri, func() ([]byte, error) {
-			v, err := r.decompress(ct, raw, h, c.Alloc)
+			v, err := r.decompressForCache(c, ct, raw, h)
 			loaded = err == nil
 			return v, err
 		})
@@ -860,7 +883,7 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 				return v, nil
 			}
 		}
-		v, err := r.decompress(ct, raw, h, c.Alloc)
+		v, err := r.decompressForCache(c, ct, raw, h)
 		loaded = err == nil
 		return v, err
 	})
@@ -878,9 +901,14 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 // returns the block for the cache, or false when *buf's capacity exceeds
 // what Alloc would give for the block (Alloc's slack, below n/8 + 64
 // bytes), so that the cache never holds much more memory than it charges.
+//
+// It also returns false for a cache whose buffers live off the Go heap:
+// the block is worth a copy to leave the Go heap (the point of such a
+// cache), and a read buffer from the region would be lost to the cache
+// whenever its owner drops it rather than handing it back.
 func exchangeBuf(c *cache.Cache, buf *[]byte, n int) ([]byte, bool) {
 	b := *buf
-	if cap(b) > n+n/8+64 {
+	if cap(b) > n+n/8+64 || c.HasOffHeap() {
 		return nil, false
 	}
 	*buf = c.Alloc(len(b))[:0]
