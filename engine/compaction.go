@@ -229,12 +229,6 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 		if err := out.finish(); err != nil {
 			return err
 		}
-		// The closed writer still holds every index and filter partition
-		// of its table and its block buffers; outputs lives until the
-		// whole compaction is installed, so keeping it would hold that
-		// much for each output: a full compaction's memory grew with the
-		// data.
-		out.w = nil
 		outputs = append(outputs, out)
 		if err := d.openAndCheckTable(ctx, out.meta, c.OutputLevel, ioctx.ActivityCompaction, ioctx.PriorityLow); err != nil {
 			return err

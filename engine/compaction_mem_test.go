@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,8 +64,34 @@ func TestCompactionOutputsDropWriters(t *testing.T) {
 			require.Greater(t, len(outputs), 2)
 			for i, out := range outputs {
 				require.NotNil(t, out.meta, "output %d", i)
-				require.Nil(t, out.w, "output %d (%s) still holds its closed writer", i, out.fileNum)
+				require.Truef(t, out.w == nil, "output %d (%s) still holds its closed writer", i, out.fileNum)
 			}
+		})
+	}
+}
+
+// TestFlushDropsWriter pins that a flush's table, like a compaction's
+// outputs, no longer holds its closed sstable.Writer once finished: the
+// flush keeps the tableWriter until its version edit is applied, and the
+// closed Writer holds the table's index and filter partitions.
+func TestFlushDropsWriter(t *testing.T) {
+	for _, partitioned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("partitioned=%t", partitioned), func(t *testing.T) {
+			ctx := context.Background()
+			opts := smallOptions(nil)
+			opts.PartitionIndexAndFilters = partitioned
+			opts.CacheIndexAndFilterBlocks = partitioned
+			d, _ := openTestDB(t, opts)
+			mem := memtable.New(1 << 20)
+			for i := range 1000 {
+				require.NoError(t, mem.Add(base.SeqNum(i+1), base.KindSet, key(i), []byte("value")))
+			}
+			tw, err := d.flushMemTable(ctx, mem, ioctx.ActivityFlush, nil)
+			require.NoError(t, err)
+			require.NotNil(t, tw)
+			defer tw.abandon()
+			require.NotNil(t, tw.meta)
+			require.Truef(t, tw.w == nil, "the flushed table %s still holds its closed writer", tw.fileNum)
 		})
 	}
 }

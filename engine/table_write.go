@@ -83,9 +83,15 @@ func (d *DB) writerOptions() sstable.WriterOptions {
 }
 
 // finish completes the table, makes it durable and sets tw.meta. On failure
-// the table is abandoned.
+// the table is abandoned. Either way it drops the closed sstable.Writer,
+// which still holds every index and filter partition of its table and its
+// block buffers: a flush's writer lives until the version edit is applied,
+// and a compaction's outputs until the whole compaction is installed, so
+// keeping it held that much per output (a full compaction's memory grew
+// with the data).
 func (tw *tableWriter) finish() error {
 	meta, err := tw.w.Close()
+	tw.w = nil
 	if err == nil {
 		err = tw.limited.err
 	}
