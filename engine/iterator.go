@@ -23,8 +23,8 @@ type IterOptions struct {
 //
 // Key and Value are always Go heap memory or memory the iterator keeps
 // alive until Close: bytes that live outside the Go heap (a memtable's
-// mapped arena, a block of a memory-mapped table) are copied into the
-// iterator's own buffers first. A caller that keeps a slice past the point
+// mapped arena, a block in the block cache's off-heap region, a block of a
+// memory-mapped table) are copied into the iterator's own buffers first. A caller that keeps a slice past the point
 // the contract allows, or drops the iterator without Close while keeping
 // one, therefore sees stale bytes at worst, never a fault or another
 // database's memory.
@@ -35,7 +35,7 @@ type Iterator struct {
 	closed bool
 	// copyAll says every key and value may point into a mapped table
 	// (mmap_reads), so all are copied; otherwise only those in a mapped
-	// memtable arena are.
+	// memtable arena or the block cache's off-heap region are.
 	copyAll        bool
 	keyBuf, valBuf []byte
 	// deadline is the request's deadline that the caller's context does not

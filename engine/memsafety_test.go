@@ -81,6 +81,88 @@ var heldSliceScenarios = map[string]func(t *testing.T, dir string){
 		churn(t, filepath.Join(dir, "b"))
 		checkHeld(t, heldKey(0), v)
 	},
+	// Values and keys read from a table block in the block cache, whose
+	// buffers live in a region outside the Go heap that is unmapped once
+	// the cache is unreachable: held past the iterator's (or the
+	// transaction's, or the pin's) end and the database's Close.
+	"engine-iterator-cached-block": func(t *testing.T, dir string) {
+		db := openCachedHeld(t, filepath.Join(dir, "a"))
+		it, err := db.NewIterator(context.Background(), nil)
+		require.NoError(t, err)
+		require.True(t, it.First())
+		k, v := it.Key(), it.Value()
+		require.NoError(t, it.Close())
+		require.NoError(t, db.Close())
+		churnCached(t, filepath.Join(dir, "b"))
+		checkHeld(t, k, v)
+	},
+	"engine-txiterator-cached-block": func(t *testing.T, dir string) {
+		ctx := context.Background()
+		db := openCachedHeld(t, filepath.Join(dir, "a"))
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		it, err := tx.NewIterator(ctx, nil)
+		require.NoError(t, err)
+		require.True(t, it.First())
+		k, v := it.Key(), it.Value()
+		require.NoError(t, it.Close())
+		require.NoError(t, tx.Rollback())
+		require.NoError(t, db.Close())
+		churnCached(t, filepath.Join(dir, "b"))
+		checkHeld(t, k, v)
+	},
+	"engine-pinned-cached-block-released": func(t *testing.T, dir string) {
+		db := openCachedHeld(t, filepath.Join(dir, "a"))
+		pv, err := db.GetPinned(context.Background(), heldKey(0))
+		require.NoError(t, err)
+		v := pv.Data
+		pv.Release()
+		require.NoError(t, db.Close())
+		churnCached(t, filepath.Join(dir, "b"))
+		checkHeld(t, heldKey(0), v)
+	},
+	"engine-pinned-cached-block-dropped": func(t *testing.T, dir string) {
+		db := openCachedHeld(t, filepath.Join(dir, "a"))
+		v := func() []byte {
+			pv, err := db.GetPinned(context.Background(), heldKey(0))
+			require.NoError(t, err)
+			return pv.Data
+		}()
+		require.NoError(t, db.Close())
+		churnCached(t, filepath.Join(dir, "b"))
+		checkHeld(t, heldKey(0), v)
+	},
+}
+
+// openCachedHeld is openHeld with the keys flushed to a table, so that reads
+// find them in table blocks loaded into the block cache, which (with the
+// default options on 64-bit unix) keeps them outside the Go heap.
+func openCachedHeld(t *testing.T, dir string) *DB {
+	db := openHeld(t, dir)
+	require.NoError(t, db.Flush(context.Background()))
+	if !db.cache.HasOffHeap() {
+		t.Skipf("the block cache has no off-heap region on %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	return db
+}
+
+// churnCached is churn with the second database's writes flushed and read
+// back through its own block cache, whose region may take the addresses the
+// first one's had.
+func churnCached(t *testing.T, dir string) {
+	churn(t, dir)
+	db, err := Open(dir, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, db.Flush(ctx))
+	it, err := db.NewIterator(ctx, nil)
+	require.NoError(t, err)
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	require.NoError(t, it.Close())
+	require.NoError(t, db.Close())
+	runtime.GC()
+	runtime.GC()
 }
 
 func heldFacadeIterator(t *testing.T, dir, params string, flush bool) {

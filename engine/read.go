@@ -100,13 +100,19 @@ func (d *DB) getCopyImpl(call *readCall, key []byte, seq base.SeqNum) ([]byte, e
 
 // PinnedValue is a value read without copying: Data points into the block
 // cache, a memory-mapped table or the Go heap, and stays valid until
-// Release, which must be called exactly once. A value found in a memtable
-// whose arena lives outside the Go heap is copied, so that Data never points
+// Release, which must be called exactly once. A value found in memory
+// outside the Go heap that the engine unmaps on its own schedule (a
+// memtable's mapped arena, the block cache's off-heap region) is copied
+// into a Go heap buffer the PinnedValue holds, so that Data never points
 // into memory the engine may unmap while a caller still holds it.
 type PinnedValue struct {
 	Data []byte
 	v    readpath.Value
 	rs   *readState
+	// buf holds Data when it is such a copy, of generation bufGen;
+	// Release recycles it.
+	buf    *pinnedBuf
+	bufGen uint32
 }
 
 // Release unpins the value.
@@ -116,12 +122,18 @@ func (p *PinnedValue) Release() {
 		p.rs.unref()
 		p.rs = nil
 	}
+	if p.buf != nil {
+		p.buf.release(p.bufGen)
+		p.buf = nil
+	}
 	p.Data = nil
 }
 
 // GetPinned is Get without the copy: the value stays pinned until Release.
-// It does not allocate when the value's block is cached; a value found in a
-// memtable's mapped arena is copied (see PinnedValue).
+// A value found in a memtable's mapped arena or in the block cache's
+// off-heap region (where the platform has one, 64-bit unix) is copied into
+// a recycled Go heap buffer (see PinnedValue): the cost of the copy, but no
+// allocation once warm.
 func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
 	var call readCall
 	if err := d.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
@@ -132,9 +144,9 @@ func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
 	if err != nil || !v.rs.offHeap(v.Data) {
 		return v, err
 	}
-	data := append(make([]byte, 0, len(v.Data)), v.Data...)
+	pb, gen := newPinnedBuf(v.Data)
 	v.Release()
-	return PinnedValue{Data: data}, nil
+	return PinnedValue{Data: pb.b[:len(pb.b):len(pb.b)], buf: pb, bufGen: gen}, nil
 }
 
 // readSeq resolves readLatest to the latest visible write. Readers call it

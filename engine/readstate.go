@@ -88,9 +88,15 @@ func (rs *readState) tryRef() bool {
 	}
 }
 
-// offHeap reports whether b points into the mapped arena of one of the
-// state's memtables, memory that must be copied before it leaves the engine.
+// offHeap reports whether b points into memory outside the Go heap that the
+// engine may unmap while a user still holds a slice of it, and so must be
+// copied before it leaves the engine: the block cache's region (unmapped
+// once the cache is unreachable, which a slice does not prevent) or the
+// mapped arena of one of the state's memtables.
 func (rs *readState) offHeap(b []byte) bool {
+	if rs.tables.cache.OffHeap(b) {
+		return true
+	}
 	for _, m := range rs.mems {
 		if m.OffHeap(b) {
 			return true

@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// pinnedBuf is the Go heap copy of a pinned value that lives off the Go heap
+// (see PinnedValue). Recycled through pinnedBufs, so that GetPinned of a
+// cached block allocates nothing once warm, as it did before the cache's
+// blocks left the Go heap. A buffer reused after Release shows a caller who
+// kept Data too long another value, as a recycled cache block or decoded
+// block does; never unmapped memory.
+type pinnedBuf struct {
+	b []byte
+	// gen changes at every release. A PinnedValue records it, so that a
+	// second Release (of a copy of the PinnedValue), which would pool the
+	// buffer twice and hand it to two readers at once, is caught even
+	// after the buffer went to another reader.
+	gen atomic.Uint32
+}
+
+// maxPinnedBuf bounds the buffers kept in pinnedBufs, so that one huge
+// value does not stay reachable forever.
+const maxPinnedBuf = 64 << 10
+
+var pinnedBufs = sync.Pool{New: func() any { return new(pinnedBuf) }}
+
+// newPinnedBuf returns a buffer holding a copy of v (non-nil even when v is
+// empty, as the copy GetPinned made before) and its generation.
+func newPinnedBuf(v []byte) (*pinnedBuf, uint32) {
+	pb := pinnedBufs.Get().(*pinnedBuf)
+	if pb.b == nil {
+		pb.b = make([]byte, 0, max(len(v), 64))
+	}
+	pb.b = append(pb.b[:0], v...)
+	return pb, pb.gen.Load()
+}
+
+// release takes the buffer back from the holder of generation gen.
+func (pb *pinnedBuf) release(gen uint32) {
+	if !pb.gen.CompareAndSwap(gen, gen+1) {
+		panic(base.AssertionFailedf("engine: PinnedValue released twice"))
+	}
+	if cap(pb.b) > maxPinnedBuf {
+		pb.b = nil
+	}
+	pinnedBufs.Put(pb)
+}
