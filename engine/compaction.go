@@ -153,38 +153,9 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 // output level's tables overlap). The outputs are finished and hold their
 // reservations; on failure, none is left.
 func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs tableOutputs, err error) {
-	var iters []base.InternalIterator
-	var refs []readpath.TableRef
-	var tombstones []rangedel.Tombstone // the inputs' range tombstones
-	defer func() {
-		for _, r := range refs {
-			r.Release()
-		}
-	}()
-	for i, files := range c.Inputs {
-		level := c.Level
-		if i == 1 {
-			level = c.OutputLevel
-		}
-		for _, f := range files {
-			ref, err := d.tables.Acquire(ctx, compactionReadEnv, f, level)
-			if err != nil {
-				for _, it := range iters {
-					_ = it.Close()
-				}
-				return nil, errors.Wrapf(err, "engine: compaction input %s", f.FileNum)
-			}
-			refs = append(refs, ref)
-			tombstones = ref.Reader.RangeDeletions().Tombstones(tombstones)
-			it, err := ref.Reader.NewIter(ctx, compactionReadEnv, nil, nil)
-			if err != nil {
-				for _, it := range iters {
-					_ = it.Close()
-				}
-				return nil, errors.Wrapf(err, "engine: compaction input %s", f.FileNum)
-			}
-			iters = append(iters, it)
-		}
+	iters, tombstones, err := compactionInputs(ctx, c, d.tables)
+	if err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	snapshots := d.mu.snapshots.seqNums()
@@ -282,6 +253,52 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 	d.stats.RecordTick(statistics.CompactionKeyDropNewerEntry, stats.DroppedNewerEntry)
 	d.stats.RecordTick(statistics.CompactionKeyDropObsolete, stats.DroppedObsolete)
 	return outputs, nil
+}
+
+// compactionInputs returns the iterators to merge for c's inputs, in the
+// order of c.Inputs, and the inputs' range tombstones. Each L0 input gets an
+// iterator of its own (L0 tables overlap); the files of a level >= 1 are
+// sorted and disjoint, so they share one that opens them one at a time (see
+// readpath.NewCompactionIter). The caller closes the iterators.
+//
+// The tombstones are read first, from every input, since they cover points
+// of the other inputs: each table is acquired, its tombstones copied (so
+// that they do not refer to the memory of a reader a bounded table cache
+// may close, which may be a mapping) and released.
+func compactionInputs(ctx context.Context, c *compact.Compaction, tables readpath.TableSource) (
+	[]base.InternalIterator, []rangedel.Tombstone, error) {
+	var tombstones []rangedel.Tombstone
+	for i, files := range c.Inputs {
+		level := c.Level
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			ref, err := tables.Acquire(ctx, compactionReadEnv, f, level)
+			if err != nil {
+				return nil, nil, errors.Wrapf(err, "engine: compaction input %s", f.FileNum)
+			}
+			n := len(tombstones)
+			tombstones = ref.Reader.RangeDeletions().Tombstones(tombstones)
+			for j := n; j < len(tombstones); j++ {
+				tombstones[j].Start = bytes.Clone(tombstones[j].Start)
+				tombstones[j].End = bytes.Clone(tombstones[j].End)
+			}
+			ref.Release()
+		}
+	}
+	var iters []base.InternalIterator
+	if c.Level == 0 {
+		for i := range c.Inputs[0] {
+			iters = append(iters, readpath.NewCompactionIter(ctx, compactionReadEnv, tables, 0, c.Inputs[0][i:i+1]))
+		}
+	} else if len(c.Inputs[0]) > 0 {
+		iters = append(iters, readpath.NewCompactionIter(ctx, compactionReadEnv, tables, c.Level, c.Inputs[0]))
+	}
+	if len(c.Inputs[1]) > 0 {
+		iters = append(iters, readpath.NewCompactionIter(ctx, compactionReadEnv, tables, c.OutputLevel, c.Inputs[1]))
+	}
+	return iters, tombstones, nil
 }
 
 // manualCompaction is a Compact call's request.

@@ -36,9 +36,35 @@ type levelIter struct {
 	ref  TableRef
 	iter *sstable.Iter
 	err  error
+	// closeAtEnd closes the last table as soon as a forward move exhausts
+	// it (see NewCompactionIter).
+	closeAtEnd bool
 }
 
 var _ base.InternalIterator = (*levelIter)(nil)
+
+// NewCompactionIter returns an iterator over files, tables of level whose
+// user-key ranges do not overlap, sorted by key (the inputs of a compaction
+// from one level >= 1, or one L0 table), reading them with env. It keeps
+// one table open at a time, as a DB iterator's level does: a forward scan
+// closes each table's iterator, with its readahead buffer (which grows to
+// 256 KiB on a scan) and its pinned blocks, when it moves to the next
+// table, and the last one as soon as it is exhausted. So a compaction
+// holds one table iterator per input level and per L0 input, however many
+// files it reads; an iterator per input file, each kept until the whole
+// compaction ended, made its memory grow with its size.
+//
+// The tables are acquired through tables as the scan reaches them (and
+// released as it leaves them). Once a forward move has returned nil, Next
+// and Prev return nil until a First, Last or seek, as the contract of an
+// sstable.Iter (and the merging iterator's use of its children) has it.
+func NewCompactionIter(ctx context.Context, env sstable.ReadEnv, tables TableSource, level int,
+	files []*manifest.FileMetadata) base.InternalIterator {
+	l := &levelIter{}
+	l.init(ctx, env, tables, level, files, nil, nil)
+	l.closeAtEnd = true
+	return l
+}
 
 // init makes l iterate over files (sorted, non-overlapping) within
 // [lower, upper); the files outside the bounds are dropped here.
@@ -164,6 +190,9 @@ func (l *levelIter) skipForward(kv *base.InternalKV) *base.InternalKV {
 			return l.fail(err)
 		}
 		if l.cur+1 >= len(l.files) {
+			if l.closeAtEnd {
+				l.closeTable()
+			}
 			return nil
 		}
 		if !l.open(l.cur + 1) {
