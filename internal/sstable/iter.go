@@ -46,12 +46,15 @@ import (
 type Iter struct {
 	r *Reader
 	// x is the table's index: the Reader's own, or xv, a view of the
-	// cached index that ih pins until Close. In a partitioned table x is
-	// index partition part (-1 before the first is loaded), which ih pins,
-	// with the cache, until the Iter moves to another partition or closes.
+	// cached index that ih pins until Close, or of xown, the Iter's own
+	// copy of one the cache did not hold, read without ReadEnv.FillCache.
+	// In a partitioned table x is index partition part (-1 before the
+	// first is loaded), which ih pins, with the cache, until the Iter
+	// moves to another partition or closes.
 	x            *indexTable
 	xv           indexTable
 	ih           cache.Handle
+	xown         []byte
 	part         int
 	ctx          context.Context
 	env          ReadEnv
@@ -102,7 +105,7 @@ func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) 
 		// Partitions are pinned as moves reach them.
 		return i, nil
 	}
-	x, ih, err := r.pinIndex(ctx, env.IO, -1, &i.xv)
+	x, ih, err := r.pinIndexOwn(ctx, &i.env, -1, &i.xv, &i.xown)
 	if err != nil {
 		i.release()
 		return nil, err
@@ -247,11 +250,14 @@ func (i *Iter) release() {
 		i.pf.Close()
 	}
 	i.ih.Release()
-	buf, key := i.buf, i.key
+	buf, key, xown := i.buf, i.key, i.xown
 	if cap(buf) > maxPooledBuf {
 		buf = nil
 	}
-	*i = Iter{buf: buf[:0], key: key[:0]}
+	if cap(xown) > maxPooledBuf {
+		xown = nil
+	}
+	*i = Iter{buf: buf[:0], key: key[:0], xown: xown[:0]}
 	iterPool.Put(i)
 }
 
@@ -386,7 +392,7 @@ func (i *Iter) loadPart(p int) bool {
 		i.fail(errors.Wrapf(err, "sstable: %s: iterator reading %s", i.r.name, partName("index", p)))
 		return false
 	}
-	x, ih, err := i.r.pinIndex(i.ctx, i.env.IO, p, &i.xv)
+	x, ih, err := i.r.pinIndexOwn(i.ctx, &i.env, p, &i.xv, &i.xown)
 	if err != nil {
 		i.fail(err)
 		return false
