@@ -151,6 +151,19 @@ func newCache(capacity int64, n int, mask uint64, o Options) *Cache {
 // for a nil *Cache and for empty-capacity slices.
 func (c *Cache) OffHeap(b []byte) bool { return c != nil && c.region.contains(b) }
 
+// OffHeapInUse returns the number of off-heap buffers handed out by Alloc
+// and not yet back (recycled by a freed entry, or given to Free): those of
+// the cached entries, of entries evicted while handles still reference them,
+// and of buffers callers hold between Alloc and Set. With no handle and no
+// Alloc outstanding, a number above the cache's off-heap entries is a leak.
+// It locks every size class in turn; for tests and diagnostics.
+func (c *Cache) OffHeapInUse() int64 {
+	if c == nil || c.region == nil {
+		return 0
+	}
+	return c.region.objectsInUse()
+}
+
 // HasOffHeap reports whether the cache's buffers may come from outside the
 // Go heap: whether OffHeap can ever report true.
 func (c *Cache) HasOffHeap() bool { return c != nil && c.region != nil }

@@ -264,6 +264,7 @@ func requireQuiescent(t testing.TB, c *Cache) {
 		require.Equal(t, int64(c.Len()), c.live.Load(), "entries neither indexed nor freed")
 		require.Equal(t, offHeapIndexed(c), c.region.liveObjects(), "off-heap buffers neither indexed nor freed")
 	}
+	require.Equal(t, offHeapIndexed(c), c.OffHeapInUse(), "off-heap buffers neither indexed nor freed")
 }
 
 // offHeapIndexed counts the indexed entries whose buffer is off-heap: with

@@ -69,8 +69,10 @@ type regionClass struct {
 	// (the most recently used memory is the most likely to be resident
 	// and in the CPU's caches).
 	free []uintptr
-	// bump and end delimit the uncarved rest of the class's current slab.
+	// bump and end delimit the uncarved rest of the class's current slab;
+	// carved counts the objects ever carved.
 	bump, end uintptr
+	carved    int64
 	_         [64]byte // keep neighbouring classes' locks off one cache line
 }
 
@@ -127,6 +129,7 @@ func (r *region) alloc(cl int) (b []byte, reused bool) {
 	case rc.bump+size <= rc.end:
 		off = rc.bump
 		rc.bump += size
+		rc.carved++
 	default:
 		s := r.next.Add(1) - 1
 		if s >= int64(r.slabs) {
@@ -136,6 +139,7 @@ func (r *region) alloc(cl int) (b []byte, reused bool) {
 		r.slabClass[s] = uint8(cl)
 		off = uintptr(s) << slabShift
 		rc.bump, rc.end = off+size, off+slabSize
+		rc.carved++
 	}
 	rc.mu.Unlock()
 	if invariants.Enabled {
@@ -187,6 +191,19 @@ func (r *region) mark(off uintptr, out bool) {
 	} else {
 		r.live.Add(-1)
 	}
+}
+
+// objectsInUse returns the number of objects handed out and not freed, in every
+// build: the objects carved minus those on the free lists.
+func (r *region) objectsInUse() int64 {
+	var n int64
+	for i := range r.classes {
+		rc := &r.classes[i]
+		rc.mu.Lock()
+		n += rc.carved - int64(len(rc.free))
+		rc.mu.Unlock()
+	}
+	return n
 }
 
 // liveObjects returns the number of objects handed out and not freed, in
