@@ -140,7 +140,7 @@ func newURing() (*uring, error) {
 	fd, _, errno := syscall.RawSyscall(sysIOUringSetup, uringEntries, uintptr(unsafe.Pointer(&p)), 0)
 	if errno == syscall.EINVAL {
 		// Before 5.18 the flag is unknown; without it the kernel stops
-		// submitting at a read it cannot prepare, which submit handles.
+		// submitting at a read it cannot prepare, which wait handles.
 		p = uringParams{}
 		fd, _, errno = syscall.RawSyscall(sysIOUringSetup, uringEntries, uintptr(unsafe.Pointer(&p)), 0)
 	}
@@ -248,9 +248,10 @@ func (r *uring) read(fd int32, reqs []BatchRead, batch []uringRead) bool {
 // wait submits the SQEs from start on, one per read of batch, and reaps
 // their completions. io_uring_enter both submits what the kernel has not
 // consumed yet and waits for the reads not reaped yet; it is retried after
-// a signal (EINTR) and while reads complete.
+// a signal (EINTR) and while reads complete or are submitted, and a few
+// times when a call does nothing at all, which the kernel should not do.
 func (r *uring) wait(start uint32, batch []uringRead) bool {
-	reaped := 0
+	reaped, idle := 0, 0
 	for reaped < len(batch) {
 		toSubmit := uint32(len(batch)) - (atomic.LoadUint32(r.sqHead) - start)
 		_, _, errno := syscall.Syscall6(sysIOUringEnter, uintptr(r.fd), uintptr(toSubmit),
@@ -258,7 +259,12 @@ func (r *uring) wait(start uint32, batch []uringRead) bool {
 		n := r.reap(batch)
 		reaped += n
 		progress := n > 0 || atomic.LoadUint32(r.sqHead)-start > uint32(len(batch))-toSubmit
-		if errno == syscall.EINTR || progress && (errno == 0 || errno == syscall.EAGAIN || errno == syscall.EBUSY) {
+		if progress {
+			idle = 0
+		} else {
+			idle++
+		}
+		if errno == syscall.EINTR || (errno == 0 || errno == syscall.EAGAIN || errno == syscall.EBUSY) && (progress || idle < 3) {
 			continue
 		}
 		r.abandon(start, batch, reaped)
@@ -433,6 +439,9 @@ func (d *diskFile) readOnRing(r *uring, fd int32, reqs []BatchRead) bool {
 				continue
 			}
 			batch = append(batch, uringRead{req: i})
+		}
+		if len(batch) == 0 {
+			continue
 		}
 		ok := r.read(fd, reqs, batch)
 		for j := range batch {

@@ -194,17 +194,30 @@ func TestReadAtBatchClosed(t *testing.T) {
 // TestReadAtBatchDescriptorClosedUnderneath closes the descriptor behind the
 // *os.File's back: the kernel fails every read (EBADF in each completion on
 // the ring), and each request reports it, as ReadAt does, naming the file.
-// The package's tests run one at a time, so no other open can take the
-// descriptor's number meanwhile.
+// The descriptor is restored afterwards, for the *os.File's Close; the
+// package's tests run one at a time, so no other open takes its number
+// meanwhile.
 func TestReadAtBatchDescriptorClosedUnderneath(t *testing.T) {
 	for _, mode := range []batchMode{modeRing, modePread} {
 		t.Run(string(mode), func(t *testing.T) {
 			useBatchMode(t, mode)
 			d, _ := openRandomFile(t, 10_000)
+			var fd, spare int
 			var cerr error
-			if err := rawControl(d.f, func(fd uintptr) { cerr = syscall.Close(int(fd)) }); err != nil || cerr != nil {
+			if err := rawControl(d.f, func(u uintptr) {
+				fd = int(u)
+				if spare, cerr = syscall.Dup(fd); cerr == nil {
+					cerr = syscall.Close(fd)
+				}
+			}); err != nil || cerr != nil {
 				t.Fatal(err, cerr)
 			}
+			defer func() {
+				if err := syscall.Dup3(spare, fd, 0); err != nil {
+					t.Error(err)
+				}
+				_ = syscall.Close(spare)
+			}()
 			batch := []BatchRead{{Off: 0, P: make([]byte, 100)}, {Off: 500, P: make([]byte, 100)}, {Off: 9000, P: make([]byte, 4096)}}
 			readBatch(t, d, batch, mode == modeRing)
 			for _, q := range batch {
