@@ -261,10 +261,11 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 // sorted and disjoint, so they share one that opens them one at a time (see
 // readpath.NewCompactionIter). The caller closes the iterators.
 //
-// The tombstones are read first, from every input, since they cover points
-// of the other inputs: each table is acquired, its tombstones copied (so
-// that they do not refer to the memory of a reader a bounded table cache
-// may close, which may be a mapping) and released.
+// The tombstones are read first, from every input that has some (as the
+// MANIFEST says, which reads trust too), since they cover points of the
+// other inputs: each such table is acquired, its tombstones copied (so that
+// they do not refer to the memory of a reader a bounded table cache may
+// close, which may be a mapping) and released.
 func compactionInputs(ctx context.Context, c *compact.Compaction, tables readpath.TableSource) (
 	[]base.InternalIterator, []rangedel.Tombstone, error) {
 	var tombstones []rangedel.Tombstone
@@ -274,6 +275,9 @@ func compactionInputs(ctx context.Context, c *compact.Compaction, tables readpat
 			level = c.OutputLevel
 		}
 		for _, f := range files {
+			if !f.HasRangeDels {
+				continue
+			}
 			ref, err := tables.Acquire(ctx, compactionReadEnv, f, level)
 			if err != nil {
 				return nil, nil, errors.Wrapf(err, "engine: compaction input %s", f.FileNum)
