@@ -94,7 +94,17 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 		var v []byte
 		var err error
 		if m.index {
-			v, err = r.decodeIndexFor(ctx, io, h, m.part, c.Alloc)
+			// A block that fails to decode after its buffer was taken
+			// gives the buffer back: from an off-heap cache, the garbage
+			// collector would never reclaim it.
+			var buf []byte
+			v, err = r.decodeIndexFor(ctx, io, h, m.part, func(n int) []byte {
+				buf = c.Alloc(n)
+				return buf
+			})
+			if err != nil {
+				c.Free(buf)
+			}
 		} else {
 			v, err = r.decodeFilterFor(ctx, io, h, m.String(), c.Alloc)
 		}

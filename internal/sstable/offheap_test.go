@@ -83,3 +83,42 @@ func TestUncompressedBlocksCachedOffHeap(t *testing.T) {
 	require.Positive(t, c.Len())
 	require.Equal(t, int64(c.Len()), c.OffHeapInUse(), "cached blocks and off-heap buffers in use differ")
 }
+
+// TestFailedIndexDecodeFreesCacheBuffer is TestFailedDecodeFreesCacheBuffer
+// for an index partition loaded into the cache: a partition that passes its
+// checksum (here the table has none) but does not decode took a buffer from
+// the cache for its flat form, and must give it back.
+func TestFailedIndexDecodeFreesCacheBuffer(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(25, 26)), 400, 40)
+	data := buildTable(t, WriterOptions{BlockSize: 256, IndexPartitionSize: 256,
+		Compression: compress.None, Checksum: checksum.None}, es)
+	c := cache.New(1 << 20)
+	if !c.HasOffHeap() {
+		t.Skip("no off-heap block cache on this platform")
+	}
+	// Find the first index partition with an intact table, then damage the
+	// value of its first entry (a block handle, two varints) so that it no
+	// longer decodes: the block still iterates, so the decoder has sized and
+	// taken its buffer when the handle fails.
+	r := openTable(t, data, openConfig{cache: cache.New(1 << 20), cacheMeta: true})
+	require.NotNil(t, r.top, "the table is not partitioned")
+	h := r.top.x.handles[0]
+	entry := data[h.Offset:]
+	shared, n1 := binary.Uvarint(entry)
+	unshared, n2 := binary.Uvarint(entry[n1:])
+	vlen, n3 := binary.Uvarint(entry[n1+n2:])
+	require.Zero(t, shared)
+	value := entry[n1+n2+n3+int(unshared):][:vlen]
+	for i := range value {
+		value[i] = 0x80 // a varint that never ends
+	}
+
+	r = openTable(t, data, openConfig{cache: c, cacheMeta: true})
+	ctx := context.Background()
+	for range 20 {
+		_, _, _, pin, err := r.Get(ctx, ReadEnv{FillCache: true}, es[0].key.UserKey, base.MaxSeqNum)
+		pin.Release()
+		require.True(t, base.IsCorruption(err), "Get: %v", err)
+	}
+	require.Zero(t, c.OffHeapInUse()-int64(c.Len()), "buffers of failed index decodes were not given back")
+}
