@@ -37,10 +37,14 @@ type DB struct {
 	fs      vfs.FS
 	stats   *statistics.Statistics
 	cache   *cache.Cache
-	cacheID uint64
-	tables  *tableCache
-	vs      *manifest.VersionSet
-	dirLock io.Closer
+	// pinnedBufs recycles GetPinned's copies of off-heap values (see
+	// pinnedBuf); the DB's own, so that a caller who keeps Data past
+	// Release never sees another database's value in it.
+	pinnedBufs sync.Pool
+	cacheID    uint64
+	tables     *tableCache
+	vs         *manifest.VersionSet
+	dirLock    io.Closer
 
 	// readState is the installed read state. It changes only under mu
 	// (updateReadStateLocked, Close); readers load it without a lock

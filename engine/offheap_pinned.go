@@ -8,13 +8,15 @@ import (
 )
 
 // pinnedBuf is the Go heap copy of a pinned value that lives off the Go heap
-// (see PinnedValue). Recycled through pinnedBufs, so that GetPinned of a
-// cached block allocates nothing once warm, as it did before the cache's
-// blocks left the Go heap. A buffer reused after Release shows a caller who
-// kept Data too long another value, as a recycled cache block or decoded
-// block does; never unmapped memory.
+// (see PinnedValue). Recycled through its DB's pinnedBufs, so that GetPinned
+// of a cached block allocates nothing once warm, as it did before the
+// cache's blocks left the Go heap. A buffer reused after Release shows a
+// caller who kept Data too long another value of the same database, as a
+// recycled cache block or decoded block does; never unmapped memory, and
+// never another database's value (the pool is the DB's, not the process's).
 type pinnedBuf struct {
-	b []byte
+	b    []byte
+	pool *sync.Pool
 	// gen changes at every release. A PinnedValue records it, so that a
 	// second Release (of a copy of the PinnedValue), which would pool the
 	// buffer twice and hand it to two readers at once, is caught even
@@ -22,16 +24,18 @@ type pinnedBuf struct {
 	gen atomic.Uint32
 }
 
-// maxPinnedBuf bounds the buffers kept in pinnedBufs, so that one huge
-// value does not stay reachable forever.
+// maxPinnedBuf bounds the buffers kept in a pinnedBufs pool, so that one
+// huge value does not stay reachable forever.
 const maxPinnedBuf = 64 << 10
 
-var pinnedBufs = sync.Pool{New: func() any { return new(pinnedBuf) }}
-
-// newPinnedBuf returns a buffer holding a copy of v (non-nil even when v is
-// empty, as the copy GetPinned made before) and its generation.
-func newPinnedBuf(v []byte) (*pinnedBuf, uint32) {
-	pb := pinnedBufs.Get().(*pinnedBuf)
+// newPinnedBuf returns a buffer from pool (a DB's pinnedBufs) holding a copy
+// of v (non-nil even when v is empty, as the copy GetPinned made before)
+// and its generation.
+func newPinnedBuf(pool *sync.Pool, v []byte) (*pinnedBuf, uint32) {
+	pb, _ := pool.Get().(*pinnedBuf)
+	if pb == nil {
+		pb = &pinnedBuf{pool: pool}
+	}
 	if pb.b == nil {
 		pb.b = make([]byte, 0, max(len(v), 64))
 	}
@@ -47,5 +51,5 @@ func (pb *pinnedBuf) release(gen uint32) {
 	if cap(pb.b) > maxPinnedBuf {
 		pb.b = nil
 	}
-	pinnedBufs.Put(pb)
+	pb.pool.Put(pb)
 }

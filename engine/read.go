@@ -144,7 +144,7 @@ func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
 	if err != nil || !v.rs.offHeap(v.Data) {
 		return v, err
 	}
-	pb, gen := newPinnedBuf(v.Data)
+	pb, gen := newPinnedBuf(&d.pinnedBufs, v.Data)
 	v.Release()
 	return PinnedValue{Data: pb.b[:len(pb.b):len(pb.b)], buf: pb, bufGen: gen}, nil
 }
