@@ -50,6 +50,7 @@ type Config struct {
 	PartitionIndexAndFilters       bool
 	MetadataBlockSize              int
 	HighPriorityPoolRatio          float64 // 0: no pool
+	BlockCacheOnGoHeap             bool
 	MaxManifestFileSize            int64
 	ParanoidFileChecks             bool
 	WALRecoveryMode                WALRecoveryMode
@@ -335,6 +336,9 @@ var dsnKeys = []dsnKey{
 	},
 	boolKey("mmap_reads", "memory-map table files and read blocks from the mapping",
 		func(c *Config) *bool { return &c.MmapReads }, false),
+	boolKey("block_cache_off_heap", "keep the block cache's blocks outside the Go heap (64-bit unix), where the "+
+		"garbage collector's headroom does not double them; keys and values iterators hand out from them are copied",
+		func(c *Config) *bool { return &c.BlockCacheOnGoHeap }, true),
 	boolKey("cache_index_and_filter_blocks", "keep table index and filter blocks in the block cache, "+
 		"charged to block_cache_size, instead of in memory for as long as a table is open; "+
 		"when the data's index and filter blocks exceed the cache, a miss rereads a table's whole index "+
@@ -464,7 +468,7 @@ func (c *Config) options() Options {
 		BlockSize:                      c.BlockSize, BlockRestartInterval: c.BlockRestartInterval,
 		BloomBitsPerKey: c.BloomBitsPerKey, Compression: c.Compression, ChecksumType: c.ChecksumType,
 		DisableFileChecksums: c.DisableFileChecksums, Sync: c.Sync, MaxOpenFiles: c.MaxOpenFiles,
-		MmapReads: c.MmapReads, MaxManifestFileSize: c.MaxManifestFileSize,
+		MmapReads: c.MmapReads, BlockCacheOnGoHeap: c.BlockCacheOnGoHeap, MaxManifestFileSize: c.MaxManifestFileSize,
 		CacheIndexAndFilterBlocks: c.CacheIndexAndFilterBlocks,
 		PartitionIndexAndFilters:  c.PartitionIndexAndFilters, MetadataBlockSize: c.MetadataBlockSize,
 		HighPriorityPoolRatio: poolRatioOption(c.HighPriorityPoolRatio),

@@ -111,3 +111,36 @@ func TestPinnedValueDoubleRelease(t *testing.T) {
 	require.Equal(t, "v", string(again.Data))
 	again.Release()
 }
+
+// TestBlockCacheOnGoHeap checks the option and its DSN key: by default the
+// block cache keeps its blocks off the Go heap where the platform allows,
+// and BlockCacheOnGoHeap (block_cache_off_heap=false) keeps them on it, so
+// that iterators hand out cached values without a copy.
+func TestBlockCacheOnGoHeap(t *testing.T) {
+	for _, tc := range []struct {
+		dsn    string
+		goHeap bool
+	}{
+		{"", false},
+		{"?block_cache_off_heap=true", false},
+		{"?block_cache_off_heap=false", true},
+	} {
+		t.Run(tc.dsn, func(t *testing.T) {
+			cfg, err := ParseDSN(t.TempDir() + tc.dsn)
+			require.NoError(t, err)
+			opts, err := cfg.Options()
+			require.NoError(t, err)
+			require.Equal(t, tc.goHeap, opts.BlockCacheOnGoHeap)
+			db, err := Open(cfg.Dir, opts)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, db.Close()) }()
+			if tc.goHeap {
+				require.False(t, db.cache.HasOffHeap(), "the cache has an off-heap region")
+				return
+			}
+			if !db.cache.HasOffHeap() {
+				t.Skipf("the block cache has no off-heap region on %s/%s", runtime.GOOS, runtime.GOARCH)
+			}
+		})
+	}
+}

@@ -73,7 +73,10 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 	}
 	d.opts.Statistics = d.stats
 	if o.BlockCacheSize > 0 {
-		d.cache = cache.NewWithOptions(o.BlockCacheSize, cache.Options{HighPriorityPoolRatio: max(o.HighPriorityPoolRatio, 0)})
+		d.cache = cache.NewWithOptions(o.BlockCacheSize, cache.Options{
+			HighPriorityPoolRatio: max(o.HighPriorityPoolRatio, 0),
+			GoHeap:                o.BlockCacheOnGoHeap,
+		})
 		d.cacheID = d.cache.NewID()
 	}
 	d.mu.changed = make(chan struct{})

@@ -334,6 +334,19 @@ type Options struct {
 	// high_pri_pool_ratio=0).
 	HighPriorityPoolRatio float64
 
+	// BlockCacheOnGoHeap keeps the block cache's blocks on the Go heap.
+	// By default (false), on 64-bit unix, they live in memory mapped
+	// outside it, reserved per cache and released once the cache is
+	// unreachable (Pebble does the same by hand): the garbage collector
+	// lets the Go heap grow to about twice what it finds live, so a cache
+	// on the heap costs about twice its size in memory. The price is a
+	// copy: keys and values an iterator or GetPinned hands out from a
+	// cached block are copied into Go heap buffers first (about 10-20 ns
+	// for a 256-byte value), since a caller may keep them after the cache
+	// is gone. Set it (DSN block_cache_off_heap=false) to trade memory for
+	// those copies.
+	BlockCacheOnGoHeap bool
+
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten as a
 	// snapshot. Default 4 MiB.
 	MaxManifestFileSize int64
