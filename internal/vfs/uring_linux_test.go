@@ -79,8 +79,8 @@ func openRandomFile(t *testing.T, size int) (*diskFile, []byte) {
 	return f.(*diskFile), data
 }
 
-// notSet marks a request ReadAtBatch has not read.
-var notSet = errors.New("not set")
+// errNotSet marks a request ReadAtBatch has not read.
+var errNotSet = errors.New("not set")
 
 // readBatch reads batch as the file reader does: with ReadAtBatch, and one
 // ReadAt per request if it declines, which it must do exactly when accept is
@@ -88,13 +88,13 @@ var notSet = errors.New("not set")
 func readBatch(t *testing.T, d *diskFile, batch []BatchRead, accept bool) {
 	t.Helper()
 	for i := range batch {
-		batch[i].N, batch[i].Err = -1, notSet
+		batch[i].N, batch[i].Err = -1, errNotSet
 	}
 	if ok := d.ReadAtBatch(ioctx.IOOptions{}, batch); ok != accept {
 		t.Fatalf("ReadAtBatch of %d requests returned %t", len(batch), ok)
 	}
 	for i := range batch {
-		if q := &batch[i]; accept == (q.Err == notSet) {
+		if q := &batch[i]; accept == (q.Err == errNotSet) {
 			t.Fatalf("ReadAtBatch returned %t but request %d has (%d, %v)", accept, i, q.N, q.Err)
 		}
 	}
