@@ -115,12 +115,12 @@ var (
 type uring struct {
 	fd int
 
-	sqHead  *uint32 // written by the kernel
-	sqTail  *uint32
+	sqHead  *atomic.Uint32 // written by the kernel
+	sqTail  *atomic.Uint32
 	sqMask  uint32
 	sqes    []uringSQE
-	cqHead  *uint32
-	cqTail  *uint32 // written by the kernel
+	cqHead  *atomic.Uint32
+	cqTail  *atomic.Uint32 // written by the kernel
 	cqMask  uint32
 	cqes    []uringCQE
 	entries int
@@ -189,11 +189,11 @@ func (r *uring) mapRings(p *uringParams) error {
 	if err != nil {
 		return err
 	}
-	r.sqHead = (*uint32)(unsafe.Pointer(&sq[p.sqOff.head]))
-	r.sqTail = (*uint32)(unsafe.Pointer(&sq[p.sqOff.tail]))
+	r.sqHead = (*atomic.Uint32)(unsafe.Pointer(&sq[p.sqOff.head]))
+	r.sqTail = (*atomic.Uint32)(unsafe.Pointer(&sq[p.sqOff.tail]))
 	r.sqMask = *(*uint32)(unsafe.Pointer(&sq[p.sqOff.ringMask]))
-	r.cqHead = (*uint32)(unsafe.Pointer(&cq[p.cqOff.head]))
-	r.cqTail = (*uint32)(unsafe.Pointer(&cq[p.cqOff.tail]))
+	r.cqHead = (*atomic.Uint32)(unsafe.Pointer(&cq[p.cqOff.head]))
+	r.cqTail = (*atomic.Uint32)(unsafe.Pointer(&cq[p.cqOff.tail]))
 	r.cqMask = *(*uint32)(unsafe.Pointer(&cq[p.cqOff.ringMask]))
 	r.sqes = unsafe.Slice((*uringSQE)(unsafe.Pointer(&sqeMem[0])), p.sqEntries)
 	r.cqes = unsafe.Slice((*uringCQE)(unsafe.Pointer(&cq[p.cqOff.cqes])), p.cqEntries)
@@ -221,7 +221,7 @@ type uringRead struct {
 // that makes it unfit for reuse; the reads without a completion (done false)
 // were then never submitted, and are the caller's to redo.
 func (r *uring) read(fd int32, reqs []BatchRead, batch []uringRead) bool {
-	tail := *r.sqTail
+	tail := r.sqTail.Load()
 	for i := range batch {
 		c := &batch[i]
 		c.done = false
@@ -238,7 +238,7 @@ func (r *uring) read(fd int32, reqs []BatchRead, batch []uringRead) bool {
 	}
 	// The atomic store publishes the SQEs written above to the kernel (Go's
 	// atomics are sequentially consistent, so at least a release).
-	atomic.StoreUint32(r.sqTail, tail+uint32(len(batch)))
+	r.sqTail.Store(tail + uint32(len(batch)))
 	ok := r.wait(tail, batch)
 	clear(r.bufs[:len(batch)])
 	runtime.KeepAlive(reqs)
@@ -253,12 +253,12 @@ func (r *uring) read(fd int32, reqs []BatchRead, batch []uringRead) bool {
 func (r *uring) wait(start uint32, batch []uringRead) bool {
 	reaped, idle := 0, 0
 	for reaped < len(batch) {
-		toSubmit := uint32(len(batch)) - (atomic.LoadUint32(r.sqHead) - start)
+		toSubmit := uint32(len(batch)) - (r.sqHead.Load() - start)
 		_, _, errno := syscall.Syscall6(sysIOUringEnter, uintptr(r.fd), uintptr(toSubmit),
 			uintptr(len(batch)-reaped), uringEnterGetEvents, 0, 0)
 		n := r.reap(batch)
 		reaped += n
-		progress := n > 0 || atomic.LoadUint32(r.sqHead)-start > uint32(len(batch))-toSubmit
+		progress := n > 0 || r.sqHead.Load()-start > uint32(len(batch))-toSubmit
 		if progress {
 			idle = 0
 		} else {
@@ -280,8 +280,8 @@ func (r *uring) wait(start uint32, batch []uringRead) bool {
 func (r *uring) abandon(start uint32, batch []uringRead, reaped int) {
 	// Without SQPOLL the kernel reads the SQ only inside io_uring_enter, so
 	// moving the tail back to its head withdraws the rest.
-	head := atomic.LoadUint32(r.sqHead)
-	atomic.StoreUint32(r.sqTail, head)
+	head := r.sqHead.Load()
+	r.sqTail.Store(head)
 	for inFlight := int(head-start) - reaped; inFlight > 0; {
 		n := r.reap(batch)
 		if n == 0 {
@@ -294,8 +294,8 @@ func (r *uring) abandon(start uint32, batch []uringRead, reaped int) {
 // reap moves the completions in the CQ to their reads and returns how many
 // it found.
 func (r *uring) reap(batch []uringRead) int {
-	head := *r.cqHead
-	tail := atomic.LoadUint32(r.cqTail) // an acquire: the CQEs up to tail are written
+	head := r.cqHead.Load()
+	tail := r.cqTail.Load() // an acquire: the CQEs up to tail are written
 	n := 0
 	for ; head != tail; head++ {
 		c := r.cqes[head&r.cqMask]
@@ -304,7 +304,7 @@ func (r *uring) reap(batch []uringRead) int {
 			n++
 		}
 	}
-	atomic.StoreUint32(r.cqHead, head)
+	r.cqHead.Store(head)
 	return n
 }
 

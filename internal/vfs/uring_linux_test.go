@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -54,7 +53,7 @@ func ringSubmissions(t *testing.T) uint32 {
 	for range made {
 		select {
 		case r := <-uringPool.free:
-			n += atomic.LoadUint32(r.sqHead)
+			n += r.sqHead.Load()
 			defer putURing(r)
 		default:
 			t.Fatal("a ring is in use or was dropped")
