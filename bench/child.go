@@ -201,11 +201,22 @@ func runChild(cfg *config, name string, out *os.File) error {
 	logf(name, "%s: fill, one put per write: %.3f µs/op, CPU %.3f µs/op (p50 %.2f, p99 %.2f)",
 		variant, res.Fill.NsPerOp/1e3, res.Fill.CPUNsPerOp/1e3, res.Fill.P50Ns/1e3, res.Fill.P99Ns/1e3)
 
+	var stopHeap func() (uint64, error)
+	if main && cfg.heapProfileDir != "" {
+		stopHeap = watchHeap(filepath.Join(cfg.heapProfileDir, name+"-compaction-heap.pprof"))
+	}
 	start := time.Now()
 	if err := s.compact(); err != nil {
 		return errors.Wrap(err, "full compaction")
 	}
 	res.CompactSeconds = time.Since(start).Seconds()
+	if stopHeap != nil {
+		peak, err := stopHeap()
+		if err != nil {
+			return errors.Wrap(err, "heap profile")
+		}
+		logf(name, "%s: full compaction: peak live Go heap %.1f MiB (profile in %s)", variant, float64(peak)/(1<<20), cfg.heapProfileDir)
+	}
 	alloc, tables := diskUsage(dir)
 	res.DiskMiB, res.TablesMiB = float64(alloc)/(1<<20), float64(tables)/(1<<20)
 	logf(name, "%s: full compaction: %.2f s; tables %.1f MiB, directory %.1f MiB allocated",

@@ -38,18 +38,21 @@ type config struct {
 	keep          bool
 	jsonPath      string
 	cpuProfileDir string
-	child         string
-	variant       string
-	rounds        int
-	outPath       string
-	readmePath    string
-	rocksdb       string
-	batchKeys     int
-	rss           bool
-	dbget         bool
-	fromJSON      string
-	note          string
-	pebbleCache   string
+	// heapProfileDir, when set, receives each engine's heap profile at the
+	// peak live heap of its full compaction (main variant).
+	heapProfileDir string
+	child          string
+	variant        string
+	rounds         int
+	outPath        string
+	readmePath     string
+	rocksdb        string
+	batchKeys      int
+	rss            bool
+	dbget          bool
+	fromJSON       string
+	note           string
+	pebbleCache    string
 	// shaleTables are the -cache-index-and-filter-blocks and
 	// -partition-index-and-filters flags, passed on to every variant.
 	shaleTables shaleTables
@@ -76,6 +79,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.statsDuration, "stats-duration", 500*time.Millisecond, "measured time of each candidate in each round of the interleaved comparisons")
 	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
+	fs.StringVar(&c.heapProfileDir, "heapprofile", "", "write a heap profile of each engine at the peak live Go heap of its full compaction (main variant) into this directory, as engine-compaction-heap.pprof")
 	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write CPU profiles of each engine's Get hit and MultiGet phases (first thread count) into this directory, as engine-phase.pprof")
 	fs.StringVar(&c.child, "engine", "", "internal: run one engine as a child process")
 	fs.StringVar(&c.variant, "variant", variantMain, "internal: the child's configuration ("+strings.Join(variants, ", ")+")")
