@@ -92,6 +92,21 @@ func Compress(t Type, dst, src []byte) ([]byte, Type) {
 	return src, None
 }
 
+// Buffer returns dst, or a new buffer when dst is too small, with the
+// capacity Compress needs to compress n bytes with t into it rather than
+// into an allocation of its own. A caller that keeps its compression buffer
+// from one call to the next grows it here: Compress returns src for data
+// that does not compress, so a buffer it allocated would be lost.
+func Buffer(t Type, dst []byte, n int) []byte {
+	if t != Snappy {
+		return dst
+	}
+	if m := snappy.MaxEncodedLen(n); m > cap(dst) {
+		return make([]byte, 0, m)
+	}
+	return dst
+}
+
 // DecodedLen returns the length of src once decompressed with t. A corrupt
 // length header or an unsupported type is an error marked
 // base.ErrCorruption.

@@ -163,6 +163,15 @@ func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h bloc
 // bytes.
 func alignedFilter(v []byte) []byte { return bloom.AlignedIn(v, len(v)-(bloom.LineSize-1)) }
 
+// indexHandle returns the handle of the index block that part names: index
+// partition part, or for -1 the whole index of an unpartitioned table.
+func (r *Reader) indexHandle(part int) block.Handle {
+	if part < 0 {
+		return r.footer.Index
+	}
+	return r.top.x.handles[part]
+}
+
 // pinIndex returns the index that part names (a partition, or -1 for the
 // whole index of an unpartitioned table) for a read: the Reader's own, or a
 // view of the cached one in *view, with the handle that pins it (the zero
@@ -174,11 +183,7 @@ func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, part int, vie
 		}
 		return &r.parts[part], cache.Handle{}, nil
 	}
-	h := r.footer.Index
-	if part >= 0 {
-		h = r.top.x.handles[part]
-	}
-	hd, err := r.cachedMeta(ctx, io, h, metaBlock{index: true, part: part})
+	hd, err := r.cachedMeta(ctx, io, r.indexHandle(part), metaBlock{index: true, part: part})
 	if err != nil {
 		return nil, cache.Handle{}, err
 	}
@@ -199,10 +204,7 @@ func (r *Reader) pinIndexOwn(ctx context.Context, env *ReadEnv, part int, view *
 	if !r.metaInCache || env.FillCache {
 		return r.pinIndex(ctx, env.IO, part, view)
 	}
-	h := r.footer.Index
-	if part >= 0 {
-		h = r.top.x.handles[part]
-	}
+	h := r.indexHandle(part)
 	m := metaBlock{index: true, part: part}
 	hd, ok, err := r.lookupMeta(env.IO, h, m)
 	if err != nil {

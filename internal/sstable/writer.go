@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/cockroachdb/errors"
-	"github.com/golang/snappy"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/checksum"
@@ -535,20 +534,10 @@ func (w *Writer) writePartitions() (int, error) {
 // stored block followed by its trailer. It returns the stored block's length
 // (the handle's Length).
 func (w *Writer) prepareBlock(dst *[]byte, raw []byte, comp compress.Type) int {
-	if comp == compress.Snappy {
-		// Compress allocates its output when compressBuf is too short, and
-		// for a block that snappy does not shrink returns raw, dropping
-		// that allocation: with values that do not compress (the bench's)
-		// every data block allocated one, gigabytes of garbage in a full
-		// compaction. Grow compressBuf here, where it is kept.
-		if n := snappy.MaxEncodedLen(len(raw)); n > 0 && cap(w.compressBuf) < n {
-			w.compressBuf = make([]byte, 0, n)
-		}
-	}
+	// Kept at snappy's worst case for raw, so that Compress never allocates
+	// (with values that do not compress, every data block did).
+	w.compressBuf = compress.Buffer(comp, w.compressBuf, len(raw))
 	payload, ct := compress.Compress(comp, w.compressBuf, raw)
-	if ct != compress.None {
-		w.compressBuf = payload[:0]
-	}
 	buf := append((*dst)[:0], payload...)
 	*dst = block.AppendTrailer(buf, w.opts.Checksum, ct, buf)
 	return len(payload)
