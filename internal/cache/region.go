@@ -54,11 +54,9 @@ type region struct {
 	slabClass []uint8
 	classes   [numClasses]regionClass
 
-	// live counts objects handed out and not yet freed, and inUse has a bit
-	// per granule set while the object starting there is handed out.
-	// Maintained in invariants builds only: tests check that no object is
-	// leaked, and free panics on a double or foreign free.
-	live  atomic.Int64
+	// inUse has a bit per granule set while the object starting there is
+	// handed out. Maintained in invariants builds only: free panics on a
+	// double or foreign free. (Leaks show in objectsInUse, in every build.)
 	inUse []atomic.Uint64
 }
 
@@ -183,13 +181,8 @@ func (r *region) mark(off uintptr, out bool) {
 			panic(base.AssertionFailedf("cache: off-heap object at %d freed twice, or never handed out", off))
 		}
 		if w.CompareAndSwap(old, old^bit) {
-			break
+			return
 		}
-	}
-	if out {
-		r.live.Add(1)
-	} else {
-		r.live.Add(-1)
 	}
 }
 
@@ -204,15 +197,6 @@ func (r *region) objectsInUse() int64 {
 		rc.mu.Unlock()
 	}
 	return n
-}
-
-// liveObjects returns the number of objects handed out and not freed, in
-// invariants builds (0 otherwise, and for a nil region).
-func (r *region) liveObjects() int64 {
-	if r == nil {
-		return 0
-	}
-	return r.live.Load()
 }
 
 // release unmaps the region. Called by the Cache's cleanup, once nothing

@@ -161,11 +161,11 @@ func TestRegionPoison(t *testing.T) {
 	require.Panics(t, func() { c.Free(c.region.mem[slabSize*3:]) }, "Free of an object never handed out")
 
 	// The counter of live objects sees leaks.
-	before := c.region.liveObjects()
+	before := c.region.objectsInUse()
 	leak := c.Alloc(100)
-	require.Equal(t, before+1, c.region.liveObjects())
+	require.Equal(t, before+1, c.region.objectsInUse())
 	c.Free(leak)
-	require.Equal(t, before, c.region.liveObjects())
+	require.Equal(t, before, c.region.objectsInUse())
 }
 
 // TestRegionUnmappedWhenUnreachable checks that a cache's region is
