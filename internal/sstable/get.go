@@ -19,6 +19,9 @@ type getState struct {
 	data     block.Iter
 	key      []byte
 	raw, dec []byte
+	// meta holds the filter and index a Get without ReadEnv.FillCache
+	// reads past the cache (see metaScratch).
+	meta metaScratch
 }
 
 var getStates = sync.Pool{New: func() any { return new(getState) }}
@@ -85,10 +88,16 @@ func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint
 		return nil, 0, 0, false, BlockPin{}, nil
 	}
 	// The filter and the index are the Reader's own or, with
-	// CacheIndexAndFilterBlocks, looked up in the cache (and loaded on a
-	// miss, with env.IO) and pinned only while this call uses them.
+	// CacheIndexAndFilterBlocks, looked up in the cache and pinned only
+	// while this call uses them. On a miss they are read with env.IO and,
+	// with env.FillCache, loaded into the cache; without it, read into
+	// gs.meta and not inserted, so that a one-off lookup does not evict the
+	// working set. This call is done with both before it returns: the value
+	// points into the data block, which pin holds, and the data block's
+	// handle is copied out of the index.
+	own := r.scratchFor(&env, &gs.meta)
 	if r.hasFilter {
-		filter, fh, err := r.pinFilter(ctx, env.IO, part)
+		filter, fh, err := r.pinFilterFor(ctx, env.IO, part, own)
 		if err != nil {
 			return nil, 0, 0, false, BlockPin{}, err
 		}
@@ -103,7 +112,7 @@ func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint
 		env.IO.Perf.AddFilterCheck(true)
 	}
 	var view indexTable
-	x, ih, err := r.pinIndex(ctx, env.IO, part, &view)
+	x, ih, err := r.pinIndexFor(ctx, env.IO, part, &view, own)
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err
 	}
@@ -118,6 +127,7 @@ func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint
 // putGetState drops gs's references to block memory and pools it.
 func putGetState(gs *getState) {
 	gs.data.Reset()
+	gs.meta.trim()
 	getStates.Put(gs)
 }
 

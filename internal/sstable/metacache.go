@@ -106,7 +106,7 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 				c.Free(buf)
 			}
 		} else {
-			v, err = r.decodeFilterFor(ctx, io, h, m.String(), c.Alloc)
+			v, err = r.decodeFilterFor(ctx, io, h, m.part, c.Alloc)
 		}
 		loaded = err == nil
 		return v, err
@@ -124,9 +124,14 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 // a partition's without the abbreviations (see encodeIndexPartition), the
 // whole index's with them.
 func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, alloc func(int) []byte) ([]byte, error) {
+	return r.decodeIndexInto(ctx, io, h, part, nil, alloc)
+}
+
+// decodeIndexInto is decodeIndexFor reading the block into s's raw and dec
+// buffers (new ones when s is nil).
+func (r *Reader) decodeIndexInto(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, s *metaScratch, alloc func(int) []byte) ([]byte, error) {
 	m := metaBlock{index: true, part: part}
-	what := m.String()
-	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, what, h, r.metaLimit)
+	data, err := r.readMetaScratch(ctx, io, m, h, s)
 	if err != nil {
 		return nil, err
 	}
@@ -139,16 +144,33 @@ func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block
 		buf, err = encodeIndexTable(data, alloc)
 	}
 	if err != nil {
-		return nil, r.wrapBlockErr(err, what, h)
+		return nil, r.wrapBlockErr(err, m.String(), h)
 	}
 	return buf, nil
+}
+
+// readMetaScratch reads, verifies and decompresses the metadata block m at
+// h into s's buffers, or into new ones when s is nil. m is formatted only
+// for an error: a partition's name would cost a no-fill Get an allocation.
+func (r *Reader) readMetaScratch(ctx context.Context, io ioctx.IOOptions, m metaBlock, h block.Handle, s *metaScratch) ([]byte, error) {
+	if s == nil {
+		var raw []byte
+		return r.readMetaBlockInto(ctx, io, metaWhat{m: m}, h, r.metaLimit, &raw, nil)
+	}
+	return r.readMetaBlockInto(ctx, io, metaWhat{m: m}, h, r.metaLimit, &s.raw, &s.dec)
 }
 
 // decodeFilterFor reads and verifies the filter block at h and returns it
 // in a buffer from alloc, bloom.LineSize-1 bytes longer than the filter so
 // that alignedFilter finds it starting on a cache line.
-func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, what string, alloc func(int) []byte) ([]byte, error) {
-	data, err := r.readMetaBlock(ctx, ReadEnv{IO: io}, what, h, r.metaLimit)
+func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, alloc func(int) []byte) ([]byte, error) {
+	return r.decodeFilterInto(ctx, io, h, part, nil, alloc)
+}
+
+// decodeFilterInto is decodeFilterFor reading the block into s's raw and
+// dec buffers (new ones when s is nil).
+func (r *Reader) decodeFilterInto(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, s *metaScratch, alloc func(int) []byte) ([]byte, error) {
+	data, err := r.readMetaScratch(ctx, io, metaBlock{part: part}, h, s)
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +261,93 @@ func (r *Reader) pinFilter(ctx context.Context, io ioctx.IOOptions, part int) ([
 		return nil, cache.Handle{}, err
 	}
 	return alignedFilter(hd.Value()), hd, nil
+}
+
+// metaScratch is the memory in which a read that does not fill the cache
+// (ReadEnv.FillCache false) keeps an index or filter the cache does not
+// hold, instead of inserting it, as RocksDB's fill_cache=false covers index
+// and filter blocks: raw and dec take the block as read and decompressed,
+// for the moment of decoding it; filter and index its decoded forms, which
+// the read uses (apart, as MultiGet holds a partition's filter and index at
+// once). A scratch belongs to one read at a time and lives in that read's
+// pooled state (Get's getState), so that a Get that misses them allocates
+// nothing once its pool is warm; a decoded form is valid until the next
+// pinFilterFor or pinIndexFor with the same scratch.
+type metaScratch struct {
+	raw, dec      []byte
+	filter, index []byte
+}
+
+// trim drops the buffers larger than maxPooledBuf (a whole index or filter
+// of a large table), so that a pooled scratch does not keep them forever.
+func (s *metaScratch) trim() {
+	for _, b := range [...]*[]byte{&s.raw, &s.dec, &s.filter, &s.index} {
+		if cap(*b) > maxPooledBuf {
+			*b = nil
+		}
+	}
+}
+
+// scratchFor returns s when a read with env keeps its index and filter out
+// of the cache (metaInCache without env.FillCache), and nil when it fills
+// the cache or the Reader keeps them: what pinFilterFor and pinIndexFor
+// take.
+func (r *Reader) scratchFor(env *ReadEnv, s *metaScratch) *metaScratch {
+	if !r.metaInCache || env.FillCache {
+		return nil
+	}
+	return s
+}
+
+// pinFilterFor is pinFilter for a read that honours ReadEnv.FillCache for
+// the filter: own is nil for a read that fills the cache (pinFilter), and
+// otherwise the read's scratch (see scratchFor), into which a filter the
+// cache does not hold is read, without inserting it. A cached filter is
+// used either way. The filter returned is valid until the handle's release
+// and, in own, until own's next pinFilterFor.
+func (r *Reader) pinFilterFor(ctx context.Context, io ioctx.IOOptions, part int, own *metaScratch) ([]byte, cache.Handle, error) {
+	if own == nil || !r.metaInCache || !r.hasFilter {
+		return r.pinFilter(ctx, io, part)
+	}
+	h := r.filterHandle(part)
+	hd, ok, err := r.lookupMeta(io, h, metaBlock{part: part})
+	if err != nil {
+		return nil, cache.Handle{}, err
+	}
+	if ok {
+		return alignedFilter(hd.Value()), hd, nil
+	}
+	v, err := r.decodeFilterInto(ctx, io, h, part, own, func(n int) []byte { return grow(&own.filter, n) })
+	if err != nil {
+		return nil, cache.Handle{}, err
+	}
+	return alignedFilter(v), cache.Handle{}, nil
+}
+
+// pinIndexFor is pinIndex for a read that honours ReadEnv.FillCache for the
+// index, as pinFilterFor does for the filter: with own set, an index the
+// cache does not hold is read and decoded into own.index and not inserted.
+// The index returned is valid until the handle's release and, in own, until
+// own's next pinIndexFor.
+func (r *Reader) pinIndexFor(ctx context.Context, io ioctx.IOOptions, part int, view *indexTable, own *metaScratch) (*indexTable, cache.Handle, error) {
+	if own == nil || !r.metaInCache {
+		return r.pinIndex(ctx, io, part, view)
+	}
+	h := r.indexHandle(part)
+	hd, ok, err := r.lookupMeta(io, h, metaBlock{index: true, part: part})
+	if err != nil {
+		return nil, cache.Handle{}, err
+	}
+	if ok {
+		*view = viewIndexTable(hd.Value())
+		return view, hd, nil
+	}
+	buf, err := r.decodeIndexInto(ctx, io, h, part, own, func(n int) []byte { return grow(&own.index, n) })
+	if err != nil {
+		return nil, cache.Handle{}, err
+	}
+	*view = viewIndexTable(buf)
+	return view, cache.Handle{}, nil
 }
 
 // ownFilter returns the filter that part names as the Reader keeps it when

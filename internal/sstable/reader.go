@@ -411,20 +411,44 @@ func (r *Reader) RangeDeletions() *rangedel.Set { return r.rangeDels }
 // mapped file).
 func (r *Reader) readMetaBlock(ctx context.Context, env ReadEnv, what string, h block.Handle, limit uint64) ([]byte, error) {
 	var buf []byte
-	raw, ct, err := r.readRaw(ctx, env.IO, h, limit, true, nil, &buf)
+	return r.readMetaBlockInto(ctx, env.IO, metaWhat{name: what}, h, limit, &buf, nil)
+}
+
+// metaWhat names a metadata block in readMetaBlockInto's errors: name, or
+// when name is "" the index or filter m. It is formatted only for an
+// error, so that a read that succeeds does not build a partition's name.
+type metaWhat struct {
+	name string
+	m    metaBlock
+}
+
+func (w metaWhat) String() string {
+	if w.name != "" {
+		return w.name
+	}
+	return w.m.String()
+}
+
+// readMetaBlockInto is readMetaBlock reading into *raw and decompressing
+// into *dec, each grown as needed (into a new buffer when dec is nil). The
+// block returned is in one of them (or in the mapping) and valid until
+// their next use.
+func (r *Reader) readMetaBlockInto(ctx context.Context, io ioctx.IOOptions, what metaWhat, h block.Handle, limit uint64, raw, dec *[]byte) ([]byte, error) {
+	stored, ct, err := r.readRaw(ctx, io, h, limit, true, nil, raw)
 	if err != nil {
-		return nil, errors.Wrapf(err, "sstable: reading %s block", what)
+		return nil, errors.Wrapf(err, "sstable: reading %s block", what.String())
 	}
 	if ct == compress.None {
-		return raw, nil
+		return stored, nil
 	}
-	var dst []byte
-	data, err := r.decompress(ct, raw, h, func(n int) []byte {
-		dst = make([]byte, n)
-		return dst
+	data, err := r.decompress(ct, stored, h, func(n int) []byte {
+		if dec == nil {
+			return make([]byte, n)
+		}
+		return grow(dec, n)
 	})
 	if err != nil {
-		return nil, errors.Wrapf(err, "sstable: decoding %s block", what)
+		return nil, errors.Wrapf(err, "sstable: decoding %s block", what.String())
 	}
 	return data, nil
 }
