@@ -39,45 +39,57 @@ func (f Footer) Encode(dst []byte) []byte {
 // the end of the file; its last FooterLen bytes are decoded. Anything wrong
 // (a short file, a bad magic number, an unknown format version or checksum
 // type, a malformed handle, non-zero padding, a block beyond the end of the
-// file) is an error marked base.ErrCorruption that names it. b is not
-// retained.
+// file) is an error marked base.ErrCorruption that names it, as
+// "sstable: footer: ...". b is not retained.
 func DecodeFooter(b []byte, fileSize uint64) (Footer, error) {
+	f, err := decodeFooter(b, fileSize)
+	if err != nil {
+		return Footer{}, errors.Wrap(err, "sstable: footer")
+	}
+	return f, nil
+}
+
+// decodeFooter is DecodeFooter with errors that say only what is wrong, for
+// the caller to prefix with where: DecodeFooter's "sstable: footer", the
+// Reader's "sstable: FILE: footer". A prefix of its own would be said twice
+// once the Reader names the file.
+func decodeFooter(b []byte, fileSize uint64) (Footer, error) {
 	if fileSize < FooterLen {
-		return Footer{}, base.CorruptionErrorf("sstable: file of %d bytes is too short for a %d-byte footer",
+		return Footer{}, base.CorruptionErrorf("file of %d bytes is too short for a %d-byte footer",
 			fileSize, FooterLen)
 	}
 	if len(b) < FooterLen {
-		return Footer{}, base.CorruptionErrorf("sstable: footer needs %d bytes, %d given", FooterLen, len(b))
+		return Footer{}, base.CorruptionErrorf("needs %d bytes, %d given", FooterLen, len(b))
 	}
 	b = b[len(b)-FooterLen:]
 	if magic := binary.LittleEndian.Uint64(b[FooterLen-8:]); magic != Magic {
-		return Footer{}, base.CorruptionErrorf("sstable: bad magic number %#016x, want %#016x (not a shale table?)", magic, Magic)
+		return Footer{}, base.CorruptionErrorf("bad magic number %#016x, want %#016x (not a shale table?)", magic, Magic)
 	}
 	var f Footer
 	f.FormatVersion = binary.LittleEndian.Uint32(b[footerVersionOffset:])
 	if f.FormatVersion < FormatVersion || f.FormatVersion > FormatVersionPartitioned {
-		return Footer{}, base.CorruptionErrorf("sstable: unsupported format version %d, want %d to %d",
+		return Footer{}, base.CorruptionErrorf("unsupported format version %d, want %d to %d",
 			f.FormatVersion, FormatVersion, FormatVersionPartitioned)
 	}
 	f.Checksum = checksum.Type(b[0])
 	if !f.Checksum.Supported() {
-		return Footer{}, base.CorruptionErrorf("sstable: unsupported block checksum type %s (%d) in footer", f.Checksum, b[0])
+		return Footer{}, base.CorruptionErrorf("unsupported block checksum type %s (%d)", f.Checksum, b[0])
 	}
 	handles := b[1:footerVersionOffset]
 	var n int
 	var err error
 	if f.MetaIndex, n, err = block.DecodeHandle(handles); err != nil {
-		return Footer{}, errors.Wrap(err, "sstable: footer metaindex handle")
+		return Footer{}, errors.Wrap(err, "metaindex handle")
 	}
 	handles = handles[n:]
 	if f.Index, n, err = block.DecodeHandle(handles); err != nil {
-		return Footer{}, errors.Wrap(err, "sstable: footer index handle")
+		return Footer{}, errors.Wrap(err, "index handle")
 	}
 	for _, c := range handles[n:] {
 		if c != 0 {
 			// Non-zero bytes here are as often a handle damaged into a
 			// shorter varint as damaged padding: name both handles as read.
-			return Footer{}, base.CorruptionErrorf("sstable: footer: the %d bytes after metaindex handle %s and index handle %s are not zero padding (a damaged handle or padding): % x",
+			return Footer{}, base.CorruptionErrorf("the %d bytes after metaindex handle %s and index handle %s are not zero padding (a damaged handle or padding): % x",
 				len(handles[n:]), f.MetaIndex, f.Index, handles[n:])
 		}
 	}
@@ -87,7 +99,7 @@ func DecodeFooter(b []byte, fileSize uint64) (Footer, error) {
 		h    block.Handle
 	}{{"metaindex", f.MetaIndex}, {"index", f.Index}} {
 		if !blockWithin(h.h, limit) {
-			return Footer{}, base.CorruptionErrorf("sstable: %s block %s with its %d-byte trailer ends beyond the footer at %d",
+			return Footer{}, base.CorruptionErrorf("%s block %s with its %d-byte trailer ends beyond the footer at %d",
 				h.name, h.h, block.TrailerLen, limit)
 		}
 	}

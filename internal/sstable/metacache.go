@@ -155,9 +155,9 @@ func (r *Reader) decodeIndexInto(ctx context.Context, io ioctx.IOOptions, h bloc
 func (r *Reader) readMetaScratch(ctx context.Context, io ioctx.IOOptions, m metaBlock, h block.Handle, s *metaScratch) ([]byte, error) {
 	if s == nil {
 		var raw []byte
-		return r.readMetaBlockInto(ctx, io, metaWhat{m: m}, h, r.metaLimit, &raw, nil)
+		return r.readMetaBlockInto(ctx, io, metaWhat(m), h, r.metaLimit, &raw, nil)
 	}
-	return r.readMetaBlockInto(ctx, io, metaWhat{m: m}, h, r.metaLimit, &s.raw, &s.dec)
+	return r.readMetaBlockInto(ctx, io, metaWhat(m), h, r.metaLimit, &s.raw, &s.dec)
 }
 
 // decodeFilterFor reads and verifies the filter block at h and returns it

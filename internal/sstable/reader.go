@@ -235,10 +235,11 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	var scratch [FooterLen]byte
 	raw, err := r.file.Read(ctx, env.IO, size-FooterLen, FooterLen, scratch[:])
 	if err != nil {
-		return errors.Wrapf(err, "sstable: %s: reading footer", r.name)
+		// The file reader's error names the file and the offset.
+		return errors.Wrap(err, "sstable: reading footer")
 	}
-	if r.footer, err = DecodeFooter(raw, uint64(size)); err != nil {
-		return errors.Wrapf(err, "sstable: %s", r.name)
+	if r.footer, err = decodeFooter(raw, uint64(size)); err != nil {
+		return errors.Wrapf(err, "sstable: %s: footer", r.name)
 	}
 	// The footer is the one part of the file no checksum covers. Requiring
 	// its canonical encoding makes every change to it visible, such as a
@@ -411,29 +412,53 @@ func (r *Reader) RangeDeletions() *rangedel.Set { return r.rangeDels }
 // mapped file).
 func (r *Reader) readMetaBlock(ctx context.Context, env ReadEnv, what string, h block.Handle, limit uint64) ([]byte, error) {
 	var buf []byte
-	return r.readMetaBlockInto(ctx, env.IO, metaWhat{name: what}, h, limit, &buf, nil)
+	return r.readMetaBlockInto(ctx, env.IO, blockWhat{name: what}, h, limit, &buf, nil)
 }
 
-// metaWhat names a metadata block in readMetaBlockInto's errors: name, or
-// when name is "" the index or filter m. It is formatted only for an
-// error, so that a read that succeeds does not build a partition's name.
-type metaWhat struct {
+// blockWhat names the kind of a block in errors: name ("properties"), or
+// with meta set the index or filter m; the zero blockWhat names none (a
+// block read by a caller that wraps the error with the kind itself). It is
+// formatted only for an error, so that a read that succeeds does not build
+// a partition's name.
+type blockWhat struct {
 	name string
 	m    metaBlock
+	meta bool
 }
 
-func (w metaWhat) String() string {
-	if w.name != "" {
-		return w.name
+// String is the kind alone: "index partition 3".
+func (w blockWhat) String() string {
+	if w.meta {
+		return w.m.String()
 	}
-	return w.m.String()
+	return w.name
 }
+
+// block is the kind followed by "block", or "block" for the zero blockWhat.
+func (w blockWhat) block() string {
+	if w == (blockWhat{}) {
+		return "block"
+	}
+	return w.String() + " block"
+}
+
+// metaWhat names the index or filter m.
+func metaWhat(m metaBlock) blockWhat { return blockWhat{m: m, meta: true} }
 
 // readMetaBlockInto is readMetaBlock reading into *raw and decompressing
 // into *dec, each grown as needed (into a new buffer when dec is nil). The
 // block returned is in one of them (or in the mapping) and valid until
 // their next use.
-func (r *Reader) readMetaBlockInto(ctx context.Context, io ioctx.IOOptions, what metaWhat, h block.Handle, limit uint64, raw, dec *[]byte) ([]byte, error) {
+//
+// Its errors say "sstable:" and the file once: a handle out of bounds or a
+// block that does not decompress is "sstable: FILE: WHAT block H: ...", and
+// a failed read or checksum, whose error from the file reader or
+// block.ValidateChecksum names the file and the offset already (with both
+// checksums), is "sstable: reading WHAT block: ...".
+func (r *Reader) readMetaBlockInto(ctx context.Context, io ioctx.IOOptions, what blockWhat, h block.Handle, limit uint64, raw, dec *[]byte) ([]byte, error) {
+	if err := r.checkBounds(what, h, limit); err != nil {
+		return nil, err
+	}
 	stored, ct, err := r.readRaw(ctx, io, h, limit, true, nil, raw)
 	if err != nil {
 		return nil, errors.Wrapf(err, "sstable: reading %s block", what.String())
@@ -441,16 +466,17 @@ func (r *Reader) readMetaBlockInto(ctx context.Context, io ioctx.IOOptions, what
 	if ct == compress.None {
 		return stored, nil
 	}
-	data, err := r.decompress(ct, stored, h, func(n int) []byte {
-		if dec == nil {
-			return make([]byte, n)
-		}
-		return grow(dec, n)
-	})
+	n, err := r.decodedLen(what, ct, stored, h)
 	if err != nil {
-		return nil, errors.Wrapf(err, "sstable: decoding %s block", what.String())
+		return nil, err
 	}
-	return data, nil
+	var dst []byte
+	if dec == nil {
+		dst = make([]byte, n)
+	} else {
+		dst = grow(dec, n)
+	}
+	return r.decompressInto(what, ct, stored, h, dst)
 }
 
 // Properties returns the table's properties. They are read-only and valid
@@ -628,13 +654,8 @@ func (r *Reader) readRaw(
 	ctx context.Context, io ioctx.IOOptions, h block.Handle, limit uint64, verify bool,
 	pf *fileio.PrefetchBuffer, buf *[]byte,
 ) ([]byte, compress.Type, error) {
-	if !blockWithin(h, limit) {
-		return nil, 0, base.CorruptionErrorf("sstable: %s: block %s with its %d-byte trailer ends beyond %d",
-			r.name, h, block.TrailerLen, limit)
-	}
-	if h.Length > maxBlockLen {
-		return nil, 0, base.CorruptionErrorf("sstable: %s: block %s is longer than the %d-byte limit",
-			r.name, h, maxBlockLen)
+	if err := r.checkBounds(blockWhat{}, h, limit); err != nil {
+		return nil, 0, err
 	}
 	off, n := int64(h.Offset), int(h.Length)+block.TrailerLen
 	var raw []byte
@@ -661,35 +682,61 @@ func (r *Reader) readRaw(
 	return raw[:h.Length:h.Length], compress.Type(raw[h.Length]), nil
 }
 
-// decodedLen returns the decompressed length of the block at h, stored as
-// raw with compression ct, refusing lengths no real block can have.
-func (r *Reader) decodedLen(ct compress.Type, raw []byte, h block.Handle) (int, error) {
+// checkBounds returns the corruption error of the block at h, of the kind
+// what names, when it ends with its trailer beyond limit or is longer than
+// maxBlockLen, and nil otherwise.
+func (r *Reader) checkBounds(what blockWhat, h block.Handle, limit uint64) error {
+	if !blockWithin(h, limit) {
+		return base.CorruptionErrorf("sstable: %s: %s %s with its %d-byte trailer ends beyond %d",
+			r.name, what.block(), h, block.TrailerLen, limit)
+	}
+	if h.Length > maxBlockLen {
+		return base.CorruptionErrorf("sstable: %s: %s %s is longer than the %d-byte limit",
+			r.name, what.block(), h, maxBlockLen)
+	}
+	return nil
+}
+
+// decodedLen returns the decompressed length of the block at h (of the kind
+// what names), stored as raw with compression ct, refusing lengths no real
+// block can have.
+func (r *Reader) decodedLen(what blockWhat, ct compress.Type, raw []byte, h block.Handle) (int, error) {
 	n, err := compress.DecodedLen(ct, raw)
 	if err != nil {
-		return 0, r.wrapBlockErr(err, "decompressing", h)
+		return 0, r.decompressErr(what, err, h)
 	}
 	if n > maxBlockLen || (ct == compress.Snappy && n > maxSnappyExpansion*len(raw)+64) {
-		return 0, base.CorruptionErrorf("sstable: %s: block %s of %d compressed bytes claims %d decompressed bytes",
-			r.name, h, len(raw), n)
+		return 0, base.CorruptionErrorf("sstable: %s: %s %s of %d compressed bytes claims %d decompressed bytes",
+			r.name, what.block(), h, len(raw), n)
 	}
 	return n, nil
+}
+
+// decompressErr wraps err, the failure to decompress the block at h, with
+// the file and the block's kind, or "decompressing" for the zero blockWhat.
+func (r *Reader) decompressErr(what blockWhat, err error, h block.Handle) error {
+	if what == (blockWhat{}) {
+		return r.wrapBlockErr(err, "decompressing", h)
+	}
+	return r.wrapBlockErr(err, what.String(), h)
 }
 
 // decompress decompresses raw (compression ct, the block at h) into a buffer
 // of the decoded length that alloc returns.
 func (r *Reader) decompress(ct compress.Type, raw []byte, h block.Handle, alloc func(n int) []byte) ([]byte, error) {
-	n, err := r.decodedLen(ct, raw, h)
+	n, err := r.decodedLen(blockWhat{}, ct, raw, h)
 	if err != nil {
 		return nil, err
 	}
-	return r.decompressInto(ct, raw, h, alloc(n))
+	return r.decompressInto(blockWhat{}, ct, raw, h, alloc(n))
 }
 
-// decompressInto decodes raw into dst, at least its decoded length long.
-func (r *Reader) decompressInto(ct compress.Type, raw []byte, h block.Handle, dst []byte) ([]byte, error) {
+// decompressInto decodes raw, the block at h of the kind what names, into
+// dst, at least its decoded length long.
+func (r *Reader) decompressInto(what blockWhat, ct compress.Type, raw []byte, h block.Handle, dst []byte) ([]byte, error) {
 	data, err := compress.DecompressInto(ct, dst, raw)
 	if err != nil {
-		return nil, r.wrapBlockErr(err, "decompressing", h)
+		return nil, r.decompressErr(what, err, h)
 	}
 	if ct != compress.None {
 		r.opts.Stats.RecordTick(statistics.NumberBlockDecompressed, 1)
@@ -702,12 +749,12 @@ func (r *Reader) decompressInto(ct compress.Type, raw []byte, h block.Handle, ds
 // c: it may be off-heap memory, which the garbage collector would not
 // reclaim.
 func (r *Reader) decompressForCache(c *cache.Cache, ct compress.Type, raw []byte, h block.Handle) ([]byte, error) {
-	n, err := r.decodedLen(ct, raw, h)
+	n, err := r.decodedLen(blockWhat{}, ct, raw, h)
 	if err != nil {
 		return nil, err
 	}
 	buf := c.Alloc(n)
-	data, err := r.decompressInto(ct, raw, h, buf)
+	data, err := r.decompressInto(blockWhat{}, ct, raw, h, buf)
 	if err != nil {
 		c.Free(buf)
 		return nil, err
