@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
-
-	"github.com/cockroachdb/errors"
 )
 
 // This file reads a batch of ranges of a file with io_uring: one
@@ -464,8 +462,8 @@ func (d *diskFile) readEach(reqs []BatchRead) {
 
 // finish sets the outcome of one read from its completion, as ReadAt would
 // have it: a short read continues with pread, which reads the rest or finds
-// the end of the file and returns io.EOF; an error names the file and the
-// offset. A read the ring did not do, or that the kernel could not do then
+// the end of the file and returns io.EOF; an error is ReadAt's
+// *os.PathError (op "read", the file's name, the errno). A read the ring did not do, or that the kernel could not do then
 // (EAGAIN, EINTR, ECANCELED when the submitting thread exited), is read
 // with pread.
 func (d *diskFile) finish(q *BatchRead, c *uringRead) {
@@ -473,9 +471,10 @@ func (d *diskFile) finish(q *BatchRead, c *uringRead) {
 	case !c.done || c.res == -int32(syscall.EAGAIN) || c.res == -int32(syscall.EINTR) || c.res == -int32(syscall.ECANCELED):
 		q.N, q.Err = d.f.ReadAt(q.P, q.Off)
 	case c.res < 0:
+		// ReadAt's error, which names the file only: the caller (the file
+		// reader) names the length and the offset, as it does for ReadAt.
 		q.N = 0
-		q.Err = errors.Wrapf(&os.PathError{Op: "read", Path: d.f.Name(), Err: syscall.Errno(-c.res)},
-			"vfs: read of %d bytes at offset %d", len(q.P), q.Off)
+		q.Err = &os.PathError{Op: "read", Path: d.f.Name(), Err: syscall.Errno(-c.res)}
 	case int(c.res) == len(q.P):
 		q.N, q.Err = len(q.P), nil
 	default:
