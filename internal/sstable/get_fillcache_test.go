@@ -211,3 +211,47 @@ func TestGetNoFillCorruption(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGetNoFillMeta measures a Get without FillCache of a present key
+// in a partitioned table whose index and filter partitions live in the
+// block cache: with them cached (fill=warm, what a Get with FillCache leaves
+// behind) and with none cached, so that every Get reads and decodes its
+// filter and index partition into its pooled state (fill=off) and the
+// data block too.
+func BenchmarkGetNoFillMeta(b *testing.B) {
+	es := genEntries(rand.New(rand.NewPCG(1, 2)), 20000, 100)
+	data := buildTable(b, partOpts, es)
+	ctx := context.Background()
+	for _, warm := range []bool{true, false} {
+		b.Run(fmt.Sprintf("warm=%t", warm), func(b *testing.B) {
+			c := cache.New(64 << 20)
+			r := openTable(b, data, openConfig{cache: c, cacheMeta: true})
+			r.EvictFromCache()
+			rng := rand.New(rand.NewPCG(1, 2))
+			keys := make([][]byte, 4096)
+			for i := range keys {
+				keys[i] = es[rng.IntN(len(es))].key.UserKey
+			}
+			if warm {
+				for _, k := range keys {
+					_, _, _, pin, _ := r.Get(ctx, verifyEnv, k, base.MaxSeqNum)
+					pin.Release()
+				}
+			}
+			noFill := ReadEnv{VerifyChecksums: true}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_, _, found, pin, err := r.Get(ctx, noFill, keys[i%len(keys)], base.MaxSeqNum)
+				if err != nil || !found {
+					b.Fatal(err)
+				}
+				pin.Release()
+				i++
+			}
+			if !warm && c.Len() != 0 {
+				b.Fatalf("%d entries cached", c.Len())
+			}
+		})
+	}
+}
