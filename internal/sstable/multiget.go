@@ -70,6 +70,11 @@ type mgState struct {
 	bufs []*ownedBlock
 	// meta is the filter and index multiGetIndex uses.
 	meta mgMeta
+	// scratch holds the filter and index a MultiGet without
+	// ReadEnv.FillCache reads past the cache (see metaScratch); here and
+	// not in meta, which multiGetIndex zeroes, so that its buffers stay
+	// with the pooled state.
+	scratch metaScratch
 	// ckeys are the cache keys of the blocks multiGetFind looks up, in
 	// blocks order, and hits the handles Cache.GetMany found for them.
 	ckeys []cache.Key
@@ -89,7 +94,9 @@ var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 // MultiRead, in which blocks adjacent on disk are coalesced into one
 // request. Blocks read are checksum-verified (per
 // env.VerifyChecksums), decompressed, and added to the cache (per
-// env.FillCache). keys must be sorted by user key, without duplicates.
+// env.FillCache). env.FillCache covers the index and filter blocks too, as
+// for Get: without it, those the cache does not hold are read for this call
+// and not inserted. keys must be sorted by user key, without duplicates.
 //
 // For each key whose Done is false, MultiGet sets Found, Kind, Value, Pin and
 // Err as Get would return them (and ticks the bloom filter counters as Get
@@ -97,8 +104,7 @@ var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 //
 // The error is a failure that affects every key: the context is done, the
 // MultiRead could not be made (rate limiter, timeout), or an index or filter
-// (partition) the keys need could not be loaded from the file into the
-// block cache. Then no key holds a pin and the outputs are unspecified. Per-key
+// (partition) the keys need could not be read from the file. Then no key holds a pin and the outputs are unspecified. Per-key
 // failures, such as a corrupt block or a failed read of one request, are in
 // the keys' Err.
 func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) error {
@@ -118,6 +124,7 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 	clear(ms.hits)
 	ms.blocks, ms.reqs, ms.blockOf, ms.bufs = ms.blocks[:0], ms.reqs[:0], ms.blockOf[:0], ms.bufs[:0]
 	ms.ckeys, ms.hits = ms.ckeys[:0], ms.hits[:0]
+	ms.scratch.trim()
 	mgStates.Put(ms)
 	return err
 }
@@ -152,11 +159,17 @@ func (r *Reader) releaseCachedPins(ms *mgState) {
 // multiGetIndex runs the filter and the index over the keys (multiGetBlocks),
 // with each filter and index pinned, when they live in the block cache, for
 // that pass only. A failure to load one of them fails the whole call.
+//
+// Without env.FillCache, a filter or index the cache does not hold is read
+// into ms.scratch and not inserted, as Get does, so that a one-off MultiGet
+// does not evict the working set with meta blocks. Nothing points into the
+// scratch once this pass is over: the blocks it lists are copies of the
+// index's handles, and the keys' values come from data blocks, pinned apart.
 func (r *Reader) multiGetIndex(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
 	// m lives in the pooled ms: on the stack it would escape, since it
 	// points into itself (x at xv).
 	m := &ms.meta
-	*m = mgMeta{r: r, ctx: ctx, io: env.IO, part: -2}
+	*m = mgMeta{r: r, ctx: ctx, io: env.IO, part: -2, own: r.scratchFor(env, &ms.scratch)}
 	err := r.multiGetBlocks(ms, keys, env.IO.Perf, m)
 	m.release()
 	*m = mgMeta{}
@@ -179,6 +192,12 @@ type mgMeta struct {
 	x            *indexTable
 	xv           indexTable
 	ih           cache.Handle
+	// own is the scratch a filter or index the cache does not hold is read
+	// into, or nil to load it into the cache (see scratchFor). The filter
+	// and the index it holds are distinct buffers (metaScratch's filter
+	// and index), so the current partition's filter stays valid while its
+	// index is read; both are replaced only when moveTo has dropped them.
+	own *metaScratch
 }
 
 // moveTo makes part the current partition, unpinning the previous one's.
@@ -192,7 +211,7 @@ func (m *mgMeta) moveTo(part int) {
 // pinFilter pins the current partition's filter.
 func (m *mgMeta) pinFilter() (err error) {
 	if !m.filterLoaded {
-		m.filter, m.fh, err = m.r.pinFilter(m.ctx, m.io, m.part)
+		m.filter, m.fh, err = m.r.pinFilterFor(m.ctx, m.io, m.part, m.own)
 		m.filterLoaded = err == nil
 	}
 	return err
@@ -201,7 +220,7 @@ func (m *mgMeta) pinFilter() (err error) {
 // pinIndex pins the current partition's index.
 func (m *mgMeta) pinIndex() (err error) {
 	if m.x == nil {
-		m.x, m.ih, err = m.r.pinIndex(m.ctx, m.io, m.part, &m.xv)
+		m.x, m.ih, err = m.r.pinIndexFor(m.ctx, m.io, m.part, &m.xv, m.own)
 	}
 	return err
 }
