@@ -118,16 +118,29 @@ func (p *Properties) appendValue(dst []byte, prop *property) []byte {
 // varint64, or a type name it does not know is an error marked
 // base.ErrCorruption. The result does not retain data.
 func DecodeProperties(data []byte) (Properties, error) {
+	p, err := decodeProperties(data)
+	if err != nil {
+		return Properties{}, errors.Wrap(err, "sstable: properties block")
+	}
+	return p, nil
+}
+
+// decodeProperties is DecodeProperties with errors that say neither
+// "sstable:" nor which block they are about, for a caller that names the
+// block itself: the Reader says the file and the block's handle too
+// ("sstable: FILE: properties block H: ..."), which used to be followed by
+// a second "sstable: properties block".
+func decodeProperties(data []byte) (Properties, error) {
 	var p Properties
 	var it block.Iter
 	if err := it.Init(bytes.Compare, data); err != nil {
-		return Properties{}, errors.Wrap(err, "sstable: properties block")
+		return Properties{}, err
 	}
 	var prev []byte
 	for ok := it.First(); ok; ok = it.Next() {
 		name, val := it.Key(), it.Value()
 		if prev != nil && bytes.Compare(prev, name) >= 0 {
-			return Properties{}, base.CorruptionErrorf("sstable: properties block: %q follows %q", name, prev)
+			return Properties{}, base.CorruptionErrorf("%q follows %q", name, prev)
 		}
 		prev = append(prev[:0], name...)
 		prop := lookupProperty(name)
@@ -138,25 +151,25 @@ func DecodeProperties(data []byte) (Properties, error) {
 		case propChecksum:
 			t, err := checksum.ParseType(string(val))
 			if err != nil {
-				return Properties{}, base.CorruptionErrorf("sstable: property %s: unknown checksum type %q", prop.name, val)
+				return Properties{}, base.CorruptionErrorf("property %s: unknown checksum type %q", prop.name, val)
 			}
 			p.Checksum = t
 		case propCompression:
 			t, err := compress.ParseType(string(val))
 			if err != nil {
-				return Properties{}, base.CorruptionErrorf("sstable: property %s: unknown compression %q", prop.name, val)
+				return Properties{}, base.CorruptionErrorf("property %s: unknown compression %q", prop.name, val)
 			}
 			p.Compression = t
 		default:
 			v, n := binary.Uvarint(val)
 			if n <= 0 || n != len(val) {
-				return Properties{}, base.CorruptionErrorf("sstable: property %s: % x is not one varint64", prop.name, val)
+				return Properties{}, base.CorruptionErrorf("property %s: % x is not one varint64", prop.name, val)
 			}
 			*prop.u(&p) = v
 		}
 	}
 	if err := it.Error(); err != nil {
-		return Properties{}, errors.Wrap(err, "sstable: properties block")
+		return Properties{}, err
 	}
 	return p, nil
 }

@@ -296,7 +296,7 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	if err != nil {
 		return err
 	}
-	if r.props, err = DecodeProperties(propsData); err != nil {
+	if r.props, err = decodeProperties(propsData); err != nil {
 		return r.wrapBlockErr(err, "properties", propsHandle)
 	}
 	// A flipped checksum-type byte in the footer could otherwise turn

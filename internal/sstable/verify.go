@@ -41,9 +41,9 @@ func (r *Reader) walk(ctx context.Context, env ReadEnv, c *checker) error {
 	limit := uint64(r.file.Size()) - FooterLen
 	var buf, dec []byte
 
-	meta, err := r.readVerified(ctx, env, r.footer.MetaIndex, limit, &buf, &dec)
+	meta, err := r.readWhat(ctx, env, blockWhat{name: "metaindex"}, r.footer.MetaIndex, limit, &buf, &dec)
 	if err != nil {
-		return errors.Wrap(err, "sstable: verifying metaindex block")
+		return err
 	}
 	// The meta blocks are read from the metaindex just read, so that a
 	// change since Open is seen.
@@ -63,9 +63,9 @@ func (r *Reader) walk(ctx context.Context, env ReadEnv, c *checker) error {
 		return r.wrapBlockErr(err, "metaindex", r.footer.MetaIndex)
 	}
 	for _, m := range handles {
-		raw, _, err := r.readRaw(ctx, env.IO, m.h, limit, true, nil, &buf)
+		raw, _, err := r.verifyRaw(ctx, env, metaBlockWhat(m.name), m.h, limit, nil, &buf)
 		if err != nil {
-			return errors.Wrapf(err, "sstable: verifying meta block %s", m.name)
+			return err
 		}
 		if c != nil && m.name == MetaFilterName {
 			c.setFilter(raw, "filter", m.h)
@@ -82,9 +82,9 @@ func (r *Reader) walk(ctx context.Context, env ReadEnv, c *checker) error {
 	if r.top != nil {
 		return w.partitions()
 	}
-	index, err := r.readVerified(ctx, env, r.footer.Index, limit, &buf, &dec)
+	index, err := r.readWhat(ctx, env, blockWhat{name: "index"}, r.footer.Index, limit, &buf, &dec)
 	if err != nil {
-		return errors.Wrap(err, "sstable: verifying index block")
+		return err
 	}
 	if c != nil {
 		c.indexSize = r.footer.Index.Length + block.TrailerLen
@@ -109,9 +109,9 @@ type walker struct {
 // since Open is seen.
 func (w *walker) partitions() error {
 	r := w.r
-	top, err := r.readVerified(w.ctx, w.env, r.footer.Index, w.limit, w.buf, w.dec)
+	top, err := r.readWhat(w.ctx, w.env, blockWhat{name: "top-level index"}, r.footer.Index, w.limit, w.buf, w.dec)
 	if err != nil {
-		return errors.Wrap(err, "sstable: verifying top-level index block")
+		return err
 	}
 	top = bytes.Clone(top)
 	var it block.Iter
@@ -128,17 +128,17 @@ func (w *walker) partitions() error {
 			return r.wrapBlockErr(err, "top-level index", r.footer.Index)
 		}
 		if hasFilter {
-			raw, _, err := r.readRaw(w.ctx, w.env.IO, fh, w.limit, true, nil, w.buf)
+			raw, _, err := r.verifyRaw(w.ctx, w.env, metaWhat(metaBlock{part: p}), fh, w.limit, nil, w.buf)
 			if err != nil {
-				return errors.Wrapf(err, "sstable: verifying %s block", partName("filter", p))
+				return err
 			}
 			if w.c != nil {
 				w.c.setFilter(raw, partName("filter", p), fh)
 			}
 		}
-		index, err := r.readVerified(w.ctx, w.env, ih, w.limit, w.buf, w.dec)
+		index, err := r.readWhat(w.ctx, w.env, metaWhat(metaBlock{index: true, part: p}), ih, w.limit, w.buf, w.dec)
 		if err != nil {
-			return errors.Wrapf(err, "sstable: verifying %s block", partName("index", p))
+			return err
 		}
 		if w.c != nil {
 			if err := w.c.partition(p, it.Key(), index, ih, fh, hasFilter); err != nil {
@@ -171,18 +171,16 @@ func (w *walker) index(what string, h block.Handle, index []byte) error {
 		if err != nil {
 			return r.wrapBlockErr(err, what, h)
 		}
-		raw, ct, err := r.readRaw(w.ctx, w.env.IO, dh, r.dataEnd, true, w.pf, nil)
+		raw, ct, err := r.verifyRaw(w.ctx, w.env, dataWhat, dh, r.dataEnd, w.pf, nil)
 		if err != nil {
-			return errors.Wrap(err, "sstable: verifying data block")
+			return err
 		}
 		if w.c == nil {
 			continue
 		}
-		data := raw
-		if ct != compress.None {
-			if data, err = r.decompressTo(ct, raw, dh, w.dec); err != nil {
-				return err
-			}
+		data, err := r.decodeVerified(dataWhat, ct, raw, dh, w.dec)
+		if err != nil {
+			return err
 		}
 		if err := w.c.visit(it.Key(), dh, data); err != nil {
 			return err
@@ -194,15 +192,70 @@ func (w *walker) index(what string, h block.Handle, index []byte) error {
 	return nil
 }
 
-// readVerified reads and verifies the block at h and returns it decoded, in
-// *buf, *dec or the mapping.
-func (r *Reader) readVerified(ctx context.Context, env ReadEnv, h block.Handle, limit uint64, buf, dec *[]byte) ([]byte, error) {
-	raw, ct, err := r.readRaw(ctx, env.IO, h, limit, true, nil, buf)
-	if err != nil {
-		return nil, err
+// dataWhat names a data block in the walk's errors.
+var dataWhat = blockWhat{name: "data"}
+
+// metaBlockWhat names the meta block that the metaindex lists as name in
+// the walk's errors, in Open's words where Open reads it.
+func metaBlockWhat(name string) blockWhat {
+	switch name {
+	case MetaPropertiesName:
+		return blockWhat{name: "properties"}
+	case MetaFilterName:
+		return blockWhat{name: "filter"}
+	case MetaRangeDelName:
+		return blockWhat{name: "range deletion"}
 	}
+	return blockWhat{name: "meta " + name}
+}
+
+// verifyRaw is readRaw (verifying the checksum) of the block at h, which
+// what names, with errors that say "sstable:", the file and the block once:
+// a handle beyond limit is "sstable: FILE: WHAT block H ... ends beyond
+// LIMIT" (readRaw's own check would not name the block, and wrapped it
+// said "sstable:" twice), and a failed read or checksum, whose error from
+// the file reader or block.ValidateChecksum names the file and the offset
+// (with both checksums), is "sstable: verifying WHAT block: ...".
+func (r *Reader) verifyRaw(
+	ctx context.Context, env ReadEnv, what blockWhat, h block.Handle, limit uint64,
+	pf *fileio.PrefetchBuffer, buf *[]byte,
+) ([]byte, compress.Type, error) {
+	if err := r.checkBounds(what, h, limit); err != nil {
+		return nil, 0, err
+	}
+	raw, ct, err := r.readRaw(ctx, env.IO, h, limit, true, pf, buf)
+	if err != nil {
+		return nil, 0, errors.Wrapf(err, "sstable: verifying %s", what.block())
+	}
+	return raw, ct, nil
+}
+
+// decodeVerified decompresses raw, the block at h that what names (stored
+// with compression ct), into *dec, grown as needed; an uncompressed block
+// is raw itself. Its errors name the file and the block once
+// ("sstable: FILE: WHAT block H: ...").
+func (r *Reader) decodeVerified(what blockWhat, ct compress.Type, raw []byte, h block.Handle, dec *[]byte) ([]byte, error) {
 	if ct == compress.None {
 		return raw, nil
 	}
-	return r.decompressTo(ct, raw, h, dec)
+	n, err := r.decodedLen(what, ct, raw, h)
+	if err != nil {
+		return nil, err
+	}
+	return r.decompressInto(what, ct, raw, h, grow(dec, n))
+}
+
+// readWhat reads and verifies the block at h, which what names, and
+// returns it decoded, in *buf, *dec or the mapping.
+func (r *Reader) readWhat(ctx context.Context, env ReadEnv, what blockWhat, h block.Handle, limit uint64, buf, dec *[]byte) ([]byte, error) {
+	raw, ct, err := r.verifyRaw(ctx, env, what, h, limit, nil, buf)
+	if err != nil {
+		return nil, err
+	}
+	return r.decodeVerified(what, ct, raw, h, dec)
+}
+
+// readVerified is readWhat for a block of no particular kind.
+func (r *Reader) readVerified(ctx context.Context, env ReadEnv, h block.Handle, limit uint64, buf, dec *[]byte) ([]byte, error) {
+	return r.readWhat(ctx, env, blockWhat{}, h, limit, buf, dec)
 }
