@@ -2,6 +2,7 @@ package cache
 
 import (
 	"math/bits"
+	"runtime"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/invariants"
@@ -68,10 +69,15 @@ func (c *Cache) Alloc(n int) []byte {
 		return make([]byte, n)
 	}
 	if c.region != nil {
-		if b, reused := c.region.alloc(cl); b != nil {
-			if invariants.Enabled && reused && !checkPoison(b) {
-				panic(base.AssertionFailedf("cache: a %d-byte off-heap buffer was written after its last handle was released", len(b)))
-			}
+		b, reused := c.region.alloc(cl)
+		if b != nil && invariants.Enabled && reused && !checkPoison(b) {
+			panic(base.AssertionFailedf("cache: a %d-byte off-heap buffer was written after its last handle was released", len(b)))
+		}
+		// The Cache's cleanup unmaps the region: c must stay reachable
+		// until the region is no longer touched (here and in Free and
+		// recycle), even when the caller's last use of c is this call.
+		runtime.KeepAlive(c)
+		if b != nil {
 			return b[:n]
 		}
 	}
@@ -98,6 +104,7 @@ func (c *Cache) Free(b []byte) {
 		return
 	}
 	c.region.free(b)
+	runtime.KeepAlive(c)
 }
 
 // recycle keeps a freed entry for reuse: an off-heap buffer goes back to the
@@ -109,6 +116,7 @@ func (c *Cache) recycle(e *entry) {
 	}
 	if c.region.contains(e.buf) {
 		c.region.free(e.buf)
+		runtime.KeepAlive(c)
 	} else if cl := floorClass(cap(e.buf)); cl >= 0 {
 		c.bufs[cl].Put(e)
 		return

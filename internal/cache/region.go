@@ -18,11 +18,25 @@ import (
 // that doubling off the cache (Pebble manages its cache's memory by hand for
 // the same reason).
 //
-// The region is carved into slabs, each dedicated to one size class when it
-// is first needed; a class hands out objects of exactly its size from its
-// slabs, and freed objects go back to its free list. Anything the region
-// cannot serve (a buffer larger than a slab, a class with no free object
-// when no slab is left) comes from the Go heap, as every buffer did before.
+// The region is carved into slabs of 1 MiB. A slab serves one size class at
+// a time: it hands out objects of exactly the class's size, and freed
+// objects go back to its free list. A slab whose objects are all free goes
+// back to the region's pool, from which any class can take it: the mix of
+// sizes a cache holds changes (a scan fills it with data blocks, then point
+// reads with index and filter partitions, a few KiB larger), and slabs
+// bound to a class for good would leave the region full of one class's free
+// objects while the other's buffers come from the Go heap — where, with the
+// garbage collector's headroom, they cost about twice their size. (A 4 GiB
+// database read through a 32 MiB cache, after a scan, kept 34 MB of index
+// partitions on the Go heap so: a peak RSS 60 MiB above the cache's budget.)
+//
+// To let slabs empty, a class allocates from its fullest slabs: from its
+// current slab, and when that is full, from a slab of the fullest non-empty
+// occupancy quarter (see regionClass.partial). Its emptier slabs then only
+// lose objects, as the cache evicts them, until they go back to the pool.
+// Anything the region cannot serve (a buffer larger than a slab, a class
+// with no free object when the pool is empty) comes from the Go heap, as
+// every buffer did before.
 //
 // Nothing outside the package may keep a pointer into the region past the
 // release of the handle it came from: bytes handed to users are copied (see
@@ -34,25 +48,31 @@ const (
 	slabSize  = 1 << slabShift
 	// regionSlackDiv adds capacity/regionSlackDiv to the region: room for
 	// evicted blocks still referenced by handles, the size classes'
-	// rounding and the tails of slabs.
+	// rounding, the tails of slabs and the free objects of slabs not yet
+	// empty.
 	regionSlackDiv = 4
 	// granuleShift is the log of the smallest class: no two objects start
 	// in the same granule, which keys the invariants build's bitmap.
 	granuleShift = minClassShift
+	// quarters is the number of occupancy groups of a class's partial slabs.
+	quarters = 4
+	noSlab   = -1
 )
 
 // region is a Cache's off-heap memory. Its methods are safe for concurrent
-// use.
+// use. Lock order: a class's mu, then the region's mu.
 type region struct {
 	mem []byte // the mapping
-	// slabs is the number of slabs in mem; next is the first unassigned one.
-	slabs int
-	next  atomic.Int64
-	// slabClass is the class of each assigned slab. Written once, under the
-	// class's lock, before any object of the slab is handed out; an object
-	// reaches free only after it was handed out, so free reads it safely.
-	slabClass []uint8
-	classes   [numClasses]regionClass
+	// slab describes each slab. A slab's fields are guarded by the mutex
+	// of the class it serves; it passes between classes through the pool,
+	// under mu.
+	slab []slabState
+	// mu guards pool, the slabs that serve no class, the lowest-numbered
+	// last (so touched first, and its pages resident first).
+	mu   sync.Mutex
+	pool []int32
+
+	classes [numClasses]regionClass
 
 	// inUse has a bit per granule set while the object starting there is
 	// handed out. Maintained in invariants builds only: free panics on a
@@ -60,27 +80,54 @@ type region struct {
 	inUse []atomic.Uint64
 }
 
+// slabState is one slab's bookkeeping.
+type slabState struct {
+	// class is the class the slab serves. Written, before any of its
+	// objects is handed out, when the slab leaves the pool; free reads it
+	// without a lock, which is safe because an object reaches free only
+	// after it was handed out, and the slab goes back to the pool only
+	// when none of its objects is out.
+	class uint8
+	// quarter is the partial list the slab is on, or -1 when on none (it is
+	// its class's current slab, or full).
+	quarter int8
+	// carved counts the objects cut from the slab, from its start; inUse
+	// those handed out and not freed; free holds the indexes of freed
+	// objects, reused last in first out (the most recently used memory is
+	// the most likely to be resident and in the CPU's caches).
+	carved, inUse int32
+	free          []uint16
+	// recycled says the slab served a class before. In invariants builds
+	// it was poisoned whole when it went back to the pool, so a carved
+	// object is checked as a reused one is.
+	recycled bool
+	// prev and next link the slab into its quarter's list.
+	prev, next int32
+}
+
 // regionClass is the state of one size class in the region.
 type regionClass struct {
 	mu sync.Mutex
-	// free holds the offsets of freed objects, reused last in first out
-	// (the most recently used memory is the most likely to be resident
-	// and in the CPU's caches).
-	free []uintptr
-	// bump and end delimit the uncarved rest of the class's current slab;
-	// carved counts the objects ever carved.
-	bump, end uintptr
-	carved    int64
-	_         [64]byte // keep neighbouring classes' locks off one cache line
+	// cur is the slab allocations come from first, noSlab for none.
+	cur int32
+	// partial lists the class's other slabs that have a free object, by
+	// occupancy: partial[q] heads the list of those with q quarters (or
+	// more, below q+1) of their objects in use.
+	partial [quarters]int32
+	// inUse counts the class's objects handed out and not freed.
+	inUse int64
+	_     [64]byte // keep neighbouring classes' locks off one cache line
 }
 
-// Compile-time check that class numbers fit slabClass's bytes.
-const _ uint8 = 255 - numClasses
+// Compile-time check that class numbers fit slabState.class, and that a
+// slab's object indexes fit its free list's uint16.
+const (
+	_ uint8  = 255 - numClasses
+	_ uint16 = slabSize>>minClassShift - 1
+)
 
 // newRegion maps a region for a cache of the given capacity, or returns nil
-// when the platform has no anonymous mappings, pointers are 32 bits wide (the
-// address space is too small to reserve caches in), the capacity is too
-// small to use, or the mapping fails: the cache then lives on the Go heap.
+// where there is none (32-bit platforms, a failed mapping).
 func newRegion(capacity int64) *region {
 	if unsafe.Sizeof(uintptr(0)) < 8 || capacity <= 0 {
 		return nil
@@ -91,7 +138,17 @@ func newRegion(capacity int64) *region {
 	if mem == nil {
 		return nil
 	}
-	r := &region{mem: mem, slabs: int(slabs), slabClass: make([]uint8, slabs)}
+	r := &region{mem: mem, slab: make([]slabState, slabs), pool: make([]int32, slabs)}
+	for i := range r.pool {
+		r.pool[i] = int32(len(r.pool) - 1 - i)
+	}
+	for i := range r.classes {
+		rc := &r.classes[i]
+		rc.cur = noSlab
+		for q := range rc.partial {
+			rc.partial[q] = noSlab
+		}
+	}
 	if invariants.Enabled {
 		r.inUse = make([]atomic.Uint64, (len(mem)>>granuleShift+63)/64)
 	}
@@ -112,38 +169,76 @@ func (r *region) contains(b []byte) bool {
 // capacity), and whether it was freed before (so holds the poison of an
 // invariants build); or nil when the region has none to give.
 func (r *region) alloc(cl int) (b []byte, reused bool) {
-	size := uintptr(classSize(cl))
+	size := classSize(cl)
 	if size > slabSize {
 		return nil, false
 	}
 	rc := &r.classes[cl]
 	rc.mu.Lock()
-	var off uintptr
-	switch n := len(rc.free); {
-	case n > 0:
-		off = rc.free[n-1]
-		rc.free = rc.free[:n-1]
-		reused = true
-	case rc.bump+size <= rc.end:
-		off = rc.bump
-		rc.bump += size
-		rc.carved++
-	default:
-		s := r.next.Add(1) - 1
-		if s >= int64(r.slabs) {
+	s := rc.cur
+	if s == noSlab || r.slab[s].full(size) {
+		if s = r.nextSlab(rc, cl); s == noSlab {
 			rc.mu.Unlock()
 			return nil, false
 		}
-		r.slabClass[s] = uint8(cl)
-		off = uintptr(s) << slabShift
-		rc.bump, rc.end = off+size, off+slabSize
-		rc.carved++
+		rc.cur = s
 	}
+	st := &r.slab[s]
+	var i int32
+	if n := len(st.free); n > 0 {
+		i = int32(st.free[n-1])
+		st.free = st.free[:n-1]
+		reused = true
+	} else {
+		i = st.carved
+		st.carved++
+		reused = st.recycled
+	}
+	st.inUse++
+	rc.inUse++
 	rc.mu.Unlock()
+	off := uintptr(s)<<slabShift + uintptr(i)*uintptr(size)
 	if invariants.Enabled {
 		r.mark(off, true)
 	}
-	return r.mem[off : off+size : off+size], reused
+	return r.mem[off : off+uintptr(size) : off+uintptr(size)], reused
+}
+
+// full reports whether a slab of a class of the given size has no object to
+// give.
+func (st *slabState) full(size int) bool {
+	return len(st.free) == 0 && int(st.carved) >= slabSize/size
+}
+
+// quarterOf returns the partial list of a slab with inUse of its per
+// objects in use.
+func quarterOf(inUse, per int32) int8 {
+	return int8(min(int64(inUse)*quarters/int64(per), quarters-1))
+}
+
+// nextSlab returns the slab that becomes rc's current one, its current
+// slab being full or absent: the first of its fullest partial slabs, or
+// else one from the pool; noSlab when there is none. rc.mu is held.
+func (r *region) nextSlab(rc *regionClass, cl int) int32 {
+	for q := quarters - 1; q >= 0; q-- {
+		if s := rc.partial[q]; s != noSlab {
+			r.unlink(rc, s)
+			return s
+		}
+	}
+	r.mu.Lock()
+	n := len(r.pool)
+	if n == 0 {
+		r.mu.Unlock()
+		return noSlab
+	}
+	s := r.pool[n-1]
+	r.pool = r.pool[:n-1]
+	r.mu.Unlock()
+	st := &r.slab[s]
+	st.class, st.quarter = uint8(cl), -1
+	st.carved, st.inUse, st.free = 0, 0, st.free[:0]
+	return s
 }
 
 // free takes back the object b points into (b may be a reslice of it, of
@@ -151,19 +246,82 @@ func (r *region) alloc(cl int) (b []byte, reused bool) {
 // alloc of it checks.
 func (r *region) free(b []byte) {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
-	s := off >> slabShift
-	cl := int(r.slabClass[s])
+	s := int32(off >> slabShift)
+	st := &r.slab[s]
+	cl := int(st.class)
 	size := uintptr(classSize(cl))
-	slab := s << slabShift
-	off = slab + (off-slab)/size*size
+	i := (off - uintptr(s)<<slabShift) / size
+	off = uintptr(s)<<slabShift + i*size
 	if invariants.Enabled {
 		r.mark(off, false)
 		poison(r.mem[off : off+size])
 	}
 	rc := &r.classes[cl]
 	rc.mu.Lock()
-	rc.free = append(rc.free, off)
+	st.free = append(st.free, uint16(i))
+	st.inUse--
+	rc.inUse--
+	switch per := int32(slabSize / size); {
+	case st.inUse == 0:
+		// Empty: back to the pool, for any class.
+		if s == rc.cur {
+			rc.cur = noSlab
+		} else if st.quarter >= 0 {
+			r.unlink(rc, s)
+		}
+		st.recycled = true
+		if invariants.Enabled {
+			r.poisonSlab(s, int(size))
+		}
+		r.mu.Lock()
+		r.pool = append(r.pool, s)
+		r.mu.Unlock()
+	case s == rc.cur:
+	default:
+		if q := quarterOf(st.inUse, per); q != st.quarter {
+			if st.quarter >= 0 {
+				r.unlink(rc, s)
+			}
+			r.link(rc, s, q)
+		}
+	}
 	rc.mu.Unlock()
+}
+
+// poisonSlab checks, as the slab goes back to the pool, that none of its
+// objects was written after it was freed, and poisons the whole slab: its
+// objects under the next class start elsewhere.
+func (r *region) poisonSlab(s int32, size int) {
+	st := &r.slab[s]
+	start := int(s) << slabShift
+	if !checkPoison(r.mem[start : start+int(st.carved)*size]) {
+		panic(base.AssertionFailedf("cache: an off-heap buffer in slab %d was written after its last handle was released", s))
+	}
+	poison(r.mem[start : start+slabSize])
+}
+
+// link puts slab s at the head of rc's partial list q. rc.mu is held.
+func (r *region) link(rc *regionClass, s int32, q int8) {
+	st := &r.slab[s]
+	st.quarter, st.prev, st.next = q, noSlab, rc.partial[q]
+	if st.next != noSlab {
+		r.slab[st.next].prev = s
+	}
+	rc.partial[q] = s
+}
+
+// unlink takes slab s off its partial list. rc.mu is held.
+func (r *region) unlink(rc *regionClass, s int32) {
+	st := &r.slab[s]
+	if st.prev != noSlab {
+		r.slab[st.prev].next = st.next
+	} else {
+		rc.partial[st.quarter] = st.next
+	}
+	if st.next != noSlab {
+		r.slab[st.next].prev = st.prev
+	}
+	st.quarter, st.prev, st.next = -1, noSlab, noSlab
 }
 
 // mark records (invariants builds) that the object at off was handed out
@@ -186,17 +344,24 @@ func (r *region) mark(off uintptr, out bool) {
 	}
 }
 
-// objectsInUse returns the number of objects handed out and not freed, in every
-// build: the objects carved minus those on the free lists.
+// objectsInUse returns the number of objects handed out and not freed, in
+// every build.
 func (r *region) objectsInUse() int64 {
 	var n int64
 	for i := range r.classes {
 		rc := &r.classes[i]
 		rc.mu.Lock()
-		n += rc.carved - int64(len(rc.free))
+		n += rc.inUse
 		rc.mu.Unlock()
 	}
 	return n
+}
+
+// freeSlabs returns the number of slabs in the pool.
+func (r *region) freeSlabs() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pool)
 }
 
 // release unmaps the region. Called by the Cache's cleanup, once nothing

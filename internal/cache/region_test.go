@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"testing"
@@ -26,6 +27,9 @@ func offHeapOrSkip(t *testing.T, capacity int64) *Cache {
 
 func TestRegionRecyclesByClass(t *testing.T) {
 	c := offHeapOrSkip(t, 8<<20)
+	// keeper keeps its slab serving its class (an empty slab goes back to
+	// the pool: TestRegionSlabsChangeClass).
+	keeper := c.Alloc(4000)
 	for i := range 100 {
 		k := Key{1, 1, uint64(i)}
 		b := c.Alloc(4000)
@@ -35,8 +39,9 @@ func TestRegionRecyclesByClass(t *testing.T) {
 		c.Set(k, b).Release()
 		c.EvictFile(1, 1) // frees the entry: nothing else references it
 
-		// Another class never gets the object; its own class gets it back
-		// at once (the free lists are last in, first out).
+		// Another class never gets an object of a slab in use; its own
+		// class gets it back at once (the free lists are last in, first
+		// out).
 		other := c.Alloc(9000)
 		require.True(t, c.OffHeap(other))
 		require.NotEqual(t, p, addr(other))
@@ -45,6 +50,7 @@ func TestRegionRecyclesByClass(t *testing.T) {
 		c.Free(other)
 		c.Free(again)
 	}
+	c.Free(keeper)
 	requireQuiescent(t, c)
 
 	// A buffer handed over with its capacity cut (an aligned index view,
@@ -205,3 +211,225 @@ func TestRegionUnmappedWhenUnreachable(t *testing.T) {
 // addr is the address of b's memory: testify compares pointers by what they
 // point to, so tests compare addresses.
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// TestRegionSlabsChangeClass checks that a slab whose objects are all free
+// serves any class: a region first filled by one class is not lost to the
+// others once that class's objects are gone.
+func TestRegionSlabsChangeClass(t *testing.T) {
+	c := offHeapOrSkip(t, 4<<20)
+	r := c.region
+	slabs := len(r.slab)
+	fill := func(n int) [][]byte {
+		var objs [][]byte
+		for {
+			b := c.Alloc(n)
+			if !c.OffHeap(b) {
+				return objs
+			}
+			objs = append(objs, b)
+		}
+	}
+	a := fill(4400)
+	require.Len(t, a, slabs*(slabSize/classSize(ceilClass(4400))))
+	require.Zero(t, r.freeSlabs())
+	require.False(t, c.OffHeap(c.Alloc(6000)), "every slab serves the first class")
+	checkRegion(t, r)
+
+	// Emptying one slab gives it to the other class, and only that slab.
+	per := slabSize / classSize(ceilClass(4400))
+	for _, b := range a[per : 2*per] {
+		c.Free(b)
+	}
+	require.Equal(t, 1, r.freeSlabs())
+	b := fill(6000)
+	require.Len(t, b, slabSize/classSize(ceilClass(6000)))
+	checkRegion(t, r)
+
+	for _, o := range append(a[:per], a[2*per:]...) {
+		c.Free(o)
+	}
+	for _, o := range b {
+		c.Free(o)
+	}
+	require.Equal(t, slabs, r.freeSlabs())
+	require.Zero(t, r.objectsInUse())
+	checkRegion(t, r)
+	require.Len(t, fill(6000), slabs*(slabSize/classSize(ceilClass(6000))))
+}
+
+// TestRegionFollowsTheMix checks the case that made slabs movable: a cache
+// full of one size of block (a scan's data blocks) that then takes in
+// blocks of another size (point reads' index partitions) while evicting
+// the first. The new blocks must come to live in the region, not on the Go
+// heap: the cache allocates from its fullest slabs, so the emptiest ones
+// drain as their blocks are evicted and go to the new class.
+func TestRegionFollowsTheMix(t *testing.T) {
+	const capacity = 8 << 20
+	c := offHeapOrSkip(t, capacity)
+	insert := func(file uint64, size, n int) {
+		for i := range n {
+			k := Key{1, file, uint64(i)}
+			c.Set(k, makeValue(c.Alloc(size), k, 1)).Release()
+		}
+	}
+	// Twice the capacity of each, so that the second size is inserted
+	// into a cache (and a region) the first one filled.
+	insert(1, 4400, 2*capacity/4400)
+	insert(2, 6000, 2*capacity/6000)
+	var on, off int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, head := range s.entries {
+			for e := head; e != nil; e = e.hashNext {
+				if c.OffHeap(e.buf) {
+					on += int64(len(e.buf))
+				} else {
+					off += int64(len(e.buf))
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	t.Logf("cached: %d bytes off the Go heap, %d on it", on, off)
+	require.Less(t, off*10, on+off, "more than a tenth of the cached bytes are on the Go heap")
+	checkRegion(t, c.region)
+	requireQuiescent(t, c)
+}
+
+// TestRegionRandom allocates and frees objects of a few classes at random
+// and checks, against a model, that live objects never overlap, that the
+// counts agree, that the slab lists are consistent, and that every slab is
+// back in the pool once everything is freed.
+func TestRegionRandom(t *testing.T) {
+	c := offHeapOrSkip(t, 3<<20)
+	r := c.region
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{100, 4400, 6000, 70000}
+	type obj struct {
+		b   []byte
+		tag byte
+	}
+	var live []obj
+	for step := range 50000 {
+		if len(live) > 0 && (rng.IntN(100) < 48 || len(live) > 2000) {
+			i := rng.IntN(len(live))
+			o := live[i]
+			for _, x := range o.b {
+				if x != o.tag {
+					t.Fatalf("step %d: a live object was overwritten", step)
+				}
+			}
+			c.Free(o.b)
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+		} else {
+			b := c.Alloc(sizes[rng.IntN(len(sizes))])
+			if !c.OffHeap(b) {
+				continue
+			}
+			tag := byte(step)
+			for j := range b {
+				b[j] = tag
+			}
+			live = append(live, obj{b, tag})
+		}
+		if step%5000 == 0 {
+			require.Equal(t, int64(len(live)), r.objectsInUse())
+			checkRegion(t, r)
+		}
+	}
+	for _, o := range live {
+		c.Free(o.b)
+	}
+	require.Zero(t, r.objectsInUse())
+	require.Equal(t, len(r.slab), r.freeSlabs())
+	checkRegion(t, r)
+}
+
+// checkRegion checks the region's bookkeeping: every slab is in the pool,
+// its class's current slab, on the partial list its occupancy names, or
+// full; and the counts agree with the slabs.
+func checkRegion(t *testing.T, r *region) {
+	t.Helper()
+	r.mu.Lock()
+	pooled := map[int32]bool{}
+	for _, s := range r.pool {
+		require.False(t, pooled[s], "slab %d twice in the pool", s)
+		pooled[s] = true
+	}
+	r.mu.Unlock()
+	seen := map[int32]bool{}
+	for cl := range r.classes {
+		rc := &r.classes[cl]
+		rc.mu.Lock()
+		size := classSize(cl)
+		per := int32(slabSize / max(size, 1))
+		var inUse int64
+		if rc.cur != noSlab {
+			st := &r.slab[rc.cur]
+			require.Equal(t, uint8(cl), st.class)
+			require.EqualValues(t, -1, st.quarter)
+			require.False(t, pooled[rc.cur], "current slab %d is in the pool", rc.cur)
+			seen[rc.cur] = true
+		}
+		for q := range quarters {
+			prev := int32(noSlab)
+			for s := rc.partial[q]; s != noSlab; s = r.slab[s].next {
+				st := &r.slab[s]
+				require.False(t, seen[s] || pooled[s], "slab %d listed twice", s)
+				seen[s] = true
+				require.Equal(t, uint8(cl), st.class)
+				require.EqualValues(t, q, st.quarter)
+				require.Equal(t, prev, st.prev)
+				require.Positive(t, st.inUse)
+				require.False(t, st.full(size), "full slab %d on a partial list", s)
+				require.EqualValues(t, q, quarterOf(st.inUse, per))
+				prev = s
+			}
+		}
+		for s := range r.slab {
+			st := &r.slab[s]
+			if pooled[int32(s)] || int(st.class) != cl {
+				continue
+			}
+			inUse += int64(st.inUse)
+			require.EqualValues(t, st.carved-int32(len(st.free)), st.inUse, "slab %d", s)
+			if !seen[int32(s)] {
+				require.True(t, st.full(size), "slab %d of class %d is neither pooled, current, listed nor full", s, cl)
+			}
+		}
+		require.Equal(t, rc.inUse, inUse, "class %d", cl)
+		rc.mu.Unlock()
+	}
+}
+
+// TestRegionFreeKeepsCacheAlive frees a cache's last buffer as the last use
+// of the cache while collections run: the cache's cleanup unmaps the
+// region, so it must not run while Free still writes there (invariants
+// builds poison a freed object, and an emptied slab whole).
+func TestRegionFreeKeepsCacheAlive(t *testing.T) {
+	if !invariants.Enabled {
+		t.Skip("only invariants builds write into the region as they free")
+	}
+	offHeapOrSkip(t, 1<<20)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for range 100 {
+		c := New(1 << 20)
+		b := c.Alloc(4096)
+		c.Free(b) // the last use of c
+	}
+}
