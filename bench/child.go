@@ -212,6 +212,7 @@ func runChild(cfg *config, name string, out *os.File) error {
 	res.CompactSeconds = time.Since(start).Seconds()
 	if stopHeap != nil {
 		peak, err := stopHeap()
+		stopHeap = nil
 		if err != nil {
 			return errors.Wrap(err, "heap profile")
 		}
@@ -221,6 +222,9 @@ func runChild(cfg *config, name string, out *os.File) error {
 	res.DiskMiB, res.TablesMiB = float64(alloc)/(1<<20), float64(tables)/(1<<20)
 	logf(name, "%s: full compaction: %.2f s; tables %.1f MiB, directory %.1f MiB allocated",
 		variant, res.CompactSeconds, res.TablesMiB, res.DiskMiB)
+	if main && cfg.heapProfileDir != "" {
+		stopHeap = watchHeap(filepath.Join(cfg.heapProfileDir, name+"-reads-heap.pprof"))
+	}
 	if err := verify(name, s, n, cfg.valueSize); err != nil {
 		return err
 	}
@@ -255,6 +259,13 @@ func runChild(cfg *config, name string, out *os.File) error {
 	}
 	res.PeakRSSMiB = float64(procStatusKiB("VmHWM")) / 1024
 	logf(name, "%s: peak RSS %.0f MiB", variant, res.PeakRSSMiB)
+	if stopHeap != nil {
+		peak, err := stopHeap()
+		if err != nil {
+			return errors.Wrap(err, "heap profile")
+		}
+		logf(name, "%s: verification and reads: peak live Go heap %.1f MiB (profile in %s)", variant, float64(peak)/(1<<20), cfg.heapProfileDir)
+	}
 
 	err = s.close()
 	s = nil

@@ -79,7 +79,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.statsDuration, "stats-duration", 500*time.Millisecond, "measured time of each candidate in each round of the interleaved comparisons")
 	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
-	fs.StringVar(&c.heapProfileDir, "heapprofile", "", "write a heap profile of each engine at the peak live Go heap of its full compaction (main variant) into this directory, as engine-compaction-heap.pprof")
+	fs.StringVar(&c.heapProfileDir, "heapprofile", "", "write heap profiles of each engine at the peak live Go heap of its full compaction and of its verification and read phases (main variant) into this directory, as engine-compaction-heap.pprof and engine-reads-heap.pprof")
 	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write CPU profiles of each engine's Get hit and MultiGet phases (first thread count) into this directory, as engine-phase.pprof")
 	fs.StringVar(&c.child, "engine", "", "internal: run one engine as a child process")
 	fs.StringVar(&c.variant, "variant", variantMain, "internal: the child's configuration ("+strings.Join(variants, ", ")+")")
