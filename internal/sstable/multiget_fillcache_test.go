@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -320,6 +322,66 @@ func TestMultiGetNoFillCorruption(t *testing.T) {
 				require.Contains(t, msg, want)
 			}
 			require.Zero(t, c.Len())
+		})
+	}
+}
+
+// BenchmarkMultiGetNoFillMeta is BenchmarkGetNoFillMeta for MultiGet: a
+// 16-key MultiGet without FillCache on a partitioned table, with the index
+// and filter partitions it needs cached (warm) and with none cached (each
+// read into the call's pooled scratch). Data blocks are cached when warm
+// and read otherwise.
+func BenchmarkMultiGetNoFillMeta(b *testing.B) {
+	es := genEntries(rand.New(rand.NewPCG(1, 2)), 20000, 100)
+	data := buildTable(b, partOpts, es)
+	all := multiGetKeys(es, base.MaxSeqNum)
+	ctx := context.Background()
+	for _, warm := range []bool{true, false} {
+		b.Run(fmt.Sprintf("warm=%t", warm), func(b *testing.B) {
+			c := cache.New(64 << 20)
+			r := openTable(b, data, openConfig{cache: c, cacheMeta: true})
+			r.EvictFromCache()
+			rng := rand.New(rand.NewPCG(1, 2))
+			batches := make([][]MultiGetKey, 256)
+			for i := range batches {
+				seen := map[int]bool{}
+				for len(seen) < 16 {
+					seen[rng.IntN(len(all))] = true
+				}
+				for _, k := range slices.Sorted(maps.Keys(seen)) {
+					batches[i] = append(batches[i], all[k])
+				}
+			}
+			mget := func(env ReadEnv, keys []MultiGetKey) {
+				for i := range keys {
+					keys[i].Done = false
+				}
+				if err := r.MultiGet(ctx, env, keys); err != nil {
+					b.Fatal(err)
+				}
+				for i := range keys {
+					if !keys[i].Found {
+						b.Fatalf("key %q not found: %v", keys[i].Key, keys[i].Err)
+					}
+					keys[i].Pin.Release()
+				}
+			}
+			if warm {
+				for _, keys := range batches {
+					mget(verifyEnv, keys)
+				}
+			}
+			noFill := ReadEnv{VerifyChecksums: true}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				mget(noFill, batches[i%len(batches)])
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(16*b.N), "ns/key")
+			if !warm && c.Len() != 0 {
+				b.Fatalf("%d entries cached", c.Len())
+			}
 		})
 	}
 }
