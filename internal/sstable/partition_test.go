@@ -92,7 +92,7 @@ func TestPartitionedLayout(t *testing.T) {
 func dataIter(t *testing.T, r *Reader, h block.Handle) *block.Iter {
 	t.Helper()
 	var buf, dec []byte
-	data, err := r.readVerified(context.Background(), verifyEnv, h, r.dataEnd, &buf, &dec)
+	data, err := r.readWhat(context.Background(), verifyEnv, blockWhat{name: "data"}, h, r.dataEnd, &buf, &dec)
 	require.NoError(t, err)
 	it := &block.Iter{}
 	require.NoError(t, it.InitInternal(bytes.Clone(data)))

@@ -254,8 +254,3 @@ func (r *Reader) readWhat(ctx context.Context, env ReadEnv, what blockWhat, h bl
 	}
 	return r.decodeVerified(what, ct, raw, h, dec)
 }
-
-// readVerified is readWhat for a block of no particular kind.
-func (r *Reader) readVerified(ctx context.Context, env ReadEnv, h block.Handle, limit uint64, buf, dec *[]byte) ([]byte, error) {
-	return r.readWhat(ctx, env, blockWhat{}, h, limit, buf, dec)
-}
