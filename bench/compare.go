@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -226,13 +227,36 @@ func runChildProcess(exe string, jb job, runDir string) (*engineResult, error) {
 func gitCommit() (commit, note string) {
 	out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
-		return "unknown", " (not a git checkout)"
+		// A binary built with go build (not go run) and run elsewhere
+		// carries the commit it was built from.
+		return buildCommit()
 	}
 	commit = strings.TrimSpace(string(out))
 	st, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--untracked-files=no").Output()
 	if err == nil {
 		if n := len(strings.Fields(strings.TrimSpace(string(st)))) / 2; n > 0 {
 			note = fmt.Sprintf(" (plus uncommitted changes in %d tracked files)", n)
+		}
+	}
+	return commit, note
+}
+
+// buildCommit returns the commit recorded in the binary by go build, for a
+// bench run outside its checkout.
+func buildCommit() (commit, note string) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown", " (not a git checkout)"
+	}
+	commit, note = "unknown", " (not a git checkout)"
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit, note = s.Value[:min(len(s.Value), 7)], " (from the binary's build information)"
+		case "vcs.modified":
+			if s.Value == "true" {
+				defer func() { note += ", built with uncommitted changes" }()
+			}
 		}
 	}
 	return commit, note
