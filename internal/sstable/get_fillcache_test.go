@@ -255,3 +255,31 @@ func BenchmarkGetNoFillMeta(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetFillMetaMiss measures a Get with FillCache of a present key
+// in a partitioned table whose index and filter partitions live in a block
+// cache too small to keep them: most Gets load a partition, whose read
+// buffer comes from a pool (metaScratches), then the cache's own buffer.
+func BenchmarkGetFillMetaMiss(b *testing.B) {
+	es := genEntries(rand.New(rand.NewPCG(1, 2)), 20000, 100)
+	data := buildTable(b, partOpts, es)
+	ctx := context.Background()
+	c := cache.New(64 << 10)
+	r := openTable(b, data, openConfig{cache: c, cacheMeta: true})
+	r.EvictFromCache()
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := make([][]byte, 4096)
+	for i := range keys {
+		keys[i] = es[rng.IntN(len(es))].key.UserKey
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_, _, found, pin, err := r.Get(ctx, verifyEnv, keys[i%len(keys)], base.MaxSeqNum)
+		if err != nil || !found {
+			b.Fatal(err)
+		}
+		pin.Release()
+		i++
+	}
+}
