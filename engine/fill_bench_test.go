@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -69,14 +70,14 @@ func benchFill(b *testing.B, stats string) {
 	i := fillKeys
 	var cpu time.Duration
 	b.ReportAllocs()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cpubench.ProcessCPU()
 	for b.Loop() {
 		if i == fillKeys {
 			b.StopTimer()
 			cpu += cpuSince(cpu0)
 			open()
 			i = 0
-			cpu0, _ = processCPU()
+			cpu0, _ = cpubench.ProcessCPU()
 			b.StartTimer()
 		}
 		k := perm[i]
@@ -93,8 +94,8 @@ func benchFill(b *testing.B, stats string) {
 	}
 }
 
-// cpuSince is the process CPU time used since processCPU said cpu0.
+// cpuSince is the process CPU time used since cpubench.ProcessCPU said cpu0.
 func cpuSince(cpu0 time.Duration) time.Duration {
-	now, _ := processCPU()
+	now, _ := cpubench.ProcessCPU()
 	return now - cpu0
 }

@@ -10,12 +10,12 @@ import "testing"
 // returns, called after the benchmark loop, reports it per op. Where the
 // process's CPU time cannot be read it reports nothing.
 func Start(b *testing.B) (stop func()) {
-	start, ok := processCPU()
+	start, ok := ProcessCPU()
 	if !ok {
 		return func() {}
 	}
 	return func() {
-		end, ok := processCPU()
+		end, ok := ProcessCPU()
 		if ok && b.N > 0 {
 			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}

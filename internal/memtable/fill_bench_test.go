@@ -8,6 +8,7 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/batch"
+	"github.com/shaledb/shale/internal/cpubench"
 )
 
 // fillKeys is the bench module's 32 MiB fill: 32 MiB of 256-byte values.
@@ -35,7 +36,7 @@ func BenchmarkFillApply(b *testing.B) {
 	seq := base.SeqNum(1)
 	var cpu time.Duration
 	b.ReportAllocs()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cpubench.ProcessCPU()
 	for b.Loop() {
 		if i == fillKeys {
 			b.StopTimer()
@@ -45,7 +46,7 @@ func BenchmarkFillApply(b *testing.B) {
 			}
 			m = New(64<<20 + 8<<20)
 			i = 0
-			cpu0, _ = processCPU()
+			cpu0, _ = cpubench.ProcessCPU()
 			b.StartTimer()
 		}
 		fillKey(&key, perm[i])
@@ -76,10 +77,10 @@ func fillKey(key *[16]byte, k int) {
 	binary.BigEndian.PutUint32(key[:4], uint32(k*3))
 }
 
-// cpuSince is the process CPU time used since processCPU said cpu0. The
+// cpuSince is the process CPU time used since cpubench.ProcessCPU said cpu0. The
 // process's CPU time is read per system: cputime_{unix,windows,other}_test.go.
 func cpuSince(cpu0 time.Duration) time.Duration {
-	now, _ := processCPU()
+	now, _ := cpubench.ProcessCPU()
 	return now - cpu0
 }
 

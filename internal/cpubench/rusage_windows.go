@@ -1,15 +1,15 @@
 //go:build windows
 
-package memtable
+package cpubench
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user and system) the process has used, every
-// thread together; ok is false when the system would not say.
-func processCPU() (d time.Duration, ok bool) {
+// ProcessCPU returns the CPU time (user and system) the process has used,
+// every thread together; ok is false when the system would not say.
+func ProcessCPU() (d time.Duration, ok bool) {
 	var creation, exit, kernel, user syscall.Filetime
 	h, err := syscall.GetCurrentProcess()
 	if err != nil {

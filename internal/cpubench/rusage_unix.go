@@ -1,15 +1,15 @@
 //go:build unix
 
-package engine
+package cpubench
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user and system) the process has used, every
-// thread together; ok is false when the system would not say.
-func processCPU() (d time.Duration, ok bool) {
+// ProcessCPU returns the CPU time (user and system) the process has used,
+// every thread together; ok is false when the system would not say.
+func ProcessCPU() (d time.Duration, ok bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -1,10 +1,10 @@
 //go:build !unix && !windows
 
-package engine
+package cpubench
 
 import "time"
 
-// processCPU would be the process's CPU time; this system (js, wasip1,
+// ProcessCPU would be the process's CPU time; this system (js, wasip1,
 // plan9) has no call for it that the syscall package offers, so ok is
 // false and the benchmarks that use it report no CPU metric.
-func processCPU() (d time.Duration, ok bool) { return 0, false }
+func ProcessCPU() (d time.Duration, ok bool) { return 0, false }
