@@ -104,9 +104,9 @@ var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 //
 // The error is a failure that affects every key: the context is done, the
 // MultiRead could not be made (rate limiter, timeout), or an index or filter
-// (partition) the keys need could not be read from the file. Then no key holds a pin and the outputs are unspecified. Per-key
-// failures, such as a corrupt block or a failed read of one request, are in
-// the keys' Err.
+// (partition) the keys need could not be read from the file. Then no key
+// holds a pin and the outputs are unspecified. Per-key failures, such as a
+// corrupt block or a failed read of one request, are in the keys' Err.
 func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) error {
 	for i := 1; i < len(keys); i++ {
 		if bytes.Compare(keys[i-1].Key, keys[i].Key) >= 0 {
