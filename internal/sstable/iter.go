@@ -46,15 +46,16 @@ import (
 type Iter struct {
 	r *Reader
 	// x is the table's index: the Reader's own, or xv, a view of the
-	// cached index that ih pins until Close, or of xown, the Iter's own
-	// copy of one the cache did not hold, read without ReadEnv.FillCache.
+	// cached index that ih pins until Close, or of xown.index, the Iter's
+	// own copy of one the cache did not hold, read without
+	// ReadEnv.FillCache (see pinIndexFor).
 	// In a partitioned table x is index partition part (-1 before the
 	// first is loaded), which ih pins, with the cache, until the Iter
 	// moves to another partition or closes.
 	x            *indexTable
 	xv           indexTable
 	ih           cache.Handle
-	xown         []byte
+	xown         metaScratch
 	part         int
 	ctx          context.Context
 	env          ReadEnv
@@ -105,7 +106,7 @@ func (r *Reader) NewIter(ctx context.Context, env ReadEnv, lower, upper []byte) 
 		// Partitions are pinned as moves reach them.
 		return i, nil
 	}
-	x, ih, err := r.pinIndexOwn(ctx, &i.env, -1, &i.xv, &i.xown)
+	x, ih, err := r.pinIndexFor(ctx, i.env.IO, -1, &i.xv, r.scratchFor(&i.env, &i.xown))
 	if err != nil {
 		i.release()
 		return nil, err
@@ -254,10 +255,8 @@ func (i *Iter) release() {
 	if cap(buf) > maxPooledBuf {
 		buf = nil
 	}
-	if cap(xown) > maxPooledBuf {
-		xown = nil
-	}
-	*i = Iter{buf: buf[:0], key: key[:0], xown: xown[:0]}
+	xown.trim()
+	*i = Iter{buf: buf[:0], key: key[:0], xown: xown}
 	iterPool.Put(i)
 }
 
@@ -392,7 +391,7 @@ func (i *Iter) loadPart(p int) bool {
 		i.fail(errors.Wrapf(err, "sstable: %s: iterator reading %s", i.r.name, partName("index", p)))
 		return false
 	}
-	x, ih, err := i.r.pinIndexOwn(i.ctx, &i.env, p, &i.xv, &i.xown)
+	x, ih, err := i.r.pinIndexFor(i.ctx, i.env.IO, p, &i.xv, i.r.scratchFor(&i.env, &i.xown))
 	if err != nil {
 		i.fail(err)
 		return false

@@ -144,7 +144,7 @@ func putMetaScratch(s *metaScratch) {
 }
 
 // decodeIndexInto is decodeIndexFor reading the block into s's raw and dec
-// buffers (new ones when s is nil).
+// buffers.
 func (r *Reader) decodeIndexInto(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, s *metaScratch, alloc func(int) []byte) ([]byte, error) {
 	m := metaBlock{index: true, part: part}
 	data, err := r.readMetaScratch(ctx, io, m, h, s)
@@ -166,13 +166,9 @@ func (r *Reader) decodeIndexInto(ctx context.Context, io ioctx.IOOptions, h bloc
 }
 
 // readMetaScratch reads, verifies and decompresses the metadata block m at
-// h into s's buffers, or into new ones when s is nil. m is formatted only
-// for an error: a partition's name would cost a no-fill Get an allocation.
+// h into s's buffers. m is formatted only for an error: a partition's name
+// would cost a no-fill Get an allocation.
 func (r *Reader) readMetaScratch(ctx context.Context, io ioctx.IOOptions, m metaBlock, h block.Handle, s *metaScratch) ([]byte, error) {
-	if s == nil {
-		var raw []byte
-		return r.readMetaBlockInto(ctx, io, metaWhat(m), h, r.metaLimit, &raw, nil)
-	}
 	return r.readMetaBlockInto(ctx, io, metaWhat(m), h, r.metaLimit, &s.raw, &s.dec)
 }
 
@@ -186,7 +182,7 @@ func (r *Reader) decodeFilterFor(ctx context.Context, io ioctx.IOOptions, h bloc
 }
 
 // decodeFilterInto is decodeFilterFor reading the block into s's raw and
-// dec buffers (new ones when s is nil).
+// dec buffers.
 func (r *Reader) decodeFilterInto(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, s *metaScratch, alloc func(int) []byte) ([]byte, error) {
 	data, err := r.readMetaScratch(ctx, io, metaBlock{part: part}, h, s)
 	if err != nil {
@@ -229,43 +225,6 @@ func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, part int, vie
 	}
 	*view = viewIndexTable(hd.Value())
 	return view, hd, nil
-}
-
-// pinIndexOwn is pinIndex for an iterator reading with env, which honours
-// env.FillCache as RocksDB's fill_cache does for index blocks too: without
-// it, an index (or partition) the cache does not hold is read and decoded
-// into *own, the iterator's buffer (reused from one partition to the next),
-// and not inserted. A compaction reads with FillCache false so as not to
-// evict the working set; putting every input's index partitions in the
-// cache filled it with blocks no read wanted (the whole 32 MiB cache, during
-// the bench's full compaction of 4 GiB). A cached index is used either way.
-// The index returned from *own is valid until the next call with own.
-func (r *Reader) pinIndexOwn(ctx context.Context, env *ReadEnv, part int, view *indexTable, own *[]byte) (*indexTable, cache.Handle, error) {
-	if !r.metaInCache || env.FillCache {
-		return r.pinIndex(ctx, env.IO, part, view)
-	}
-	h := r.indexHandle(part)
-	m := metaBlock{index: true, part: part}
-	hd, ok, err := r.lookupMeta(env.IO, h, m)
-	if err != nil {
-		return nil, cache.Handle{}, err
-	}
-	if ok {
-		*view = viewIndexTable(hd.Value())
-		return view, hd, nil
-	}
-	buf, err := r.decodeIndexFor(ctx, env.IO, h, part, func(n int) []byte {
-		if cap(*own) >= n {
-			return (*own)[:n]
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, cache.Handle{}, err
-	}
-	*own = buf
-	*view = viewIndexTable(buf)
-	return view, cache.Handle{}, nil
 }
 
 // pinFilter returns the filter that part names (nil when the table has
@@ -346,7 +305,10 @@ func (r *Reader) pinFilterFor(ctx context.Context, io ioctx.IOOptions, part int,
 // index, as pinFilterFor does for the filter: with own set, an index the
 // cache does not hold is read and decoded into own.index and not inserted.
 // The index returned is valid until the handle's release and, in own, until
-// own's next pinIndexFor.
+// own's next pinIndexFor. Iterators, Get and MultiGet all read indexes
+// through it: a compaction reads with FillCache false so as not to evict
+// the working set, and inserting every input's index partitions filled the
+// bench's whole 32 MiB cache during the full compaction of 4 GiB.
 func (r *Reader) pinIndexFor(ctx context.Context, io ioctx.IOOptions, part int, view *indexTable, own *metaScratch) (*indexTable, cache.Handle, error) {
 	if own == nil || !r.metaInCache {
 		return r.pinIndex(ctx, io, part, view)
