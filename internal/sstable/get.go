@@ -138,7 +138,7 @@ func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte
 	if b == x.len() {
 		return nil, 0, 0, false, BlockPin{}, nil
 	}
-	h := x.handles[b]
+	h := x.handle(b)
 	data, pin, loc, err := r.readDataCounted(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec}, t)
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err

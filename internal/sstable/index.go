@@ -231,6 +231,18 @@ func commonPrefix(a, b []byte) int {
 // len returns the number of data blocks.
 func (x *indexTable) len() int { return len(x.handles) }
 
+// handle returns data block i's handle.
+func (x *indexTable) handle(i int) block.Handle { return x.handles[i] }
+
+// compareUserKey compares the user key of separator i with k, as
+// bytes.Compare: what an iterator's bound checks need, without the
+// separator's bytes in one piece.
+func (x *indexTable) compareUserKey(i int, k []byte) int { return bytes.Compare(x.userKey(i), k) }
+
+// compareSep compares separator i with key, an encoded internal key at
+// least a trailer long, as base.CompareEncoded does.
+func (x *indexTable) compareSep(i int, key []byte) int { return base.CompareEncoded(x.sep(i), key) }
+
 // sep returns separator i, encoded. It is valid for the Reader's life.
 func (x *indexTable) sep(i int) []byte { return x.keys[x.offs[i]:x.offs[i+1]:x.offs[i+1]] }
 

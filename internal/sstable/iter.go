@@ -296,7 +296,7 @@ func (i *Iter) skipBackward() *base.InternalKV {
 		}
 		// The block's entries are all <= its separator: if that is below
 		// lower, so are they.
-		if i.lower != nil && bytes.Compare(i.x.userKey(i.ib), i.lower) < 0 {
+		if i.lower != nil && i.x.compareUserKey(i.ib, i.lower) < 0 {
 			return i.exhaust()
 		}
 		if !i.loadBlock() {
@@ -409,8 +409,8 @@ func (i *Iter) loadBlock() bool { return i.load(false) }
 func (i *Iter) loadNextBlock() bool { return i.load(true) }
 
 func (i *Iter) load(forward bool) bool {
-	h := i.x.handles[i.ib]
-	i.belowUpper = i.upper == nil || bytes.Compare(i.x.userKey(i.ib), i.upper) < 0
+	h := i.x.handle(i.ib)
+	i.belowUpper = i.upper == nil || i.x.compareUserKey(i.ib, i.upper) < 0
 	if i.loaded && h == i.cur {
 		return true
 	}

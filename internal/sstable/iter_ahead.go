@@ -36,7 +36,7 @@ func (i *Iter) lookAhead() {
 	if c == nil || !i.belowUpper || i.ib+1 >= i.x.len() {
 		return
 	}
-	h := i.x.handles[i.ib+1]
+	h := i.x.handle(i.ib + 1)
 	// As readData: a damaged handle must not find a cached block.
 	if !blockWithin(h, i.r.dataEnd) {
 		return

@@ -205,7 +205,7 @@ func (r *Reader) indexHandle(part int) block.Handle {
 	if part < 0 {
 		return r.footer.Index
 	}
-	return r.top.x.handles[part]
+	return r.top.x.handle(part)
 }
 
 // pinIndex returns the index that part names (a partition, or -1 for the

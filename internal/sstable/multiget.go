@@ -281,7 +281,7 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 		}
 		// Likewise the index only moves forward: seek only when the last
 		// block's separator is below the key.
-		if b < 0 || base.CompareEncoded(m.x.sep(b), ms.key) < 0 {
+		if b < 0 || m.x.compareSep(b, ms.key) < 0 {
 			if b = m.x.seekGE(ms.key); b == m.x.len() {
 				// Only the last partition (or a corrupt one) can end
 				// below a key the top level sent to it.
@@ -290,7 +290,7 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 				continue
 			}
 		}
-		h := m.x.handles[b]
+		h := m.x.handle(b)
 		if n := len(ms.blocks); n == 0 || ms.blocks[n-1].h != h {
 			ms.blocks = append(ms.blocks, mgBlock{h: h, req: -1})
 		}
