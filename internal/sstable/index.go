@@ -35,8 +35,21 @@ type indexTable struct {
 	// keys[offs[i]:offs[i+1]].
 	keys []byte
 	offs []uint32
-	// handles[i] is data block i's handle.
+	// handles[i] is data block i's handle; nil in the compact form with
+	// narrow handles.
 	handles []block.Handle
+
+	// n is the number of data blocks.
+	n int
+	// compact marks the compact form of an index partition (see
+	// encodeIndexCompact): keys holds each separator after common, its
+	// trailer only where the top bit of its end in offs says so (see
+	// entry), and sep and userKey do not apply.
+	compact bool
+	// narrow holds, in the compact form with narrow handles, data block
+	// i's offset from base at 2i and its length at 2i+1.
+	narrow []uint32
+	base   uint64
 }
 
 // abbreviate returns the first 8 bytes of b as a big-endian integer, b
@@ -71,7 +84,8 @@ func newIndexTable(data []byte) (*indexTable, error) {
 
 // The flat form of an indexTable, one buffer that a block cache entry can
 // hold: a header of four uint64s (the number of blocks n, the length of
-// keys, the length of common, and 1 when there is an abbr array, else 0),
+// keys, the length of common, and the form flags: formAbbr when there is an
+// abbr array; formCompact marks the compact form, see compact_index.go),
 // then abbr (8n bytes, or none), handles (16n), offs (4(n+1), padded to a
 // multiple of 8), keys and common. It is in native byte order: it is never
 // written to a file, only built by encodeIndexTable or encodeIndexPartition
@@ -144,7 +158,7 @@ func encodeIndexTableWith(data []byte, alloc func(n int) []byte, withAbbr bool, 
 	hdr := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(buf))), 4)
 	hdr[0], hdr[1], hdr[2], hdr[3] = uint64(n), uint64(size), uint64(len(common)), 0
 	if withAbbr {
-		hdr[3] = 1
+		hdr[3] = formAbbr
 	}
 	x := viewIndexTable(buf)
 	copy(x.common, common)
@@ -196,7 +210,11 @@ func allocAligned(n int, alloc func(n int) []byte) []byte {
 func viewIndexTable(buf []byte) indexTable {
 	p := unsafe.Pointer(unsafe.SliceData(buf))
 	hdr := (*[4]uint64)(p)
-	n, keysLen, commonLen, withAbbr := int(hdr[0]), int(hdr[1]), int(hdr[2]), hdr[3] != 0
+	n, keysLen, commonLen, form := int(hdr[0]), int(hdr[1]), int(hdr[2]), hdr[3]
+	if form&formCompact != 0 {
+		return viewCompact(buf, n, keysLen, commonLen, form)
+	}
+	withAbbr := form&formAbbr != 0
 	off := uintptr(indexHeaderLen)
 	var abbr []uint64
 	var handles []block.Handle
@@ -215,7 +233,7 @@ func viewIndexTable(buf []byte) indexTable {
 	keys := buf[off : int(off)+keysLen : int(off)+keysLen]
 	off += uintptr(keysLen)
 	common := buf[off : int(off)+commonLen : int(off)+commonLen]
-	return indexTable{common: common, abbr: abbr, keys: keys, offs: offs, handles: handles}
+	return indexTable{common: common, abbr: abbr, keys: keys, offs: offs, handles: handles, n: n}
 }
 
 func commonPrefix(a, b []byte) int {
@@ -229,24 +247,41 @@ func commonPrefix(a, b []byte) int {
 }
 
 // len returns the number of data blocks.
-func (x *indexTable) len() int { return len(x.handles) }
+func (x *indexTable) len() int { return x.n }
 
 // handle returns data block i's handle.
-func (x *indexTable) handle(i int) block.Handle { return x.handles[i] }
+func (x *indexTable) handle(i int) block.Handle {
+	if x.narrow != nil {
+		return block.Handle{Offset: x.base + uint64(x.narrow[2*i]), Length: uint64(x.narrow[2*i+1])}
+	}
+	return x.handles[i]
+}
 
 // compareUserKey compares the user key of separator i with k, as
 // bytes.Compare: what an iterator's bound checks need, without the
 // separator's bytes in one piece.
-func (x *indexTable) compareUserKey(i int, k []byte) int { return bytes.Compare(x.userKey(i), k) }
+func (x *indexTable) compareUserKey(i int, k []byte) int {
+	if x.compact {
+		return x.compareUserKeyCompact(i, k)
+	}
+	return bytes.Compare(x.userKey(i), k)
+}
 
 // compareSep compares separator i with key, an encoded internal key at
 // least a trailer long, as base.CompareEncoded does.
-func (x *indexTable) compareSep(i int, key []byte) int { return base.CompareEncoded(x.sep(i), key) }
+func (x *indexTable) compareSep(i int, key []byte) int {
+	if x.compact {
+		return x.compareSepCompact(i, key)
+	}
+	return base.CompareEncoded(x.sep(i), key)
+}
 
-// sep returns separator i, encoded. It is valid for the Reader's life.
+// sep returns separator i, encoded. It is valid for the Reader's life. Not
+// for the compact form (see appendSep).
 func (x *indexTable) sep(i int) []byte { return x.keys[x.offs[i]:x.offs[i+1]:x.offs[i+1]] }
 
-// userKey returns the user key of separator i.
+// userKey returns the user key of separator i. Not for the compact form
+// (see compareUserKey).
 func (x *indexTable) userKey(i int) []byte {
 	end := x.offs[i+1] - base.TrailerLen
 	return x.keys[x.offs[i]:end:end]
@@ -257,7 +292,7 @@ func (x *indexTable) userKey(i int) []byte {
 // there is none: data block i is the only one that can hold the first entry
 // >= key.
 func (x *indexTable) seekGE(key []byte) int {
-	n := len(x.handles)
+	n := x.n
 	uk := key[:len(key)-base.TrailerLen]
 	// Every separator's user key starts with common, so a key that differs
 	// from it within its length is below or above all of them.
@@ -271,6 +306,9 @@ func (x *indexTable) seekGE(key []byte) int {
 	}
 	if x.abbr == nil {
 		// A partition's form: its keys are all there is to search.
+		if x.compact {
+			return x.searchCompact(0, n, key)
+		}
 		return x.searchKeys(0, n, key)
 	}
 	a := abbreviate(uk[len(x.common):])
@@ -335,5 +373,9 @@ func (x *indexTable) searchKeys(lo, hi int, key []byte) int {
 }
 
 func (x *indexTable) memSize() int {
-	return len(x.common) + 8*cap(x.abbr) + cap(x.keys) + 4*cap(x.offs) + 16*cap(x.handles)
+	size := len(x.common) + 8*cap(x.abbr) + cap(x.keys) + 4*cap(x.offs) + 16*cap(x.handles) + 4*cap(x.narrow)
+	if x.compact {
+		size += 8 // base
+	}
+	return size
 }

@@ -36,12 +36,12 @@ var indexForms = []struct {
 	{"partition", encodeIndexPartition, false},
 }
 
-// checkIndexSeeks compares indexTable.seekGE, in both flat forms, with a
+// checkIndexSeeks compares indexTable.seekGE, in every flat form, with a
 // seek in the index block itself, the reference, for every separator and
 // every probe (user keys, searched at several sequence numbers).
 func checkIndexSeeks(t testing.TB, seps [][]byte, probes [][]byte) {
 	t.Helper()
-	for _, form := range indexForms {
+	for _, form := range allIndexForms() {
 		buf, err := form.encode(indexBlock(seps), nil)
 		require.NoError(t, err, form.name)
 		x := viewIndexTable(buf)
@@ -55,8 +55,8 @@ func checkIndexSeeksOf(t testing.TB, x *indexTable, seps [][]byte, probes [][]by
 	data := indexBlock(seps)
 	require.Equal(t, len(seps), x.len())
 	for i := range seps {
-		require.Equal(t, seps[i], x.sep(i))
-		require.Equal(t, block.Handle{Offset: uint64(100 * i), Length: 95}, x.handles[i])
+		require.Equal(t, seps[i], x.appendSep(nil, i))
+		require.Equal(t, block.Handle{Offset: uint64(100 * i), Length: 95}, x.handle(i))
 	}
 	var ref block.Iter
 	require.NoError(t, ref.Init(base.CompareEncoded, data))
@@ -227,7 +227,7 @@ func TestIndexSeekGEAllocs(t *testing.T) {
 		seps = append(seps, encSep(fmt.Sprintf("key%04d", i), 1))
 	}
 	key := appendSearchKey(nil, []byte("key0042"), base.MaxSeqNum)
-	for _, form := range indexForms {
+	for _, form := range allIndexForms() {
 		buf, err := form.encode(indexBlock(seps), nil)
 		require.NoError(t, err)
 		x := viewIndexTable(buf)

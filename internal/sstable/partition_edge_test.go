@@ -76,7 +76,7 @@ func edgeKeys(t *testing.T, r *Reader, es []entry) [][]byte {
 		add(r.top.x.userKey(p))
 		x := &r.parts[p]
 		for b := range x.len() {
-			add(x.userKey(b))
+			add(sepUserKey(x, b))
 		}
 	}
 	slices.SortFunc(keys, bytes.Compare)
@@ -157,7 +157,7 @@ func checkFiltersHoldPartitionKeys(t *testing.T, r *Reader) {
 	for p := range r.top.len() {
 		x := &r.parts[p]
 		for b := range x.len() {
-			it := dataIter(t, r, x.handles[b])
+			it := dataIter(t, r, x.handle(b))
 			for ok := it.First(); ok; ok = it.Next() {
 				ik, _ := base.DecodeInternalKey(it.Key())
 				require.True(t, bloom.MayContainHash(r.filterParts[p], bloom.Hash(ik.UserKey)),

@@ -46,7 +46,7 @@ func TestPartitionErrorMidIteration(t *testing.T) {
 	r := openTable(t, bad, openConfig{cache: cache.New(1 << 20), cacheMeta: true})
 	it, err := r.NewIter(ctx, verifyEnv, nil, nil)
 	require.NoError(t, err)
-	last2 := probe.parts[2].userKey(probe.parts[2].len() - 1)
+	last2 := sepUserKey(&probe.parts[2], probe.parts[2].len()-1)
 	kv := it.SeekGE(keyOfPartition(t, probe, 2))
 	for kv != nil && bytes.Compare(kv.K.UserKey, last2) <= 0 {
 		kv = it.Next()

@@ -75,7 +75,7 @@ func TestPartitionHandlesReleased(t *testing.T) {
 		keys = append(keys, r.metaCacheKey(probe.top.x.handles[p], metaBlock{index: true, part: p}),
 			r.metaCacheKey(probe.top.filters[p], metaBlock{part: p}))
 		for b := range probe.parts[p].len() {
-			keys = append(keys, r.cacheKey(probe.parts[p].handles[b]))
+			keys = append(keys, r.cacheKey(probe.parts[p].handle(b)))
 		}
 	}
 	type taken struct {

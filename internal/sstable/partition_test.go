@@ -58,16 +58,16 @@ func TestPartitionedLayout(t *testing.T) {
 	for p := range r.top.len() {
 		x := &r.parts[p]
 		require.Positive(t, x.len(), "partition %d is empty", p)
-		require.Equal(t, r.top.x.sep(p), x.sep(x.len()-1), "partition %d's top-level key", p)
+		require.Equal(t, r.top.x.sep(p), x.appendSep(nil, x.len()-1), "partition %d's top-level key", p)
 		for b := range x.len() {
-			seps = append(seps, x.sep(b))
-			handles = append(handles, x.handles[b])
+			seps = append(seps, x.appendSep(nil, b))
+			handles = append(handles, x.handle(b))
 		}
 		indexSize += r.top.x.handles[p].Length + block.TrailerLen
 		filterSize += r.top.filters[p].Length + block.TrailerLen
 		// Every key of the partition's blocks is in its filter.
 		for b := range x.len() {
-			it := dataIter(t, r, x.handles[b])
+			it := dataIter(t, r, x.handle(b))
 			for ok := it.First(); ok; ok = it.Next() {
 				ik, _ := base.DecodeInternalKey(it.Key())
 				require.True(t, bloom.MayContainHash(r.filterParts[p], bloom.Hash(ik.UserKey)),
@@ -333,7 +333,7 @@ func TestPartitionCorruption(t *testing.T) {
 // block.
 func keyOfPartition(t *testing.T, r *Reader, p int) []byte {
 	t.Helper()
-	it := dataIter(t, r, r.parts[p].handles[0])
+	it := dataIter(t, r, r.parts[p].handle(0))
 	require.True(t, it.First())
 	ik, _ := base.DecodeInternalKey(it.Key())
 	return bytes.Clone(ik.UserKey)
@@ -440,7 +440,7 @@ func TestCheckPartitionTopLevelKey(t *testing.T) {
 	for p := range r.top.len() {
 		key := r.top.x.sep(p)
 		if p == 1 {
-			key = r.parts[1].sep(0)
+			key = r.parts[1].appendSep(nil, 0)
 		}
 		v := r.top.x.handles[p].Append(nil)
 		v = r.top.filters[p].Append(v)
