@@ -95,50 +95,61 @@ func (i *Iter) InitInternal(data []byte) error {
 func (i *Iter) init(cmp func(a, b []byte) int, internal bool, data []byte) error {
 	i.Reset()
 	i.cmp, i.internal = cmp, internal
-	if len(data) < 4 {
-		return i.initFail(base.CorruptionErrorf("block: %d bytes are too short to hold a restart count", len(data)))
-	}
-	n := binary.LittleEndian.Uint32(data[len(data)-4:])
-	if i.scanning {
-		// Before n is used: these loads and n's are in flight together.
+	if len(data) >= 4 && i.scanning {
+		// Before the restart count is used: these loads and its are in
+		// flight together.
 		i.touch(data)
 		i.touched = true
 	}
-	if uint64(n) > uint64(len(data)-4)/4 {
-		return i.initFail(base.CorruptionErrorf("block: %d restart points do not fit in a %d-byte block", n, len(data)))
+	restarts, n, err := checkRestarts(data)
+	if err != nil {
+		return i.initFail(err)
 	}
-	i.data = data
-	i.numRestarts = int(n)
-	i.restarts = len(data) - 4 - 4*int(n)
-	if i.restarts == 0 {
+	i.data, i.restarts, i.numRestarts = data, restarts, n
+	return nil
+}
+
+// checkRestarts checks the restart array of the block data, as Init
+// documents, and returns the offset of the array (the end of the entries)
+// and the number of restart points (0 for an empty block).
+func checkRestarts(data []byte) (restarts, n int, err error) {
+	if len(data) < 4 {
+		return 0, 0, base.CorruptionErrorf("block: %d bytes are too short to hold a restart count", len(data))
+	}
+	count := binary.LittleEndian.Uint32(data[len(data)-4:])
+	if uint64(count) > uint64(len(data)-4)/4 {
+		return 0, 0, base.CorruptionErrorf("block: %d restart points do not fit in a %d-byte block", count, len(data))
+	}
+	n = int(count)
+	restarts = len(data) - 4 - 4*n
+	if restarts == 0 {
 		// An empty block: LevelDB writes one restart point at 0.
-		if n > 1 || (n == 1 && i.restartOffset(0) != 0) {
-			return i.initFail(base.CorruptionErrorf("block: empty block with restart points %s", i.describeRestarts()))
+		if n > 1 || (n == 1 && restartAt(data, restarts, 0) != 0) {
+			return 0, 0, base.CorruptionErrorf("block: empty block with restart points %s", describeRestarts(data, restarts, n))
 		}
-		i.numRestarts = 0
-		return nil
+		return restarts, 0, nil
 	}
 	if n == 0 {
-		return i.initFail(base.CorruptionErrorf("block: %d bytes of entries but no restart point", i.restarts))
+		return 0, 0, base.CorruptionErrorf("block: %d bytes of entries but no restart point", restarts)
 	}
-	if first := i.restartOffset(0); first != 0 {
-		return i.initFail(base.CorruptionErrorf("block: first restart point is %d, not 0", first))
+	if first := restartAt(data, restarts, 0); first != 0 {
+		return 0, 0, base.CorruptionErrorf("block: first restart point is %d, not 0", first)
 	}
-	if last := i.restartOffset(i.numRestarts - 1); last >= i.restarts {
-		return i.initFail(base.CorruptionErrorf("block: restart point %d at %d is beyond the entries, which end at %d",
-			i.numRestarts-1, last, i.restarts))
+	if last := restartAt(data, restarts, n-1); last >= restarts {
+		return 0, 0, base.CorruptionErrorf("block: restart point %d at %d is beyond the entries, which end at %d",
+			n-1, last, restarts)
 	}
 	if invariants.Enabled {
 		// Checking every restart point costs a pass over the array on every
 		// Init, too much for large index blocks in release builds, where a
 		// bad point is caught when it is used.
-		for j := 1; j < i.numRestarts; j++ {
-			if i.restartOffset(j) <= i.restartOffset(j-1) {
-				return i.initFail(base.CorruptionErrorf("block: restart points out of order: %s", i.describeRestarts()))
+		for j := 1; j < n; j++ {
+			if restartAt(data, restarts, j) <= restartAt(data, restarts, j-1) {
+				return 0, 0, base.CorruptionErrorf("block: restart points out of order: %s", describeRestarts(data, restarts, n))
 			}
 		}
 	}
-	return nil
+	return restarts, n, nil
 }
 
 // Reset releases the block, keeping the scratch buffers for the next Init
@@ -461,8 +472,12 @@ func (i *Iter) searchRestarts(t *target) (int, bool) {
 }
 
 // restartOffset returns restart point j; j must be < numRestarts.
-func (i *Iter) restartOffset(j int) int {
-	return int(binary.LittleEndian.Uint32(i.data[i.restarts+4*j:]))
+func (i *Iter) restartOffset(j int) int { return restartAt(i.data, i.restarts, j) }
+
+// restartAt returns restart point j of the block data whose restart array
+// starts at restarts.
+func restartAt(data []byte, restarts, j int) int {
+	return int(binary.LittleEndian.Uint32(data[restarts+4*j:]))
 }
 
 // loadAt decodes the entry at off, whose predecessor's key has prevLen bytes
@@ -546,8 +561,10 @@ func (i *Iter) headerSlow(off, prevLen int) (shared, keyStart, keyEnd, next int,
 	return int(s), p, keyEnd, keyEnd + int(valueLen), nil
 }
 
-func (i *Iter) corruptEntry(off int, what string) error {
-	return base.CorruptionErrorf("block: corrupt entry at offset %d of %d-byte block: %s", off, len(i.data), what)
+func (i *Iter) corruptEntry(off int, what string) error { return corruptEntry(i.data, off, what) }
+
+func corruptEntry(data []byte, off int, what string) error {
+	return base.CorruptionErrorf("block: corrupt entry at offset %d of %d-byte block: %s", off, len(data), what)
 }
 
 // exhaust leaves i unpositioned without an error and returns false.
@@ -572,17 +589,18 @@ func (i *Iter) fail(err error) bool {
 	return i.exhaust()
 }
 
-// describeRestarts formats (a prefix of) the restart array for errors.
-func (i *Iter) describeRestarts() string {
+// describeRestarts formats (a prefix of) the restart array of the block
+// data, n points from offset restarts, for errors.
+func describeRestarts(data []byte, restarts, n int) string {
 	const limit = 8
 	s := "["
-	for j := 0; j < i.numRestarts && j < limit; j++ {
+	for j := 0; j < n && j < limit; j++ {
 		if j > 0 {
 			s += " "
 		}
-		s += strconv.Itoa(i.restartOffset(j))
+		s += strconv.Itoa(restartAt(data, restarts, j))
 	}
-	if i.numRestarts > limit {
+	if n > limit {
 		s += " ..."
 	}
 	return s + "]"
