@@ -43,6 +43,15 @@ func sepUserKey(x *indexTable, i int) []byte {
 	return s[:len(s)-base.TrailerLen]
 }
 
+// partHandles returns x's handles, in any form.
+func partHandles(x *indexTable) []block.Handle {
+	hs := make([]block.Handle, x.len())
+	for i := range hs {
+		hs[i] = x.handle(i)
+	}
+	return hs
+}
+
 // indexBlockOf builds an index block of the separators seps and the
 // handles hs.
 func indexBlockOf(seps [][]byte, hs []block.Handle) []byte {
