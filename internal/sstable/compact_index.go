@@ -75,8 +75,10 @@ func encodeIndexCompact(data []byte, alloc func(n int) []byte) ([]byte, error) {
 // to the wide partition form when the stored keys reach maxKeys bytes (less
 // than sepTrailerStored only in tests).
 func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, maxKeys int) ([]byte, error) {
-	var it block.Iter
-	if err := it.Init(base.CompareEncoded, data); err != nil {
+	// A Walker, not an Iter: the walks are most of a decode's cost, which
+	// every cache miss of a partition pays.
+	var it block.Walker
+	if err := it.Init(data); err != nil {
 		return nil, err
 	}
 	// Two passes, as encodeIndexTableWith: the first counts, finds the
@@ -86,7 +88,7 @@ func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, m
 	var common []byte
 	var first uint64
 	narrow := true
-	for ok := it.First(); ok; ok = it.Next() {
+	for it.Next() {
 		sep := it.Key()
 		if len(sep) < base.TrailerLen {
 			return nil, base.CorruptionErrorf("separator %d, %q, is shorter than a %d-byte trailer", n, sep, base.TrailerLen)
@@ -110,7 +112,7 @@ func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, m
 		n++
 		size += len(sep)
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		return nil, err
 	}
 	keysLen := size - n*len(common) - elided*base.TrailerLen
@@ -128,7 +130,10 @@ func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, m
 	cl := len(common)
 	x.offs[0] = 0
 	pos, i := 0, 0
-	for ok := it.First(); ok; ok = it.Next() {
+	if err := it.Init(data); err != nil {
+		return nil, err
+	}
+	for it.Next() {
 		sep := it.Key()
 		if i == n || len(sep) < base.TrailerLen+cl {
 			break // the block changed between the passes: reported below
@@ -163,7 +168,7 @@ func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, m
 		i++
 		x.offs[i] = end
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		return nil, err
 	}
 	if i != n || pos != keysLen {
