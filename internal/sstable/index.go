@@ -114,7 +114,9 @@ func encodeIndexTable(data []byte, alloc func(n int) []byte) ([]byte, error) {
 // entries, whose keys a search probes 8 times, in memory it has just
 // touched), so the array saves a search little, while it is 8 of the about
 // 40 bytes an entry costs the cache (the stored entry costs 10 to 20): a
-// cache that holds more partitions misses fewer.
+// cache that holds more partitions misses fewer. The Reader holds and
+// caches partitions in the denser compact form (see encodeIndexCompact),
+// which falls back to this one only for keys of 2 GiB or more.
 func encodeIndexPartition(data []byte, alloc func(n int) []byte) ([]byte, error) {
 	return encodeIndexTableWith(data, alloc, false, decodeIndexValue)
 }

@@ -46,7 +46,7 @@ func TestIterLookAhead(t *testing.T) {
 	type check func(t *testing.T, it *Iter)
 	holdsNext := func(t *testing.T, it *Iter) {
 		require.True(t, it.ahead.Valid(), "no look-ahead at block %d", it.ib)
-		require.Equal(t, it.x.handles[it.ib+1], it.aheadAt)
+		require.Equal(t, it.x.handle(it.ib+1), it.aheadAt)
 	}
 	holdsNone := func(t *testing.T, it *Iter) {
 		require.False(t, it.ahead.Valid(), "a look-ahead at block %d", it.ib)
@@ -117,7 +117,7 @@ func TestIterLookAhead(t *testing.T) {
 		}, want: holdsNext},
 		{name: "next-block-above-upper", upper: es[320].key.UserKey, move: func(it *Iter) *base.InternalKV {
 			kv := it.SeekGE(es[200].key.UserKey)
-			for !(it.ib+1 < it.x.len() && it.x.handles[it.ib+1] == it.cur) && kv != nil && it.belowUpper {
+			for !(it.ib+1 < it.x.len() && it.x.handle(it.ib+1) == it.cur) && kv != nil && it.belowUpper {
 				kv = nextBlock(it)
 			}
 			return kv
@@ -162,7 +162,7 @@ func TestIterLookAhead(t *testing.T) {
 			nextBlock(it)
 			kv := nextBlock(it)
 			require.Equal(t, 2, it.ib)
-			hd, ok := it.r.opts.Cache.Get(it.r.cacheKey(it.x.handles[3]))
+			hd, ok := it.r.opts.Cache.Get(it.r.cacheKey(it.x.handle(3)))
 			require.True(t, ok, "block 3 is cached")
 			hd.Release()
 			return kv

@@ -122,8 +122,8 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 // decodeIndexFor reads and verifies the index block at h, index partition
 // part (-1: the whole index of an unpartitioned table), and returns its
 // flat decoded form in a buffer from alloc (a new one when alloc is nil):
-// a partition's without the abbreviations (see encodeIndexPartition), the
-// whole index's with them.
+// a partition's compact one (see encodeIndexCompact), the whole index's
+// with the abbreviations.
 func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, alloc func(int) []byte) ([]byte, error) {
 	s := metaScratches.Get().(*metaScratch)
 	defer putMetaScratch(s)
@@ -155,7 +155,7 @@ func (r *Reader) decodeIndexInto(ctx context.Context, io ioctx.IOOptions, h bloc
 	// escape, and with it the caller's method value on every miss.
 	var buf []byte
 	if part >= 0 {
-		buf, err = encodeIndexPartition(data, alloc)
+		buf, err = encodeIndexCompact(data, alloc)
 	} else {
 		buf, err = encodeIndexTable(data, alloc)
 	}

@@ -111,9 +111,11 @@ const maxSnappyExpansion = 32
 // the block cache (see Memory in the cache, below).
 // The index is kept as flat arrays for searching (see indexTable): about 28
 // bytes per data block plus the separators, which the Writer shortens
-// (about 40 bytes per block for 16-byte keys); an index partition's form has
-// no abbreviation array, 8 bytes a block less (see encodeIndexPartition). The filter is copied when
-// its lines are not aligned to cache lines in memory.
+// (about 40 bytes per block for 16-byte keys); an index partition's compact
+// form has no abbreviation array, narrow handles and separators without
+// their common prefix or shortened trailer, about 15 bytes a block on the
+// bench's keys (see encodeIndexCompact). The filter is copied when its
+// lines are not aligned to cache lines in memory.
 // Data blocks come from the block cache, or, when the cache is not filled,
 // from buffers owned by the caller's BlockPin or iterator. An uncompressed
 // block of a memory-mapped file is used in place and never cached; one read
