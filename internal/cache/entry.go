@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"sync/atomic"
 	"unsafe"
 
@@ -222,17 +223,21 @@ func (h Handle) Release() {
 const poisonByte = 0xDB
 
 func poison(b []byte) {
-	for i := range b {
-		b[i] = poisonByte
+	// Doubling copies, not a byte loop: under the race detector a loop's
+	// every store is instrumented, and poisoning whole 1 MiB slabs that
+	// way made TestPartitionEdges four times slower (19 s to 79 s).
+	if len(b) == 0 {
+		return
+	}
+	b[0] = poisonByte
+	for n := 1; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
 	}
 }
 
 // checkPoison reports whether b is still entirely poisoned.
 func checkPoison(b []byte) bool {
-	for _, c := range b {
-		if c != poisonByte {
-			return false
-		}
-	}
-	return true
+	return bytes.Count(b, poisonPattern[:]) == len(b)
 }
+
+var poisonPattern = [1]byte{poisonByte}
