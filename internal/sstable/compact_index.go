@@ -67,39 +67,64 @@ func compactFlatLen(n, keysLen, commonLen int, narrow bool) int {
 // offsets cannot mark trailers in, get the wide partition form instead (see
 // encodeIndexPartition), which viewIndexTable reads as well.
 func encodeIndexCompact(data []byte, alloc func(n int) []byte) ([]byte, error) {
-	return encodeIndexCompactWith(data, alloc, true, sepTrailerStored)
+	var entries []indexEntry
+	return encodeIndexCompactWith(data, alloc, &entries, true, sepTrailerStored)
 }
 
-// encodeIndexCompactWith is encodeIndexCompact with the trailers elided or
+// indexEntry is what the compact decode keeps of an index entry between
+// its walk over the block and its copy into the form: where its separator
+// lies in the block, and its handle. No pointers, so that filling a pooled
+// slice of them costs no write barriers.
+type indexEntry struct {
+	start, end uint32
+	h          block.Handle
+}
+
+// encodeIndexCompactWith is encodeIndexCompact keeping the entries in
+// *entries (a pooled scratch, grown as needed), with the trailers elided or
 // not (elide false is for measuring what eliding them gains), falling back
 // to the wide partition form when the stored keys reach maxKeys bytes (less
-// than sepTrailerStored only in tests).
-func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, maxKeys int) ([]byte, error) {
-	// A Walker, not an Iter: the walks are most of a decode's cost, which
-	// every cache miss of a partition pays.
+// than sepTrailerStored only in tests), and for a block whose keys share
+// prefixes, which the Writer does not write for an index.
+//
+// It walks the block once, keeping each entry's place and handle in
+// *entries, and then copies from the block into the form, whose size only
+// the walk tells: walking and decoding the block a second time, as
+// encodeIndexTableWith does, cost a decode about 10% more
+// (BenchmarkIndexForm/decode/compact), and the decode is what every cache
+// miss of a partition pays besides its read.
+func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, entries *[]indexEntry, elide bool, maxKeys int) ([]byte, error) {
+	if len(data) > math.MaxUint32 {
+		// Beyond what indexEntry's offsets address.
+		return encodeIndexTableWith(data, alloc, false, decodeIndexValue)
+	}
 	var it block.Walker
 	if err := it.Init(data); err != nil {
 		return nil, err
 	}
-	// Two passes, as encodeIndexTableWith: the first counts, finds the
-	// common prefix, the trailers to elide and whether the handles fit
-	// the narrow form, so that the buffer is allocated once.
-	n, size, elided := 0, 0, 0
+	es := (*entries)[:0]
+	defer func() { *entries = es[:0] }()
+	size, elided := 0, 0
 	var common []byte
 	var first uint64
 	narrow := true
 	for it.Next() {
 		sep := it.Key()
 		if len(sep) < base.TrailerLen {
-			return nil, base.CorruptionErrorf("separator %d, %q, is shorter than a %d-byte trailer", n, sep, base.TrailerLen)
+			return nil, base.CorruptionErrorf("separator %d, %q, is shorter than a %d-byte trailer", len(es), sep, base.TrailerLen)
 		}
-		uk := sep[:len(sep)-base.TrailerLen]
-		h, err := decodeIndexValue(n, it.Value())
+		if !it.KeyInBlock() {
+			// A key rebuilt from a shared prefix, which an index block
+			// the Writer wrote (restart interval 1) does not have: the
+			// wide form takes any block.
+			return encodeIndexTableWith(data, alloc, false, decodeIndexValue)
+		}
+		h, err := decodeIndexValue(len(es), it.Value())
 		if err != nil {
 			return nil, err
 		}
-		if n == 0 {
-			// common aliases the block only until it is copied below.
+		uk := sep[:len(sep)-base.TrailerLen]
+		if len(es) == 0 {
 			common = uk
 			first = h.Offset
 		} else {
@@ -109,12 +134,14 @@ func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, m
 		if elide && binary.LittleEndian.Uint64(sep[len(uk):]) == elidedTrailer {
 			elided++
 		}
-		n++
 		size += len(sep)
+		start := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(sep))) - uintptr(unsafe.Pointer(unsafe.SliceData(data))))
+		es = append(es, indexEntry{start: start, end: start + uint32(len(sep)), h: h})
 	}
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
+	n := len(es)
 	keysLen := size - n*len(common) - elided*base.TrailerLen
 	if keysLen >= maxKeys {
 		return encodeIndexTableWith(data, alloc, false, decodeIndexValue)
@@ -129,52 +156,22 @@ func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, elide bool, m
 	copy(x.common, common)
 	cl := len(common)
 	x.offs[0] = 0
-	pos, i := 0, 0
-	if err := it.Init(data); err != nil {
-		return nil, err
-	}
-	for it.Next() {
-		sep := it.Key()
-		if i == n || len(sep) < base.TrailerLen+cl {
-			break // the block changed between the passes: reported below
-		}
+	pos := 0
+	for i, e := range es {
+		sep := data[e.start:e.end]
 		ukEnd := len(sep) - base.TrailerLen
-		keep := !elide || binary.LittleEndian.Uint64(sep[ukEnd:]) != elidedTrailer
-		stored := ukEnd - cl
-		if keep {
-			stored += base.TrailerLen
-		}
-		if pos+stored > keysLen {
-			break
-		}
-		h, err := decodeIndexValue(i, it.Value())
-		if err != nil {
-			return nil, err
-		}
 		if narrow {
-			if !fitsNarrow(h, first) {
-				break
-			}
-			x.narrow[2*i], x.narrow[2*i+1] = uint32(h.Offset-first), uint32(h.Length)
+			x.narrow[2*i], x.narrow[2*i+1] = uint32(e.h.Offset-first), uint32(e.h.Length)
 		} else {
-			x.handles[i] = h
+			x.handles[i] = e.h
 		}
 		pos += copy(x.keys[pos:], sep[cl:ukEnd])
 		end := uint32(pos)
-		if keep {
+		if !elide || binary.LittleEndian.Uint64(sep[ukEnd:]) != elidedTrailer {
 			pos += copy(x.keys[pos:], sep[ukEnd:])
 			end = uint32(pos) | sepTrailerStored
 		}
-		i++
-		x.offs[i] = end
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	if i != n || pos != keysLen {
-		// Only a caller writing into the block concurrently could change
-		// it between the passes.
-		return nil, base.AssertionFailedf("sstable: index partition gave %d entries of %d key bytes, then %d of %d", n, keysLen, i, pos)
+		x.offs[i+1] = end
 	}
 	return buf, nil
 }

@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -22,10 +23,17 @@ var compactForms = []struct {
 	encode func([]byte, func(int) []byte) ([]byte, error)
 	abbr   bool
 }{
-	{"compact", encodeIndexCompact, false},
-	{"compact-trailers", func(data []byte, alloc func(int) []byte) ([]byte, error) {
-		return encodeIndexCompactWith(data, alloc, false, sepTrailerStored)
-	}, false},
+	{"compact", compactEncoder(true), false},
+	{"compact-trailers", compactEncoder(false), false},
+}
+
+// compactEncoder returns encodeIndexCompactWith with a scratch of its own
+// that every call reuses, as the Reader's pooled one is.
+func compactEncoder(elide bool) func([]byte, func(int) []byte) ([]byte, error) {
+	var entries []indexEntry
+	return func(data []byte, alloc func(int) []byte) ([]byte, error) {
+		return encodeIndexCompactWith(data, alloc, &entries, elide, sepTrailerStored)
+	}
 }
 
 // allIndexForms returns indexForms and compactForms.
@@ -231,12 +239,42 @@ func TestCompactIndexWideFallback(t *testing.T) {
 		{12, true},
 		{11, false},
 	} {
-		buf, err := encodeIndexCompactWith(data, nil, true, tc.maxKeys)
+		var entries []indexEntry
+		buf, err := encodeIndexCompactWith(data, nil, &entries, true, tc.maxKeys)
 		require.NoError(t, err)
 		x := viewIndexTable(buf)
 		require.Equal(t, tc.compact, x.compact, "maxKeys %d", tc.maxKeys)
 		require.Nil(t, x.abbr)
 		checkIndexSeeksOf(t, &x, seps, [][]byte{nil, []byte("a"), []byte("b"), []byte("bb"), []byte("d")})
+	}
+}
+
+// TestCompactIndexSharedPrefixes checks that an index block whose keys
+// share prefixes (restart interval 16, which the Writer does not use for
+// an index) decodes into the wide partition form, which searches it right:
+// the compact decode keeps each separator's place in the block, which such
+// a key does not have.
+func TestCompactIndexSharedPrefixes(t *testing.T) {
+	var seps [][]byte
+	var b block.Builder
+	b.Init(16)
+	for i := range 100 {
+		seps = append(seps, encSep(fmt.Sprintf("user%06d", i*10), base.MaxSeqNum))
+		b.Add(seps[i], block.Handle{Offset: uint64(100 * i), Length: 95}.Append(nil))
+	}
+	data := bytes.Clone(b.Finish())
+	var probes [][]byte
+	for i := range 1002 {
+		probes = append(probes, fmt.Appendf(nil, "user%06d", i))
+	}
+	for _, form := range compactForms {
+		buf, err := form.encode(data, nil)
+		require.NoError(t, err, form.name)
+		x := viewIndexTable(buf)
+		require.False(t, x.compact, form.name)
+		require.Equal(t, 100, x.len(), form.name)
+		require.Equal(t, block.Handle{Offset: 9900, Length: 95}, x.handle(99), form.name)
+		checkIndexSeeksOf(t, &x, seps, probes)
 	}
 }
 
@@ -268,10 +306,26 @@ func TestCompactIndexMemory(t *testing.T) {
 	require.Equal(t, compactFlatLen(1000, len(x.keys), len(x.common), true), len(buf))
 }
 
+// sharesPrefixes reports whether a key of the block data shares a prefix
+// with its predecessor, which the compact decode leaves to the wide form.
+func sharesPrefixes(data []byte) bool {
+	var w block.Walker
+	if w.Init(data) != nil {
+		return false
+	}
+	for w.Next() {
+		if !w.KeyInBlock() {
+			return true
+		}
+	}
+	return false
+}
+
 // FuzzIndexCompact decodes arbitrary bytes as an index partition block into
-// the compact form: either a corruption error, or a view whose separators
-// and handles are the block's entries, in order, and whose searches answer
-// as the wide partition form's for keys around every separator.
+// the compact form (the wide one when its keys share prefixes): either a
+// corruption error, or a view whose separators and handles are the block's
+// entries, in order, and whose searches answer as the wide partition
+// form's for keys around every separator.
 func FuzzIndexCompact(f *testing.F) {
 	f.Add(indexBlock([][]byte{encSep("a", 1), encSep("b", base.MaxSeqNum)}))
 	f.Add(indexBlock([][]byte{encSep("user/001", 5), encSep("user/002", base.MaxSeqNum), encSep("user/0021", 9)}))
@@ -287,7 +341,7 @@ func FuzzIndexCompact(f *testing.F) {
 				continue
 			}
 			x := viewIndexTable(buf)
-			require.True(t, x.compact)
+			require.Equal(t, !sharesPrefixes(data), x.compact, "the compact form unless keys share prefixes")
 			var it block.Iter
 			require.NoError(t, it.Init(base.CompareEncoded, data))
 			wbuf, err := encodeIndexPartition(data, nil)

@@ -3,6 +3,7 @@ package sstable
 import (
 	"context"
 	"sync"
+	"unsafe"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
@@ -155,7 +156,7 @@ func (r *Reader) decodeIndexInto(ctx context.Context, io ioctx.IOOptions, h bloc
 	// escape, and with it the caller's method value on every miss.
 	var buf []byte
 	if part >= 0 {
-		buf, err = encodeIndexCompact(data, alloc)
+		buf, err = encodeIndexCompactWith(data, alloc, &s.entries, true, sepTrailerStored)
 	} else {
 		buf, err = encodeIndexTable(data, alloc)
 	}
@@ -253,6 +254,8 @@ func (r *Reader) pinFilter(ctx context.Context, io ioctx.IOOptions, part int) ([
 type metaScratch struct {
 	raw, dec      []byte
 	filter, index []byte
+	// entries is the compact decode's scratch (see encodeIndexCompactWith).
+	entries []indexEntry
 }
 
 // trim drops the buffers larger than maxPooledBuf (a whole index or filter
@@ -262,6 +265,9 @@ func (s *metaScratch) trim() {
 		if cap(*b) > maxPooledBuf {
 			*b = nil
 		}
+	}
+	if cap(s.entries)*int(unsafe.Sizeof(indexEntry{})) > maxPooledBuf {
+		s.entries = nil
 	}
 }
 

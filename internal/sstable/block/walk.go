@@ -120,6 +120,11 @@ func (w *Walker) nextSlow() bool {
 // memory until the next Next or Init.
 func (w *Walker) Key() []byte { return w.key }
 
+// KeyInBlock reports whether Key points into the block, and so stays valid
+// after the next move: true for an entry that shares no prefix with its
+// predecessor, as every entry of an index block does.
+func (w *Walker) KeyInBlock() bool { return !w.keyInBuf }
+
 // Value returns the current entry's value, which points into the block.
 func (w *Walker) Value() []byte { return w.value }
 

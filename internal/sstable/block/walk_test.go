@@ -85,6 +85,21 @@ func TestWalkerMatchesIter(t *testing.T) {
 				require.Equal(t, kvs[i].k, r.keys[i])
 				require.Equal(t, kvs[i].v, r.vals[i])
 			}
+			// Keys point into the block exactly where they share no
+			// prefix: at every entry with restart interval 1.
+			require.NoError(t, w.Init(data))
+			inBlock := 0
+			for w.Next() {
+				if w.KeyInBlock() {
+					require.True(t, bytes.Contains(data, w.Key()))
+					inBlock++
+				}
+			}
+			if ri == 1 {
+				require.Equal(t, n, inBlock)
+			} else if n > ri {
+				require.Less(t, inBlock, n)
+			}
 			// A corrupt byte anywhere (every byte of the small blocks, 200 of
 			// the large ones) fails, or walks, as Iter does.
 			for j := range min(len(data), 200) {
