@@ -225,7 +225,7 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 			}
 		}
 		if tw == nil {
-			if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow); err != nil {
+			if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow, c.OutputLevel); err != nil {
 				return outputs, err
 			}
 		}
@@ -239,7 +239,7 @@ func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs t
 	}
 	if tw == nil && !splitter.Empty() {
 		// Every point was dropped, but tombstones remain to be kept.
-		if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow); err != nil {
+		if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow, c.OutputLevel); err != nil {
 			return outputs, err
 		}
 	}

@@ -241,6 +241,18 @@ type Options struct {
 	// false positives); NoBloomFilter (-1) writes no filter (DSN
 	// bloom_bits_per_key=0). Other negative values are invalid.
 	BloomBitsPerKey int
+	// OptimizeFiltersForHits writes the tables of the last level (L6,
+	// which holds most of the data once it is compacted down) without a
+	// bloom filter, as RocksDB's optimize_filters_for_hits does. For reads
+	// that mostly find their key it saves about nine tenths of the
+	// filters' memory, and, when the filters do not fit the block cache
+	// with cache_index_and_filter_blocks, the read of a filter partition
+	// a Get of a key in L6 would otherwise make; a Get of a key that is
+	// absent from L6 but within one of its tables' ranges then reads that
+	// table's index and a data block instead of being ruled out by the
+	// filter. Tables flushed or compacted into L0 to L5 keep their
+	// filters. Default false.
+	OptimizeFiltersForHits bool
 	// Compression of new data blocks. Default Snappy.
 	Compression Compression
 	// ChecksumType of new blocks. Default XXH64.

@@ -46,7 +46,7 @@ type tableWriter struct {
 // newTableWriter reserves a new file number and creates its table. Its
 // writes are charged to the rate limiter at pri (RocksDB: flushes at High,
 // compactions at Low) when the limiter limits writes.
-func (d *DB) newTableWriter(ctx context.Context, pri ioctx.Priority) (*tableWriter, error) {
+func (d *DB) newTableWriter(ctx context.Context, pri ioctx.Priority, level int) (*tableWriter, error) {
 	fileNum := d.vs.NewFileNum()
 	tw := &tableWriter{d: d, fileNum: fileNum, name: manifest.TableFileName(d.dirname, fileNum)}
 	d.mu.Lock()
@@ -59,13 +59,14 @@ func (d *DB) newTableWriter(ctx context.Context, pri ioctx.Priority) (*tableWrit
 	}
 	tw.file = f
 	tw.limited = &limitedWriter{ctx: ctx, w: f, limiter: d.opts.RateLimiter, pri: pri, stats: d.stats}
-	tw.w = sstable.NewWriter(tw.limited, d.writerOptions())
+	tw.w = sstable.NewWriter(tw.limited, d.writerOptions(level))
 	return tw, nil
 }
 
-func (d *DB) writerOptions() sstable.WriterOptions {
+// writerOptions returns the options of a new table for level.
+func (d *DB) writerOptions(level int) sstable.WriterOptions {
 	bits := d.opts.BloomBitsPerKey
-	if bits < 0 {
+	if bits < 0 || (d.opts.OptimizeFiltersForHits && level == manifest.NumLevels-1) {
 		bits = 0
 	}
 	partition := 0
@@ -234,7 +235,7 @@ func (d *DB) writeTableFrom(ctx context.Context, it interface {
 	if kv == nil && len(dels) == 0 {
 		return nil, it.Error()
 	}
-	tw, err := d.newTableWriter(ctx, pri)
+	tw, err := d.newTableWriter(ctx, pri, 0)
 	if err != nil {
 		return nil, err
 	}
