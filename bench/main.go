@@ -53,8 +53,9 @@ type config struct {
 	fromJSON       string
 	note           string
 	pebbleCache    string
-	// shaleTables are the -cache-index-and-filter-blocks and
-	// -partition-index-and-filters flags, passed on to every variant.
+	// shaleTables are the -cache-index-and-filter-blocks,
+	// -partition-index-and-filters and -optimize-filters-for-hits flags,
+	// passed on to every variant.
 	shaleTables shaleTables
 }
 
@@ -96,6 +97,8 @@ func parseFlags(args []string) (*config, error) {
 		"open shale with cache_index_and_filter_blocks (index and filter blocks charged to the block cache, as Pebble does) in every variant, defaults included")
 	fs.BoolVar(&c.shaleTables.partitionIndexAndFilters, "partition-index-and-filters", false,
 		"open shale with partition_index_and_filters (tables written with index and filter partitions under a top-level index) in every variant, defaults included")
+	fs.BoolVar(&c.shaleTables.optimizeFiltersForHits, "optimize-filters-for-hits", false,
+		"open shale with optimize_filters_for_hits (last-level tables without a bloom filter) in every variant, defaults included")
 	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -77,12 +77,15 @@ type shaleTables struct {
 	cacheIndexAndFilter bool
 	// partitionIndexAndFilters sets PartitionIndexAndFilters.
 	partitionIndexAndFilters bool
+	// optimizeFiltersForHits sets OptimizeFiltersForHits.
+	optimizeFiltersForHits bool
 }
 
 // apply sets t's options in o.
 func (t shaleTables) apply(o *engine.Options) {
 	o.CacheIndexAndFilterBlocks = t.cacheIndexAndFilter
 	o.PartitionIndexAndFilters = t.partitionIndexAndFilters
+	o.OptimizeFiltersForHits = t.optimizeFiltersForHits
 }
 
 // pebbleCacheSize is the capacity of Pebble's cache for cfg.
