@@ -55,7 +55,9 @@ func floorClass(c int) int {
 // Set, or return from a GetOrLoad load; once that entry is gone and every
 // handle to it released, the cache reuses the buffer for a later Alloc. The
 // contents are unspecified. Its capacity may exceed n (by less than n/8 + 64
-// bytes); that slack is not charged to the cache.
+// bytes, or, for an object the off-heap region lends from a larger class
+// while its slabs change class, by up to n + 64); that slack is not charged
+// to the cache.
 //
 // The buffer may come from the cache's off-heap region (see OffHeap): a
 // caller that does not hand it over must give it back with Free, or it is

@@ -165,19 +165,46 @@ func (r *region) contains(b []byte) bool {
 	return off < uintptr(len(r.mem))
 }
 
-// alloc returns an object of class cl (its full size as length and
-// capacity), and whether it was freed before (so holds the poison of an
-// invariants build); or nil when the region has none to give.
+// alloc returns an object of class cl, or of a larger class (see below),
+// at its full size as length and capacity, and whether it was freed before
+// (so holds the poison of an invariants build); or nil when the region has
+// none to give.
+//
+// When cl has no free object and the pool no slab, alloc lends a free
+// object of one of the classes up to twice cl's size, from the slabs they
+// hold. The mix of sizes changes faster than slabs empty: after a scan has
+// given every slab to data blocks, the index and filter partitions that
+// point reads bring in are smaller, and while the evictions they cause
+// leave each data slab partly free, no slab reaches the pool for their
+// class. Lent, an object wastes at most half its size; on the Go heap,
+// where it went before, the collector's headroom doubles it.
+// (TestRegionLendsLargerObjects: 35% of the small objects went to the Go
+// heap without lending.) A lent object goes back to its own slab when
+// freed, like any other.
 func (r *region) alloc(cl int) (b []byte, reused bool) {
-	size := classSize(cl)
-	if size > slabSize {
+	if classSize(cl) > slabSize {
 		return nil, false
 	}
+	if b, reused = r.allocOf(cl, true); b != nil {
+		return b, reused
+	}
+	for lender := cl + 1; lender <= cl+classSteps && lender < numClasses && classSize(lender) <= slabSize; lender++ {
+		if b, reused = r.allocOf(lender, false); b != nil {
+			return b, reused
+		}
+	}
+	return nil, false
+}
+
+// allocOf returns an object of class cl as alloc does, from the class's
+// slabs or, with fromPool, from a slab of the pool; nil when there is none.
+func (r *region) allocOf(cl int, fromPool bool) (b []byte, reused bool) {
+	size := classSize(cl)
 	rc := &r.classes[cl]
 	rc.mu.Lock()
 	s := rc.cur
 	if s == noSlab || r.slab[s].full(size) {
-		if s = r.nextSlab(rc, cl); s == noSlab {
+		if s = r.nextSlab(rc, cl, fromPool); s == noSlab {
 			rc.mu.Unlock()
 			return nil, false
 		}
@@ -218,13 +245,17 @@ func quarterOf(inUse, per int32) int8 {
 
 // nextSlab returns the slab that becomes rc's current one, its current
 // slab being full or absent: the first of its fullest partial slabs, or
-// else one from the pool; noSlab when there is none. rc.mu is held.
-func (r *region) nextSlab(rc *regionClass, cl int) int32 {
+// else, with fromPool, one from the pool; noSlab when there is none. rc.mu
+// is held.
+func (r *region) nextSlab(rc *regionClass, cl int, fromPool bool) int32 {
 	for q := quarters - 1; q >= 0; q-- {
 		if s := rc.partial[q]; s != noSlab {
 			r.unlink(rc, s)
 			return s
 		}
+	}
+	if !fromPool {
+		return noSlab
 	}
 	r.mu.Lock()
 	n := len(r.pool)
