@@ -296,16 +296,22 @@ func TestZeroIter(t *testing.T) {
 	require.False(t, it.First())
 }
 
-func TestIterCorrupt(t *testing.T) {
-	good := buildBlock(2, []kv{
+// corruptible returns a small well-formed block and a function returning a
+// copy of it with bytes patched at an offset: good has entries at 0, 9 and
+// 18 (ending at 28), restarts 0 and 18, and a count of 2.
+func corruptible() (good []byte, patch func(off int, b ...byte) []byte) {
+	good = buildBlock(2, []kv{
 		{[]byte("apple"), []byte("1")}, {[]byte("apricot"), []byte("2")}, {[]byte("banana"), []byte("3")},
 	})
-	// good: entries at 0, 9, 18 (ending at 28); restarts 0, 18; count 2.
-	patch := func(off int, b ...byte) []byte {
+	return good, func(off int, b ...byte) []byte {
 		out := slices.Clone(good)
 		copy(out[off:], b)
 		return out
 	}
+}
+
+func TestIterCorrupt(t *testing.T) {
+	good, patch := corruptible()
 	le32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 	for _, tc := range []struct {
 		name    string

@@ -116,15 +116,7 @@ func TestWalkerMatchesIter(t *testing.T) {
 }
 
 func TestWalkerCorrupt(t *testing.T) {
-	good := buildBlock(2, []kv{
-		{[]byte("apple"), []byte("1")}, {[]byte("apricot"), []byte("2")}, {[]byte("banana"), []byte("3")},
-	})
-	// good: entries at 0, 9, 18 (ending at 28); restarts 0, 18; count 2.
-	patch := func(off int, b ...byte) []byte {
-		out := slices.Clone(good)
-		copy(out[off:], b)
-		return out
-	}
+	good, patch := corruptible()
 	for _, tc := range []struct {
 		name    string
 		data    []byte
