@@ -93,8 +93,8 @@ type indexEntry struct {
 // encodeIndexTableWith does, cost a decode about 10% more
 // (BenchmarkIndexForm/decode/compact), and the decode is what every cache
 // miss of a partition pays besides its read.
-func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, entries *[]indexEntry, elide bool, maxKeys int) ([]byte, error) {
-	if len(data) > math.MaxUint32 {
+func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, entries *[]indexEntry, elide bool, maxKeys uint64) ([]byte, error) {
+	if uint64(len(data)) > math.MaxUint32 {
 		// Beyond what indexEntry's offsets address.
 		return encodeIndexTableWith(data, alloc, false, decodeIndexValue)
 	}
@@ -143,7 +143,7 @@ func encodeIndexCompactWith(data []byte, alloc func(n int) []byte, entries *[]in
 	}
 	n := len(es)
 	keysLen := size - n*len(common) - elided*base.TrailerLen
-	if keysLen >= maxKeys {
+	if uint64(keysLen) >= maxKeys {
 		return encodeIndexTableWith(data, alloc, false, decodeIndexValue)
 	}
 	buf := allocAligned(compactFlatLen(n, keysLen, len(common), narrow), alloc)

@@ -232,7 +232,7 @@ func TestCompactIndexWideFallback(t *testing.T) {
 	seps := [][]byte{encSep("a", base.MaxSeqNum), encSep("b", 4), encSep("c", base.MaxSeqNum)}
 	data := indexBlock(seps)
 	for _, tc := range []struct {
-		maxKeys int
+		maxKeys uint64
 		compact bool
 	}{
 		// Stored: "a", "b" and its trailer, "c": 11 bytes.
