@@ -14,6 +14,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// encodeIndexCompact decodes the index partition block data into the
+// compact form, in a buffer from alloc (make when nil), and returns it, with
+// a scratch of its own (the Reader passes its pooled one to
+// encodeIndexCompactWith).
+// Errors are as for newIndexTable. Keys that would reach 2 GiB, which the
+// offsets cannot mark trailers in, get the wide partition form instead (see
+// encodeIndexPartition), which viewIndexTable reads as well.
+func encodeIndexCompact(data []byte, alloc func(n int) []byte) ([]byte, error) {
+	var entries []indexEntry
+	return encodeIndexCompactWith(data, alloc, &entries, true, sepTrailerStored)
+}
+
+// appendSep appends separator i, encoded, to dst, in any form: the
+// compact form holds no separator in one piece.
+func (x *indexTable) appendSep(dst []byte, i int) []byte {
+	if !x.compact {
+		return append(dst, x.sep(i)...)
+	}
+	s, t := x.entry(i)
+	dst = append(append(dst, x.common...), s...)
+	return binary.LittleEndian.AppendUint64(dst, t)
+}
+
 // compactForms are the compact flat forms of an index partition: as the
 // cache holds it, and without elided trailers (for measuring what eliding
 // them gains). They are apart from indexForms, whose tests read the

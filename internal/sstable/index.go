@@ -42,7 +42,7 @@ type indexTable struct {
 	// n is the number of data blocks.
 	n int
 	// compact marks the compact form of an index partition (see
-	// encodeIndexCompact): keys holds each separator after common, its
+	// encodeIndexCompactWith): keys holds each separator after common, its
 	// trailer only where the top bit of its end in offs says so (see
 	// entry), and sep and userKey do not apply.
 	compact bool
@@ -115,7 +115,7 @@ func encodeIndexTable(data []byte, alloc func(n int) []byte) ([]byte, error) {
 // touched), so the array saves a search little, while it is 8 of the about
 // 40 bytes an entry costs the cache (the stored entry costs 10 to 20): a
 // cache that holds more partitions misses fewer. The Reader holds and
-// caches partitions in the denser compact form (see encodeIndexCompact),
+// caches partitions in the denser compact form (see encodeIndexCompactWith),
 // which falls back to this one only for keys of 2 GiB or more.
 func encodeIndexPartition(data []byte, alloc func(n int) []byte) ([]byte, error) {
 	return encodeIndexTableWith(data, alloc, false, decodeIndexValue)

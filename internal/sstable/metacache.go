@@ -123,7 +123,7 @@ func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handl
 // decodeIndexFor reads and verifies the index block at h, index partition
 // part (-1: the whole index of an unpartitioned table), and returns its
 // flat decoded form in a buffer from alloc (a new one when alloc is nil):
-// a partition's compact one (see encodeIndexCompact), the whole index's
+// a partition's compact one (see encodeIndexCompactWith), the whole index's
 // with the abbreviations.
 func (r *Reader) decodeIndexFor(ctx context.Context, io ioctx.IOOptions, h block.Handle, part int, alloc func(int) []byte) ([]byte, error) {
 	s := metaScratches.Get().(*metaScratch)

@@ -114,7 +114,7 @@ const maxSnappyExpansion = 32
 // (about 40 bytes per block for 16-byte keys); an index partition's compact
 // form has no abbreviation array, narrow handles and separators without
 // their common prefix or shortened trailer, about 15 bytes a block on the
-// bench's keys (see encodeIndexCompact). The filter is copied when its
+// bench's keys (see encodeIndexCompactWith). The filter is copied when its
 // lines are not aligned to cache lines in memory.
 // Data blocks come from the block cache, or, when the cache is not filled,
 // from buffers owned by the caller's BlockPin or iterator. An uncompressed
