@@ -240,15 +240,7 @@ func BenchmarkGetNoFillMeta(b *testing.B) {
 			}
 			noFill := ReadEnv{VerifyChecksums: true}
 			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				_, _, found, pin, err := r.Get(ctx, noFill, keys[i%len(keys)], base.MaxSeqNum)
-				if err != nil || !found {
-					b.Fatal(err)
-				}
-				pin.Release()
-				i++
-			}
+			loopGets(b, r, noFill, keys)
 			if !warm && c.Len() != 0 {
 				b.Fatalf("%d entries cached", c.Len())
 			}
@@ -263,7 +255,6 @@ func BenchmarkGetNoFillMeta(b *testing.B) {
 func BenchmarkGetFillMetaMiss(b *testing.B) {
 	es := genEntries(rand.New(rand.NewPCG(1, 2)), 20000, 100)
 	data := buildTable(b, partOpts, es)
-	ctx := context.Background()
 	c := cache.New(64 << 10)
 	r := openTable(b, data, openConfig{cache: c, cacheMeta: true})
 	r.EvictFromCache()
@@ -273,13 +264,5 @@ func BenchmarkGetFillMetaMiss(b *testing.B) {
 		keys[i] = es[rng.IntN(len(es))].key.UserKey
 	}
 	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		_, _, found, pin, err := r.Get(ctx, verifyEnv, keys[i%len(keys)], base.MaxSeqNum)
-		if err != nil || !found {
-			b.Fatal(err)
-		}
-		pin.Release()
-		i++
-	}
+	loopGets(b, r, verifyEnv, keys)
 }

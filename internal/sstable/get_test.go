@@ -282,15 +282,22 @@ func BenchmarkGet(b *testing.B) {
 			}
 			b.ReportAllocs()
 			defer cpubench.Start(b)()
-			i := 0
-			for b.Loop() {
-				_, _, found, pin, err := r.Get(ctx, verifyEnv, keys[i%len(keys)], base.MaxSeqNum)
-				if err != nil || !found {
-					b.Fatal(err)
-				}
-				pin.Release()
-				i++
-			}
+			loopGets(b, r, verifyEnv, keys)
 		})
+	}
+}
+
+// loopGets is a benchmark's timed loop: Gets with env of keys in turn,
+// each of which must be found.
+func loopGets(b *testing.B, r *Reader, env ReadEnv, keys [][]byte) {
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		_, _, found, pin, err := r.Get(ctx, env, keys[i%len(keys)], base.MaxSeqNum)
+		if err != nil || !found {
+			b.Fatal(err)
+		}
+		pin.Release()
+		i++
 	}
 }
