@@ -535,33 +535,39 @@ func (i *Iter) header(off, prevLen int) (shared, keyStart, keyEnd, next int, err
 
 // headerSlow is header for any entry, checking every length.
 func (i *Iter) headerSlow(off, prevLen int) (shared, keyStart, keyEnd, next int, err error) {
-	end := i.restarts
-	s, p, ok := uvarint32(i.data, off, end)
+	return decodeHeader(i.data, i.restarts, off, prevLen)
+}
+
+// decodeHeader decodes the lengths of the entry at off in the block data,
+// whose entries end at end and whose predecessor's key has prevLen bytes,
+// checking every length against the block: the entry's key is
+// prev[:shared] followed by data[keyStart:keyEnd], its value runs from
+// keyEnd to next. A bad length is an error marked base.ErrCorruption.
+func decodeHeader(data []byte, end, off, prevLen int) (shared, keyStart, keyEnd, next int, err error) {
+	s, p, ok := uvarint32(data, off, end)
 	if !ok {
-		return 0, 0, 0, 0, i.corruptEntry(off, "bad shared-prefix length")
+		return 0, 0, 0, 0, corruptEntry(data, off, "bad shared-prefix length")
 	}
-	unshared, p, ok := uvarint32(i.data, p, end)
+	unshared, p, ok := uvarint32(data, p, end)
 	if !ok {
-		return 0, 0, 0, 0, i.corruptEntry(off, "bad key length")
+		return 0, 0, 0, 0, corruptEntry(data, off, "bad key length")
 	}
-	valueLen, p, ok := uvarint32(i.data, p, end)
+	valueLen, p, ok := uvarint32(data, p, end)
 	if !ok {
-		return 0, 0, 0, 0, i.corruptEntry(off, "bad value length")
+		return 0, 0, 0, 0, corruptEntry(data, off, "bad value length")
 	}
 	if uint64(s) > uint64(prevLen) {
-		return 0, 0, 0, 0, i.corruptEntry(off, "shares more bytes than the previous key has")
+		return 0, 0, 0, 0, corruptEntry(data, off, "shares more bytes than the previous key has")
 	}
 	if uint64(unshared) > uint64(end-p) {
-		return 0, 0, 0, 0, i.corruptEntry(off, "key runs past the entries")
+		return 0, 0, 0, 0, corruptEntry(data, off, "key runs past the entries")
 	}
 	keyEnd = p + int(unshared)
 	if uint64(valueLen) > uint64(end-keyEnd) {
-		return 0, 0, 0, 0, i.corruptEntry(off, "value runs past the entries")
+		return 0, 0, 0, 0, corruptEntry(data, off, "value runs past the entries")
 	}
 	return int(s), p, keyEnd, keyEnd + int(valueLen), nil
 }
-
-func (i *Iter) corruptEntry(off int, what string) error { return corruptEntry(i.data, off, what) }
 
 func corruptEntry(data []byte, off int, what string) error {
 	return base.CorruptionErrorf("block: corrupt entry at offset %d of %d-byte block: %s", off, len(data), what)

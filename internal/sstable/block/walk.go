@@ -86,31 +86,14 @@ func (w *Walker) nextSlow() bool {
 		w.key, w.value = nil, nil
 		return false
 	}
-	end := w.end
-	shared, p, ok := uvarint32(w.data, off, end)
-	if !ok {
-		return w.fail(off, "bad shared-prefix length")
+	shared, keyStart, keyEnd, next, err := decodeHeader(w.data, w.end, off, len(w.key))
+	if err != nil {
+		w.err = err
+		w.key, w.value = nil, nil
+		w.off = w.end
+		return false
 	}
-	unshared, p, ok := uvarint32(w.data, p, end)
-	if !ok {
-		return w.fail(off, "bad key length")
-	}
-	valueLen, p, ok := uvarint32(w.data, p, end)
-	if !ok {
-		return w.fail(off, "bad value length")
-	}
-	if uint64(shared) > uint64(len(w.key)) {
-		return w.fail(off, "shares more bytes than the previous key has")
-	}
-	if uint64(unshared) > uint64(end-p) {
-		return w.fail(off, "key runs past the entries")
-	}
-	keyEnd := p + int(unshared)
-	if uint64(valueLen) > uint64(end-keyEnd) {
-		return w.fail(off, "value runs past the entries")
-	}
-	w.setKey(int(shared), w.data[p:keyEnd:keyEnd])
-	next := keyEnd + int(valueLen)
+	w.setKey(shared, w.data[keyStart:keyEnd:keyEnd])
 	w.value = w.data[keyEnd:next:next]
 	w.off = next
 	return true
@@ -130,10 +113,3 @@ func (w *Walker) Value() []byte { return w.value }
 
 // Err returns the corruption that stopped the walk, if any.
 func (w *Walker) Err() error { return w.err }
-
-func (w *Walker) fail(off int, what string) bool {
-	w.err = corruptEntry(w.data, off, what)
-	w.key, w.value = nil, nil
-	w.off = w.end
-	return false
-}
