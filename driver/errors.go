@@ -3,7 +3,7 @@ package driver
 import (
 	"errors"
 
-	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/internal/errclass"
 )
 
 // Error classes. Test them with errors.Is: the façade and drivers return
@@ -14,31 +14,31 @@ import (
 var (
 	// ErrNotFound is returned by Get (of DB, Conn and Tx) when the key has
 	// no value. MultiGet reports a missing key as a nil entry instead.
-	ErrNotFound = ioctx.ErrNotFound
+	ErrNotFound = errclass.NotFound
 
 	// ErrInvalidArgument matches errors caused by a misused API: a read
 	// whose ReadOptions carry another API's activity (the message is
 	// RocksDB's "Can only call Get with `ReadOptions::io_activity` is …"),
 	// a write in a read-only transaction, a nil *Batch, an unknown driver
-	// name, a malformed DSN, size or boolean. It is ioctx.ErrInvalidArgument,
+	// name, a malformed DSN, size or boolean. It is errclass.InvalidArgument,
 	// the same value, so one errors.Is check works at every layer.
-	ErrInvalidArgument = ioctx.ErrInvalidArgument
+	ErrInvalidArgument = errclass.InvalidArgument
 
 	// ErrCorruption matches errors caused by data that fails a checksum or
 	// cannot be decoded. Drivers return it; the façade never does.
-	ErrCorruption = ioctx.ErrCorruption
+	ErrCorruption = errclass.Corruption
 
 	// ErrClosed matches errors from calls on a closed DB (every call after
 	// DB.Close, and a second Close), a closed Conn or Snapshot, and an
 	// Iterator closed by the user or by DB.Close. A Tx rolled back by
 	// DB.Close reports it too; a Tx the user ended reports ErrTxDone
 	// instead.
-	ErrClosed = ioctx.ErrClosed
+	ErrClosed = errclass.Closed
 
 	// ErrConflict is returned by Tx.Commit when another transaction
 	// committed a write to a key this one wrote after this one began. The
 	// transaction is over (rolled back) either way.
-	ErrConflict = ioctx.ErrConflict
+	ErrConflict = errclass.Conflict
 
 	// ErrNotSupported matches errors from a call that needs an optional
 	// capability the driver lacks (Flush, Compact, VerifyChecksum,
@@ -46,6 +46,13 @@ var (
 	// holding a range deletion, Tx.DeleteRange, SyncWAL, NewSnapshot,
 	// Checkpoint). The message names the capability.
 	ErrNotSupported = errors.New("driver: not supported")
+
+	// ErrTimedOut matches errors caused by a deadline — the context's, or
+	// ReadOptions.Deadline or IOTimeout — that expired while the call ran
+	// (RocksDB's IOStatus::TimedOut). Such errors also match
+	// context.DeadlineExceeded, so errors.Is(err, ctx.Err()) holds for a
+	// caller whose context expired. A driver builds one with [TimeoutError].
+	ErrTimedOut = errclass.TimedOut
 
 	// ErrTxDone is returned by every call on a Tx after its Commit or
 	// Rollback. It does not match ErrClosed: the database is still open,
@@ -57,17 +64,17 @@ var (
 // The façade's fixed errors are built once (ioctx.ClassError, shale's one
 // marker), so returning one does not allocate.
 var (
-	errDBClosed   error = ioctx.ClassError("driver: database is closed", ErrClosed, nil)
-	errConnClosed error = ioctx.ClassError("driver: connection is closed", ErrClosed, nil)
-	errIterClosed error = ioctx.ClassError("driver: iterator is closed", ErrClosed, nil)
+	errDBClosed   error = errclass.New("driver: database is closed", ErrClosed, nil)
+	errConnClosed error = errclass.New("driver: connection is closed", ErrClosed, nil)
+	errIterClosed error = errclass.New("driver: iterator is closed", ErrClosed, nil)
 
-	errNilBatch    error = ioctx.ClassError("driver: Write of a nil *Batch", ErrInvalidArgument, nil)
-	errReadOnlyPut error = ioctx.ClassError("driver: Put in a read-only transaction", ErrInvalidArgument, nil)
-	errReadOnlyDel error = ioctx.ClassError("driver: Delete in a read-only transaction", ErrInvalidArgument, nil)
+	errNilBatch    error = errclass.New("driver: Write of a nil *Batch", ErrInvalidArgument, nil)
+	errReadOnlyPut error = errclass.New("driver: Put in a read-only transaction", ErrInvalidArgument, nil)
+	errReadOnlyDel error = errclass.New("driver: Delete in a read-only transaction", ErrInvalidArgument, nil)
 
-	errReadOnlyDelRange   error = ioctx.ClassError("driver: DeleteRange in a read-only transaction", ErrInvalidArgument, nil)
-	errEmptyCheckpointDir error = ioctx.ClassError("driver: Checkpoint into an empty directory name", ErrInvalidArgument, nil)
-	errSnapshotClosed     error = ioctx.ClassError("driver: snapshot is closed", ErrClosed, nil)
+	errReadOnlyDelRange   error = errclass.New("driver: DeleteRange in a read-only transaction", ErrInvalidArgument, nil)
+	errEmptyCheckpointDir error = errclass.New("driver: Checkpoint into an empty directory name", ErrInvalidArgument, nil)
+	errSnapshotClosed     error = errclass.New("driver: snapshot is closed", ErrClosed, nil)
 
 	errNoFlush       error = notSupported("Flush", "Flusher")
 	errNoCompact     error = notSupported("Compact", "Compacter")
@@ -78,22 +85,28 @@ var (
 	errNoSyncWAL     error = notSupported("SyncWAL", "WALSyncer")
 	errNoSnapshot    error = notSupported("NewSnapshot", "Snapshotter")
 	errNoCheckpoint  error = notSupported("Checkpoint", "Checkpointer")
-	errNoTxRangeDel  error = ioctx.ClassError("driver: Tx.DeleteRange is not supported by this driver "+
+	errNoTxRangeDel  error = errclass.New("driver: Tx.DeleteRange is not supported by this driver "+
 		"(its transaction does not implement driver.TxRangeDeleter)", ErrNotSupported, nil)
 
-	errNoRangeDelBatch error = ioctx.ClassError("driver: Write of a batch holding a range deletion is not supported by this driver "+
+	errNoRangeDelBatch error = errclass.New("driver: Write of a batch holding a range deletion is not supported by this driver "+
 		"(its connection does not implement driver.RangeDeleter); nothing was written", ErrNotSupported, nil)
 )
 
 func notSupported(method, iface string) error {
-	return ioctx.ClassError("driver: "+method+" is not supported by this driver (its connection does not implement driver."+iface+")",
+	return errclass.New("driver: "+method+" is not supported by this driver (its connection does not implement driver."+iface+")",
 		ErrNotSupported, nil)
 }
+
+// TimeoutError returns an error matching ErrTimedOut and
+// context.DeadlineExceeded, with RocksDB's "Operation timed out: " prefix
+// before detail. It is for drivers, whose deadlines expire inside their own
+// calls; the façade and the engine build theirs the same way.
+func TimeoutError(detail string) error { return errclass.Timeout(detail) }
 
 // invalidArgument returns an error with message msg matching
 // ErrInvalidArgument.
 func invalidArgument(msg string) error {
-	return ioctx.ClassError(msg, ErrInvalidArgument, nil)
+	return errclass.New(msg, ErrInvalidArgument, nil)
 }
 
 // openError is the remembered failure of a DB's connect. Every call returns

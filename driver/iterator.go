@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/internal/errclass"
 )
 
 // Iterator walks the keys of a DB, a Tx or a Snapshot in order, within its bounds.
@@ -63,7 +63,7 @@ type Iterator struct {
 
 // errDeadlineExceeded is RocksDB's IOStatus::TimedOut("Deadline exceeded"),
 // as the engine reports a read that starts after its deadline.
-var errDeadlineExceeded = ioctx.TimeoutError("Deadline exceeded")
+var errDeadlineExceeded = errclass.Timeout("Deadline exceeded")
 
 type move uint8
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/stretchr/testify/require"
 )
@@ -151,7 +152,8 @@ func TestReadPath(t *testing.T) {
 					bad.Activity = a
 					err := r.run(ioctx.WithReadOptions(context.Background(), bad), h)
 					require.ErrorIs(t, err, ErrInvalidArgument, a.String())
-					require.EqualError(t, err, ioctx.ActivityError(r.api, r.activity, a).Error())
+					require.EqualError(t, err, "Can only call "+r.api+" with `ReadOptions::io_activity` is "+
+						"`Env::IOActivity::kUnknown` or `"+r.activity.EnvName()+"`, not `"+a.EnvName()+"`")
 				}
 				require.Len(t, conn.recorded(), len(calls), "a wrong activity reached the driver")
 			})
@@ -466,6 +468,6 @@ func TestIteratorStopsAtRequestDeadline(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	require.False(t, it.Next(), "a move after the deadline")
 	require.ErrorIs(t, it.Error(), context.DeadlineExceeded)
-	require.ErrorIs(t, it.Error(), ioctx.ErrTimedOut)
+	require.ErrorIs(t, it.Error(), errclass.TimedOut)
 	require.ErrorIs(t, it.Close(), context.DeadlineExceeded)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
-	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/stretchr/testify/require"
 )
 

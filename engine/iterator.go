@@ -6,8 +6,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/ioctx"
-	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/internal/readpath"
 )
 
 // IterOptions bound an iterator to the user keys [LowerBound, UpperBound);
@@ -89,7 +90,7 @@ func (i *Iterator) live() bool {
 	case i.closed || i.expired != nil:
 		return false
 	case !i.deadline.IsZero() && !time.Now().Before(i.deadline):
-		i.expired = ioctx.TimeoutError("Deadline exceeded")
+		i.expired = errclass.Timeout("Deadline exceeded")
 		return false
 	}
 	return true

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/invariants"
-	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/stretchr/testify/require"
 )
 

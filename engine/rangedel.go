@@ -10,7 +10,7 @@ import (
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
-	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 

@@ -6,7 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/ioctx"
-	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/sstable/block"
@@ -581,7 +582,7 @@ func TestDeadlinesAndCancellation(t *testing.T) {
 
 	past := ioctx.WithReadOptions(ctx, ioctx.ReadOptions{Deadline: time.Now().Add(-time.Second)})
 	_, err := db.Get(past, key(1))
-	require.ErrorIs(t, err, ioctx.ErrTimedOut)
+	require.ErrorIs(t, err, errclass.TimedOut)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, "Operation timed out: Deadline exceeded", err.Error())
 	require.ErrorIs(t, db.VerifyChecksum(past), context.DeadlineExceeded)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
-	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/readpath"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 

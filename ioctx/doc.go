@@ -8,8 +8,9 @@
 // A public read (Get, MultiGet, NewIterator, VerifyChecksum,
 // VerifyFileChecksums) is resolved once, at the API boundary, by
 // [ResolveRead]: the [ReadOptions] taken from the context (merged over a
-// session's defaults), the activity checked and tagged
-// ([ReadOptions.CheckAndTag]), the deadline folded into the [IOOptions]. The
+// session's defaults), the activity checked and tagged (Unknown becomes the
+// API's own activity; another API's is an error), the deadline folded into
+// the [IOOptions]. The
 // resulting [ReadRequest] is passed down by value to the driver, the engine's
 // read path and every table read. Nothing below the API boundary looks in the
 // context again: a context lookup walks the context chain, which is too slow

@@ -147,7 +147,8 @@ func TestContextLookupDoesNotAllocate(t *testing.T) {
 	require.Zero(t, allocs)
 }
 
-func TestCheckAndTag(t *testing.T) {
+// TestActivityCheck pins the check-then-tag rule of ResolveRead (spec §3.2).
+func TestActivityCheck(t *testing.T) {
 	apis := []struct {
 		api  string
 		want Activity
@@ -161,11 +162,12 @@ func TestCheckAndTag(t *testing.T) {
 	}
 	for _, api := range apis {
 		for a := ActivityUnknown; a < NumActivities; a++ {
-			ro, err := ReadOptions{Activity: a, RateLimiterPriority: PriorityMid}.CheckAndTag(api.api, api.want)
+			ctx := WithReadOptions(context.Background(), ReadOptions{Activity: a, RateLimiterPriority: PriorityMid})
+			req, err := ResolveRead(ctx, nil, api.api, api.want)
 			if a == ActivityUnknown || a == api.want {
 				require.NoError(t, err, "%s with %s", api.api, a)
-				require.Equal(t, api.want, ro.Activity, "the tag is set")
-				require.Equal(t, PriorityMid, ro.RateLimiterPriority, "other fields are kept")
+				require.Equal(t, api.want, req.IO.Activity, "the tag is set")
+				require.Equal(t, PriorityMid, req.IO.RateLimiterPriority, "other fields are kept")
 				continue
 			}
 			require.Error(t, err, "%s with %s", api.api, a)
@@ -178,7 +180,8 @@ func TestCheckAndTag(t *testing.T) {
 		}
 	}
 	// Spot-check one message in full, spelled out, against the spec.
-	_, err := ReadOptions{Activity: ActivityFlush}.CheckAndTag("VerifyChecksum", ActivityVerifyDBChecksum)
+	_, err := ResolveRead(WithReadOptions(context.Background(), ReadOptions{Activity: ActivityFlush}),
+		nil, "VerifyChecksum", ActivityVerifyDBChecksum)
 	require.EqualError(t, err, "Can only call VerifyChecksum with `ReadOptions::io_activity` is "+
 		"`Env::IOActivity::kUnknown` or `Env::IOActivity::kVerifyDBChecksum`, not `Env::IOActivity::kFlush`")
 }
@@ -232,14 +235,6 @@ func TestWithContextDeadline(t *testing.T) {
 	require.True(t, errors.Is(err, expired.Err()))
 }
 
-func TestTimeoutError(t *testing.T) {
-	err := TimeoutError("read of 000012.sst took 3ms, timeout 1ms")
-	require.EqualError(t, err, "Operation timed out: read of 000012.sst took 3ms, timeout 1ms")
-	require.ErrorIs(t, err, ErrTimedOut)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.NotErrorIs(t, err, ErrInvalidArgument)
-}
-
 func BenchmarkReadOptionsFrom(b *testing.B) {
 	for _, depth := range []int{0, 4} {
 		b.Run("depth="+string(rune('0'+depth)), func(b *testing.B) {
@@ -255,16 +250,5 @@ func BenchmarkReadOptionsFrom(b *testing.B) {
 			}
 			_ = sink
 		})
-	}
-}
-
-func BenchmarkCheckAndTag(b *testing.B) {
-	b.ReportAllocs()
-	ro := ReadOptions{RateLimiterPriority: PriorityUser}
-	for b.Loop() {
-		tagged, err := ro.CheckAndTag("Get", ActivityGet)
-		if err != nil || tagged.Activity != ActivityGet {
-			b.Fatal("bad tag")
-		}
 	}
 }

@@ -44,7 +44,7 @@ type ReadRequest struct {
 //  1. a done ctx is an error for which errors.Is(err, ctx.Err()) holds;
 //  2. the ReadOptions ctx carries are merged over defaults (a session's, or
 //     nil) with [Merge];
-//  3. the activity is checked and tagged ([ReadOptions.CheckAndTag]);
+//  3. the activity is checked and tagged (Unknown becomes the API's own activity; any other is an error marked InvalidArgument);
 //  4. the earlier of the options' and the context's deadline becomes the
 //     IO timeout, a deadline already past an error marked ErrTimedOut.
 //
@@ -75,7 +75,7 @@ func ResolveReadInto(ctx context.Context, defaults *ReadOptions, api string, wan
 	case ActivityUnknown:
 		activity = want
 	default:
-		return ActivityError(api, want, activity)
+		return activityError(api, want, activity)
 	}
 	return resolve(ctx, ro, activity, req)
 }

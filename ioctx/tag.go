@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/shaledb/shale/internal/errclass"
 )
 
 // Tag attributes reads to a tenant, a job or any other caller-chosen party,
@@ -104,12 +106,12 @@ func (r *tagRegistry) register(name string, opts TagOptions) (Tag, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.byName[name]; ok {
-		return TagNone, ClassError("ioctx: tag "+strconv.Quote(name)+" is already registered", ErrInvalidArgument, nil)
+		return TagNone, errclass.New("ioctx: tag "+strconv.Quote(name)+" is already registered", errclass.InvalidArgument, nil)
 	}
 	n := len(r.byName)
 	if n >= MaxTags {
-		return TagNone, ClassError("ioctx: cannot register tag "+strconv.Quote(name)+": all "+
-			strconv.Itoa(MaxTags)+" tags (RocksDB's custom activities 0x80-0xFE) are taken", ErrInvalidArgument, nil)
+		return TagNone, errclass.New("ioctx: cannot register tag "+strconv.Quote(name)+": all "+
+			strconv.Itoa(MaxTags)+" tags (RocksDB's custom activities 0x80-0xFE) are taken", errclass.InvalidArgument, nil)
 	}
 	if r.byName == nil {
 		r.byName = map[string]Tag{}
@@ -140,13 +142,13 @@ func LookupTag(name string) (Tag, bool) {
 
 func checkTagName(name string) error {
 	if name == "" || len(name) > 64 {
-		return ClassError("ioctx: a tag name must have 1 to 64 bytes, not "+strconv.Itoa(len(name)), ErrInvalidArgument, nil)
+		return errclass.New("ioctx: a tag name must have 1 to 64 bytes, not "+strconv.Itoa(len(name)), errclass.InvalidArgument, nil)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return ClassError("ioctx: tag name "+strconv.Quote(name)+" has a byte other than a letter, a digit, '_' or '-'",
-				ErrInvalidArgument, nil)
+			return errclass.New("ioctx: tag name "+strconv.Quote(name)+" has a byte other than a letter, a digit, '_' or '-'",
+				errclass.InvalidArgument, nil)
 		}
 	}
 	return nil

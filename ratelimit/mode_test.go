@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +45,7 @@ func TestParseMode(t *testing.T) {
 			m, err := ParseMode(tc.in)
 			if tc.err {
 				require.Error(t, err)
-				require.True(t, errors.Is(err, ioctx.ErrInvalidArgument), "%v", err)
+				require.True(t, errors.Is(err, errclass.InvalidArgument), "%v", err)
 				require.Contains(t, err.Error(), `"`+tc.in+`"`)
 				return
 			}
@@ -65,7 +65,7 @@ func FuzzParseMode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseMode(s)
 		if err != nil {
-			if !errors.Is(err, ioctx.ErrInvalidArgument) {
+			if !errors.Is(err, errclass.InvalidArgument) {
 				t.Fatalf("ParseMode(%q): error not marked ErrInvalidArgument: %v", s, err)
 			}
 			if s == "reads" || s == "writes" || s == "all" {

@@ -1,77 +1,43 @@
-// Package readpath holds shale's read algorithms: Get, MultiGet,
-// LatestSeqNum, the DB Iterator, VerifyChecksum and VerifyFileChecksums.
-// They run over an immutable [View] that the engine hands them (memtables
-// newest first, a manifest.Version of the tables, a [TableSource] that opens
-// table readers), like pebble's readState: nothing here takes a lock of the
-// engine's, changes the View, or waits for writers. The package sits below
-// the engine and above internal/*; it never imports engine or driver.
+// Package readpath documents shale's read path: how the options of a read
+// travel from the call a program makes down to the file reader. It holds no
+// code a program calls. The user's vocabulary is in package ioctx, the calls
+// are the façade's (package driver), and the implementation is the engine's
+// (its algorithms live in the module's internal/readpath, below the engine,
+// where Go's internal rule lets the engine import them and nothing outside
+// the module can). The tests of this package check, through the façade and
+// the "shale" engine alone, that the path behaves as described here.
 //
-// # Contract
+// # The read path, as data flows through it
 //
-// Every function takes the caller's context and the call's resolved read
-// request (an ioctx.ReadRequest, which sstable calls ReadEnv), made once by
-// ioctx.ResolveRead at the API boundary — the façade's, or the engine's own
-// public methods: the IO options (activity, rate-limiter priority, timeout),
-// checksum verification, cache filling, readahead and async IO. The activity
-// arrives checked and tagged (RocksDB's check-then-tag, §3 of the
-// IO-activity spec); nothing here checks or changes it, and nothing calls
-// ctx.Value. The request goes unchanged to every table access, table opens
-// included, so every file read a call causes carries the caller's activity
-// and priority.
+//  1. A program calls a read of the façade — [driver.DB.Get], MultiGet,
+//     NewIterator, VerifyChecksum, VerifyFileChecksums, or the same on a
+//     Conn, a Tx or a Snapshot — with a context that may carry
+//     [ioctx.ReadOptions] ([ioctx.WithReadOptions]): an IO activity tag, a
+//     rate-limiter priority, a deadline, a tag, a per-request statistics
+//     sink.
+//  2. The façade resolves them once, with [ioctx.ResolveRead]: merged over
+//     the session's defaults (a Conn's), the activity checked and tagged —
+//     Unknown becomes the API's own activity, the API's own is kept, any
+//     other is an error matching driver.ErrInvalidArgument whose text is
+//     RocksDB's "Can only call Get with `ReadOptions::io_activity` is …" —
+//     and the earlier deadline folded into the IO timeout. The result, an
+//     [ioctx.ReadRequest], is all a driver receives of the options; nothing
+//     below looks in the context again.
+//  3. The engine passes the request by value to its read algorithms, which
+//     pass its [ioctx.IOOptions] unchanged to every table read, table opens
+//     included. Internal readers tag their own reads: flush (Flush),
+//     compaction (Compaction, charged at PriorityLow), table opens at DB
+//     open (DBOpen); a transaction's MultiGet reads are MultiGet reads all
+//     the way down.
+//  4. The file reader charges the rate limiter when the priority is not
+//     PriorityTotal and a limiter is set, and records one sample per read in
+//     shale.sst.read.micros and in the activity's histogram
+//     (shale.file.read.get.micros, …). Flush, compaction and DB-open
+//     histograms record from the default statistics level; the five
+//     user-read histograms only above LevelExceptDetailedTimers, as RocksDB
+//     does since its PR #11288. Where statistics are off, no clock is read.
 //
-// Visibility: a read at sequence number seq sees the entries with sequence
-// numbers <= seq (a seq above base.MaxSeqNum sees everything). The sources
-// are consulted newest first: the memtables in View order, the L0 tables
-// newest first, then L1, L2, ... (each level's tables are disjoint); the
-// first entry of a key decides, and a tombstone means "not found".
-//
-// Contexts: ctx.Err() is checked before every table is acquired; the layers
-// below check it before every block read. A done context fails the call (or
-// stops the Iterator) with an error for which errors.Is(err, ctx.Err())
-// holds.
-//
-// Memory: keys passed in are only read during the call. Values point into
-// memtables (valid while the View's memtables are) or into table blocks
-// pinned until [Value.Release]; Iterator keys and values are valid until the
-// Iterator's next move. A Get whose block is cached, and an Iterator's Next
-// or Prev over cached blocks within its current tables, allocate nothing.
-//
-// Concurrency: the functions are safe for concurrent use, also on one View,
-// provided the TableSource is; an Iterator and a Value belong to one
-// goroutine (a Value may be released on another).
-//
-// Errors: a missing key is an error marked base.ErrNotFound (Get) or
-// Found=false (MultiGet); corruption found below (a block checksum, a bad
-// table) stays marked base.ErrCorruption and is wrapped with the table's
-// number or path; a done context is as above.
-//
-// # Statistics
-//
-// Get, MultiGet and the Iterator record into View.Stats: Get ticks
-// NumberKeysRead, MemtableHit or MemtableMiss, GetHitL0/GetHitL1/
-// GetHitL2AndUp, BytesRead and the BytesPerRead histogram; MultiGet ticks
-// NumberMultiGetCalls, NumberMultiGetKeysRead, NumberMultiGetKeysFound,
-// NumberMultiGetBytesRead and the BytesPerMultiGet histogram; the Iterator
-// ticks NumberDBSeek(Found) and IterBytesRead at each seek, times SeekGE and
-// SeekLT in DBSeek, and counts NumberDBNext(Found), NumberDBPrev(Found) and
-// their IterBytesRead locally, adding them at Close (as RocksDB's DBIter).
-// The verifications tick VerifyChecksumReadBytes in Env.Stats after each
-// file. Block cache, bloom filter, checksum and file-read statistics come
-// from the layers below.
-//
-// # File reads and rate-limiter requests
-//
-// Each file read below is one fileio call, which charges the rate limiter
-// when the priority is not ioctx.PriorityTotal: one request per read no
-// larger than the limiter's burst. A read here makes, for each table it
-// consults, the fileio calls that sstable.Reader documents for the operation
-// (Get and LatestSeqNum: Reader.Get or a bounded iterator; MultiGet: one
-// Reader.MultiGet per table holding keys still unresolved; the Iterator:
-// Reader iterators; VerifyChecksum: a fresh Open and VerifyChecksums;
-// VerifyFileChecksums: ceil(size/chunk) Reads, chunk = ReadaheadSize or
-// 256 KiB). When the TableSource opens a table on behalf of a read (a table
-// cache with max_open_files), the open's reads carry that read's ReadEnv and
-// are charged too. TestRateLimiterRequestCounts pins the totals in the setup
-// of RocksDB's DBRateLimiterOnReadTest, and notes where they differ from
-// RocksDB's.
+// The behavioural spec, taken from RocksDB (enum values, the check-then-tag
+// rule, the gating table, histogram buckets, the file reader's and the rate
+// limiter's algorithms), is the project's reference/rocksdb-io-activity.md.
 package readpath

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/shaledb/shale/driver"
-	"github.com/shaledb/shale/ioctx"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -83,7 +82,7 @@ func rpcError(ctx, rctx context.Context, op string, err error, write bool) error
 		// The request's own deadline (request_timeout, the IO timeout or
 		// the ReadOptions deadline): a timeout, matching
 		// context.DeadlineExceeded as the engine's timeouts do.
-		err = ioctx.TimeoutError("no response before the request's deadline " +
+		err = driver.TimeoutError("no response before the request's deadline " +
 			"(request_timeout, or the ReadOptions' deadline or IO timeout)")
 	case errors.Is(err, rpctypes.ErrCompacted):
 		msg += " (the revision read at was compacted by another client, another DB or the cluster's " +

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/driver"
-	"github.com/shaledb/shale/ioctx"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -52,7 +51,7 @@ func TestRPCErrorClasses(t *testing.T) {
 		{"caller's deadline, read", expired, expired, status.Error(codes.DeadlineExceeded, "deadline"), false,
 			[]error{context.DeadlineExceeded}, []error{ErrOutcomeUnknown}, ""},
 		{"request's own deadline, write", bg, expired, status.Error(codes.DeadlineExceeded, "deadline"), true,
-			[]error{context.DeadlineExceeded, ioctx.ErrTimedOut, ErrOutcomeUnknown}, nil, "deadline"},
+			[]error{context.DeadlineExceeded, driver.ErrTimedOut, ErrOutcomeUnknown}, nil, "deadline"},
 	} {
 		err := rpcError(tc.ctx, tc.rctx, "Op", tc.err, tc.write)
 		for _, m := range tc.match {

@@ -231,7 +231,7 @@ func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) e
 // passes, which it reports as an error.
 func sleepCtx(ctx context.Context, deadline time.Time, d time.Duration) error {
 	if !deadline.IsZero() && time.Until(deadline) < d {
-		return ioctx.TimeoutError("Deadline exceeded")
+		return driver.TimeoutError("Deadline exceeded")
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()

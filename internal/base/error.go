@@ -2,8 +2,8 @@ package base
 
 import (
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/internal/invariants"
-	"github.com/shaledb/shale/ioctx"
 )
 
 // Error classes. Errors are marked with one of these (Mark) and keep their
@@ -12,17 +12,17 @@ import (
 var (
 	// ErrCorruption marks data that fails a checksum or cannot be decoded.
 	// Corruption is never returned as data.
-	ErrCorruption = ioctx.ErrCorruption
+	ErrCorruption = errclass.Corruption
 	// ErrNotFound is returned by a point lookup of a key that has no value.
-	ErrNotFound = ioctx.ErrNotFound
+	ErrNotFound = errclass.NotFound
 	// ErrInvalidArgument marks a misused API.
-	ErrInvalidArgument = ioctx.ErrInvalidArgument
+	ErrInvalidArgument = errclass.InvalidArgument
 	// ErrClosed is returned by calls on a closed database, iterator or
 	// transaction.
-	ErrClosed = ioctx.ErrClosed
+	ErrClosed = errclass.Closed
 	// ErrConflict is returned by a transaction's Commit when another write
 	// to a key it wrote committed after the transaction began.
-	ErrConflict = ioctx.ErrConflict
+	ErrConflict = errclass.Conflict
 )
 
 // Mark returns err marked with the class mark (ioctx.Mark, shale's one
@@ -30,7 +30,7 @@ var (
 // errors.Is as with cockroachdb/errors', and errors.Is(result, c) still holds
 // for every cause c of err. Use it instead of cockroachdb/errors.Mark, whose
 // marks the standard errors.Is does not see.
-func Mark(err, mark error) error { return ioctx.Mark(err, mark) }
+func Mark(err, mark error) error { return errclass.Mark(err, mark) }
 
 // CorruptionErrorf formats an error marked ErrCorruption.
 func CorruptionErrorf(format string, args ...any) error {

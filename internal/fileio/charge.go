@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
@@ -14,7 +15,7 @@ import (
 // each request to it), every method of the Reader the same way. It is the
 // only place a read waits for the limiter, so every read's waits are bounded
 // alike: by ctx, and together by opts.Timeout, after which it fails with a
-// timed-out error (ioctx.ErrTimedOut, and context.DeadlineExceeded).
+// timed-out error (errclass.TimedOut, and context.DeadlineExceeded).
 //
 // With each nil the whole read is charged before it returns, and the caller
 // reads afterwards (MultiRead, ReadAsync, a mapped Read). Otherwise each is
@@ -44,7 +45,7 @@ func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistic
 	}
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, ioctx.TimeoutError("rate limiter wait exceeded the IO timeout"))
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errclass.Timeout("rate limiter wait exceeded the IO timeout"))
 		defer cancel()
 	}
 	for pos := 0; pos < n; {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
@@ -191,7 +192,7 @@ func (r *Reader) account(n int) {
 
 func (r *Reader) checkTimeout(start time.Time, timeout time.Duration, off int64, n int) error {
 	if took := time.Since(start); took > timeout {
-		return errors.WithStack(ioctx.TimeoutError(fmt.Sprintf(
+		return errors.WithStack(errclass.Timeout(fmt.Sprintf(
 			"read of %d bytes at offset %d of %s took %s, longer than its IO timeout %s", n, off, r.name, took, timeout)))
 	}
 	return nil

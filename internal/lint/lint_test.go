@@ -89,11 +89,13 @@ type rule struct {
 }
 
 var rules = []rule{
-	{prefix: "ioctx", allowed: []string{}},
+	// ioctx may import the error classes only, for its deprecated aliases.
+	{prefix: "ioctx", allowed: []string{"internal/errclass"}},
 	{prefix: "statistics", allowed: []string{}},
-	{prefix: "ratelimit", allowed: []string{"ioctx", "statistics", "internal/base", "internal/invariants"}},
+	{prefix: "ratelimit", allowed: []string{"ioctx", "statistics", "internal/base", "internal/errclass", "internal/invariants"}},
 	{prefix: "internal/invariants", allowed: []string{}},
-	{prefix: "internal/base", allowed: []string{"internal/invariants", "ioctx"}},
+	{prefix: "internal/errclass", allowed: []string{}},
+	{prefix: "internal/base", allowed: []string{"internal/errclass", "internal/invariants", "ioctx"}},
 	{prefix: "internal/lint", allowed: []string{}},
 	{prefix: "internal/cpubench", allowed: []string{}},
 	// The internal packages, in layers: each may import only the layers
@@ -114,18 +116,24 @@ var rules = []rule{
 		"internal/invariants"}},
 	{prefix: "internal/compact", allowed: []string{"internal/base", "internal/manifest", "internal/invariants",
 		"internal/rangedel"}},
-	{prefix: "internal/fileio", allowed: []string{"internal/base", "internal/vfs", "internal/invariants", "ioctx",
+	{prefix: "internal/fileio", allowed: []string{"internal/base", "internal/errclass", "internal/vfs", "internal/invariants", "ioctx",
 		"ratelimit", "statistics"}},
 	{prefix: "internal/sstable/block", allowed: []string{"internal/base", "internal/checksum", "internal/compress",
 		"internal/invariants"}},
 	{prefix: "internal/sstable", allowed: []string{"internal/base", "internal/bloom", "internal/cache",
 		"internal/checksum", "internal/compress", "internal/crc", "internal/fileio", "internal/vfs",
 		"internal/invariants", "internal/rangedel", "ioctx", "statistics"}},
+	// The read path over the engine's immutable views: below the engine,
+	// above the storage formats.
+	{prefix: "internal/readpath", denied: []string{"engine", "driver", "conformance", "examples", "cmd",
+		"internal/compact"}},
 	// A new internal package must be placed in the layers above.
 	{prefix: "internal", allowed: []string{}},
-	{prefix: "readpath", denied: []string{"engine", "driver", "conformance", "examples", "cmd"}},
+	// The top-level readpath documents the read path and tests it through
+	// the façade; it holds no implementation.
+	{prefix: "readpath", allowed: []string{"driver", "engine", "ioctx", "statistics"}},
 	{prefix: "engine", denied: []string{"conformance", "examples", "cmd"}},
-	{prefix: "driver", allowed: []string{"ioctx", "statistics"}},
+	{prefix: "driver", allowed: []string{"ioctx", "statistics", "internal/errclass"}},
 	{prefix: "conformance", allowed: []string{"driver", "ioctx", "statistics"}},
 	{prefix: "examples", denied: []string{"internal", "readpath"}},
 	{prefix: "cmd", denied: []string{"readpath"}},
@@ -199,7 +207,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"internal/wal", "internal/manifest", true},
 		{"internal/manifest", "internal/wal", false},
 		{"internal/base", "internal/batch", true},
-		{"readpath", "engine", true},
+		{"internal/readpath", "engine", true},
+		{"internal/readpath", "driver", true},
+		{"readpath", "internal/sstable", true},
 		{"engine", "driver", false},
 		{"conformance", "engine", true},
 		{"examples/quickstart", "internal/vfs", true},
@@ -223,10 +233,11 @@ func TestRulesCatchViolations(t *testing.T) {
 // cockroachdb/errors, so errors carry marks, stacks and safe details.
 func TestErrorsPackage(t *testing.T) {
 	for _, p := range listPackages(t) {
-		if p.path == "ioctx" || p.path == "statistics" || under(p.path, "internal/lint") ||
+		if p.path == "ioctx" || p.path == "statistics" || p.path == "internal/errclass" || under(p.path, "internal/lint") ||
 			under(p.path, "examples") || under(p.path, "conformance") || under(p.path, "driver") {
-			// driver and conformance import only stdlib plus ioctx and
-			// statistics, so they use the standard errors package too.
+			// driver and conformance import only stdlib plus ioctx,
+			// statistics and the error classes, so they use the standard
+			// errors package too; internal/errclass is a stdlib-only leaf.
 			continue
 		}
 		for _, imp := range p.stdlib {
