@@ -56,9 +56,15 @@ const (
 	OpPut OpKind = iota + 1
 	// OpDelete removes Key.
 	OpDelete
-	// OpDeleteRange removes every key k with Key <= k < Value.
+	// OpDeleteRange removes every key k with Key <= k < Value, or every
+	// key k >= Key when Value is nil.
 	OpDeleteRange
 )
+
+// opDeleteRangeOpen encodes an OpDeleteRange without an end, which has no
+// value in the encoding: the reader returns it as OpDeleteRange with a nil
+// Value (an encoded empty end would read back as an empty, non-nil one).
+const opDeleteRangeOpen OpKind = 0x80 | OpDeleteRange
 
 // String returns "Put", "Delete" or "DeleteRange".
 func (k OpKind) String() string {
@@ -78,8 +84,9 @@ func (k OpKind) String() string {
 //     empty Value.
 //   - OpDelete: a deletion of Key; Value is nil.
 //   - OpDeleteRange: a deletion of every key in [Key, Value) (Key is the
-//     start, Value the exclusive end, and Key < Value). Only a driver that
-//     implements [RangeDeleter] receives it.
+//     start, never nil; Value the exclusive end, nil for "after every key";
+//     Key < Value when Value is not nil). Only a driver that implements
+//     [RangeDeleter] receives it.
 //
 // The slices point into the batch: they stay valid as the batch grows, until
 // its Reset (for a driver: only until Write returns), must not be modified,
@@ -101,16 +108,21 @@ func (b *Batch) Delete(key []byte) {
 }
 
 // DeleteRange appends a deletion of every key k with start <= k < end, in
-// bytewise order (RocksDB's DeleteRange). It copies both. An empty or
-// inverted range (start >= end) deletes nothing and is not recorded, as in
-// Pebble. Writing a batch that holds a range deletion to a driver without
+// bytewise order (RocksDB's DeleteRange). It copies both. A nil end means
+// "after every key" and a nil start "before every key", as for
+// [DB.DeleteRange]. An empty or inverted range (start >= end, end not nil)
+// deletes nothing and is not recorded, as in Pebble. Writing a batch that holds a range deletion to a driver without
 // range deletions fails with an error matching ErrNotSupported, and writes
 // nothing.
 func (b *Batch) DeleteRange(start, end []byte) {
-	if bytes.Compare(start, end) >= 0 {
+	if end != nil && bytes.Compare(start, end) >= 0 {
 		return
 	}
-	b.append(OpDeleteRange, start, end)
+	if end == nil {
+		b.append(opDeleteRangeOpen, start, nil)
+	} else {
+		b.append(OpDeleteRange, start, end)
+	}
 	b.ranges++
 }
 
@@ -145,7 +157,7 @@ func (b *Batch) append(kind OpKind, key, value []byte) {
 	b.data = append(b.data, byte(kind))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
-	if kind != OpDelete {
+	if kind != OpDelete && kind != opDeleteRangeOpen {
 		b.data = binary.AppendUvarint(b.data, uint64(len(value)))
 		b.data = append(b.data, value...)
 	}
@@ -181,7 +193,11 @@ func (r *BatchReader) Next() (Op, bool) {
 	op := Op{Kind: OpKind(r.data[0])}
 	r.data = r.data[1:]
 	op.Key = r.slice()
-	if op.Kind != OpDelete {
+	switch op.Kind {
+	case OpDelete:
+	case opDeleteRangeOpen:
+		op.Kind = OpDeleteRange
+	default:
 		op.Value = r.slice()
 	}
 	return op, true

@@ -32,8 +32,9 @@ type DB struct {
 	// below off its cache line.
 	_ [56]byte
 
-	// cs is the outcome of the connect, nil until it finishes. It never
-	// changes once set.
+	// cs is the outcome of the last connect, nil until one finishes. A
+	// successful one never changes; a failed one is replaced by the next
+	// call's attempt.
 	cs atomic.Pointer[connState]
 
 	connector Connector
@@ -45,9 +46,8 @@ type DB struct {
 
 	mu struct {
 		sync.Mutex
-		// connecting is made by the call that starts the connect and
-		// closed when cs is set.
-		connecting chan struct{}
+		// connecting is the connect in progress, nil when none is.
+		connecting *connectAttempt
 		// The open iterators and transactions, which Close closes and
 		// rolls back.
 		iters map[*Iterator]struct{}
@@ -76,15 +76,24 @@ type connState struct {
 	walSyncer    WALSyncer
 	snapshotter  Snapshotter
 	checkpointer Checkpointer
+	valueSizer   ValueSizer
+	pinnedGetter PinnedGetter
+	checker      Checker
+	resumer      Resumer
 	stats        *statistics.Statistics
 }
 
 // OpenDB returns a DB that uses c. It returns at once, as sql.OpenDB does:
-// the database is connected on first use. The connect happens exactly once;
-// concurrent first calls wait for it (each gives up when its own context is
-// done, without cancelling the connect). A failed connect is remembered: every
-// later call returns the same error, whose message says the open failed and
-// which matches its cause with errors.Is. [DB.Ping] connects eagerly.
+// the database is connected on first use, or by [DB.Ping], which a program
+// calls right after OpenDB (or [Open]) to learn at once whether the database
+// can be opened. Concurrent first calls share one connect and wait for it
+// (each gives up when its own context is done, without cancelling the
+// connect for the others). A failed connect is not final, as in
+// database/sql: the call that waited for it returns its error, whose message
+// says the open failed and which matches its cause with errors.Is, and the
+// next call tries again — so a database that was in use by another process,
+// or on a disk that was full, is opened once the cause is gone. (A failed
+// open of shale's engine changes nothing on disk, so trying again is safe.)
 //
 // OpenDB panics if c is nil.
 func OpenDB(c Connector) *DB {
@@ -92,6 +101,13 @@ func OpenDB(c Connector) *DB {
 		panic("driver: OpenDB called with a nil Connector")
 	}
 	return &DB{connector: c, drained: make(chan struct{})}
+}
+
+// connectAttempt is one connect: done is closed once cs, its outcome, is
+// set.
+type connectAttempt struct {
+	done chan struct{}
+	cs   *connState
 }
 
 // enter registers a call in flight, or returns errDBClosed. A successful
@@ -120,38 +136,42 @@ func (db *DB) signalDrained() {
 // isClosed reports whether Close has begun.
 func (db *DB) isClosed() bool { return db.state.Load()&closedBit != 0 }
 
-// connect returns the DB's connection, connecting on first use. The caller
-// must have entered.
+// connect returns the DB's connection, connecting on first use and after a
+// failed connect. The caller must have entered.
 func (db *DB) connect(ctx context.Context) (*connState, error) {
-	if cs := db.cs.Load(); cs != nil {
-		return cs, cs.err
+	if cs := db.cs.Load(); cs != nil && cs.err == nil {
+		return cs, nil
 	}
 	return db.connectSlow(ctx)
 }
 
 func (db *DB) connectSlow(ctx context.Context) (*connState, error) {
 	db.mu.Lock()
-	ch := db.mu.connecting
-	if ch == nil {
-		ch = make(chan struct{})
-		db.mu.connecting = ch
+	if cs := db.cs.Load(); cs != nil && cs.err == nil {
+		// Another call connected meanwhile.
+		db.mu.Unlock()
+		return cs, nil
+	}
+	a := db.mu.connecting
+	if a == nil {
+		a = &connectAttempt{done: make(chan struct{})}
+		db.mu.connecting = a
 		// The connect runs on its own goroutine so that every waiter,
 		// the first included, can give up when its context is done
-		// without cancelling (and so poisoning) the connect for the
+		// without cancelling (and so failing) the connect for the
 		// others.
-		go db.runConnect(context.WithoutCancel(ctx), ch)
+		go db.runConnect(context.WithoutCancel(ctx), a)
 	}
 	db.mu.Unlock()
 	select {
-	case <-ch:
-		cs := db.cs.Load()
-		return cs, cs.err
+	case <-a.done:
+		return a.cs, a.cs.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-func (db *DB) runConnect(ctx context.Context, done chan struct{}) {
+func (db *DB) runConnect(ctx context.Context, a *connectAttempt) {
 	cs := new(connState)
 	c, err := db.connector.Connect(ctx)
 	switch {
@@ -173,12 +193,20 @@ func (db *DB) runConnect(ctx context.Context, done chan struct{}) {
 		cs.walSyncer, _ = c.(WALSyncer)
 		cs.snapshotter, _ = c.(Snapshotter)
 		cs.checkpointer, _ = c.(Checkpointer)
+		cs.valueSizer, _ = c.(ValueSizer)
+		cs.pinnedGetter, _ = c.(PinnedGetter)
+		cs.checker, _ = c.(Checker)
+		cs.resumer, _ = c.(Resumer)
 		if sr, ok := c.(StatsReporter); ok {
 			cs.stats = sr.Statistics()
 		}
 	}
+	a.cs = cs
+	db.mu.Lock()
 	db.cs.Store(cs)
-	close(done)
+	db.mu.connecting = nil
+	db.mu.Unlock()
+	close(a.done)
 }
 
 // start is the prologue of every call on the DB or a session of it (sess,
@@ -242,8 +270,10 @@ func (db *DB) startReadWith(ctx context.Context, defaults *ioctx.ReadOptions, ap
 // Driver returns the DB's driver.
 func (db *DB) Driver() Driver { return db.connector.Driver() }
 
-// Ping connects the database if it is not yet connected and returns the
-// connect's error, if any.
+// Ping connects the database if it is not yet connected, and returns the
+// connect's error, if any: call it right after [Open] or [OpenDB] to learn
+// at once whether the database can be opened. After a failed connect, Ping
+// (like any call) tries again.
 func (db *DB) Ping(ctx context.Context) error {
 	if _, err := db.start(ctx, nil); err != nil {
 		return err
@@ -258,7 +288,7 @@ func (db *DB) Ping(ctx context.Context) error {
 // stays readable after Close.
 func (db *DB) Statistics() *statistics.Statistics {
 	cs := db.cs.Load()
-	if cs == nil {
+	if cs == nil || cs.err != nil {
 		if db.enter() != nil {
 			return nil
 		}
@@ -316,7 +346,10 @@ func (db *DB) Write(ctx context.Context, b *Batch) error {
 
 // DeleteRange deletes every key k with start <= k < end, in bytewise order,
 // atomically (RocksDB's DeleteRange): one write, whatever the number of
-// keys. An empty or inverted range (start >= end) deletes nothing and
+// keys. A nil end means "after every key", and a nil start "before every
+// key", as for iterator bounds and Compact: DeleteRange(ctx, prefix, nil)
+// deletes every key from prefix on, DeleteRange(ctx, nil, nil) every key. An
+// empty or inverted range (start >= end, end not nil) deletes nothing and
 // returns nil. The slices are not retained. Write options as for Put. An
 // error matching ErrNotSupported when the driver has no range deletions
 // (see [RangeDeleter]).
@@ -391,6 +424,42 @@ func (db *DB) VerifyFileChecksums(ctx context.Context) error {
 	return db.verify(ctx, nil, true)
 }
 
+// Check verifies the database's consistency as deeply as the driver can
+// (see [Checker]): for shale's engine, the structure of its tables and
+// levels as well as every block's checksum. A damaged database is an error
+// matching ErrCorruption that names where; ErrNotSupported when the driver
+// cannot check.
+func (db *DB) Check(ctx context.Context) error {
+	cs, err := db.start(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer db.exit()
+	if cs.checker == nil {
+		return errNoCheck
+	}
+	return cs.checker.Check(ctx)
+}
+
+// Resume retries now the background work whose failure stopped writes — a
+// flush or WAL write that ran out of disk space, say — instead of waiting
+// for the driver's next automatic retry (RocksDB's DB::Resume): nil once the
+// database is writable again, else the error that keeps it from being so
+// (free the space and call it again; an error a retry cannot cure means the
+// database must be reopened). Nil at once when nothing is stopped;
+// ErrNotSupported when the driver cannot (see [Resumer]).
+func (db *DB) Resume(ctx context.Context) error {
+	cs, err := db.start(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer db.exit()
+	if cs.resumer == nil {
+		return errNoResume
+	}
+	return cs.resumer.Resume(ctx)
+}
+
 // Conn returns a session on the database whose default ReadOptions are the
 // ones ctx carries, if any (see [Conn]). It connects the database if
 // needed.
@@ -441,7 +510,9 @@ func (db *DB) Close() error {
 	db.mu.iters, db.mu.txs, db.mu.snaps = nil, nil, nil
 	db.mu.Unlock()
 	if connecting != nil {
-		<-connecting
+		// A connect started by a call that has given up waiting for it;
+		// no call is left to start another.
+		<-connecting.done
 	}
 	for it := range iters {
 		_ = it.iter.Close()
@@ -553,10 +624,24 @@ func (db *DB) deleteRange(ctx context.Context, sess *Conn, start, end []byte) er
 	if cs.rangeDeleter == nil {
 		return errNoRangeDel
 	}
-	if bytes.Compare(start, end) >= 0 {
+	start, ok := rangeEnds(start, end)
+	if !ok {
 		return nil
 	}
 	return cs.rangeDeleter.DeleteRange(ctx, writeOptions(ctx, sess), start, end)
+}
+
+// rangeEnds checks the ends of a range deletion as the façade promises
+// drivers (see [RangeDeleter]): it returns start, made non-nil, and whether
+// the range holds any key. A nil end is unbounded.
+func rangeEnds(start, end []byte) ([]byte, bool) {
+	if end != nil && bytes.Compare(start, end) >= 0 {
+		return nil, false
+	}
+	if start == nil {
+		start = []byte{}
+	}
+	return start, true
 }
 
 func (db *DB) syncWAL(ctx context.Context, sess *Conn) error {
@@ -716,6 +801,7 @@ func (db *DB) beginTx(ctx context.Context, sess *Conn, opts *TxOptions) (*Tx, er
 		tx.defaults = sess.defaults.Load()
 	}
 	tx.multiGetter, _ = dtx.(TxMultiGetter)
+	tx.valueSizer, _ = dtx.(ValueSizer)
 	tx.rangeDeleter, _ = dtx.(TxRangeDeleter)
 	db.mu.Lock()
 	if db.mu.txs == nil {

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
@@ -239,9 +240,12 @@ type StatsReporter interface {
 
 // RangeDeleter is an optional interface of a [DriverConn]: DeleteRange
 // removes every key k with start <= k < end (bytewise), atomically, with
-// the resolved write options wo. The façade calls it only with start < end
-// (an empty or inverted range is a no-op it answers itself). Implementing
-// it also promises that DriverConn.Write accepts OpDeleteRange writes.
+// the resolved write options wo. A nil end means "after every key": the
+// deletion removes every key >= start. start is never nil (the façade passes
+// an empty slice, the smallest key, for a caller's nil), and when end is not
+// nil, start < end (an empty or inverted range is a no-op the façade answers
+// itself). Implementing it also promises that DriverConn.Write accepts
+// OpDeleteRange writes, whose Value may be nil in the same sense.
 // Without it, DB.DeleteRange, and DB.Write of a batch holding a range
 // deletion, return an error matching ErrNotSupported and write nothing.
 type RangeDeleter interface {
@@ -249,7 +253,8 @@ type RangeDeleter interface {
 }
 
 // TxRangeDeleter is an optional interface of a [DriverTx]: DeleteRange
-// removes the keys in [start, end) within the transaction (start < end).
+// removes the keys in [start, end) within the transaction, with
+// [RangeDeleter]'s rules for start and end (a nil end is unbounded).
 // Without it, Tx.DeleteRange returns an error matching ErrNotSupported.
 type TxRangeDeleter interface {
 	DeleteRange(ctx context.Context, start, end []byte) error
@@ -301,6 +306,55 @@ type Checkpointer interface {
 }
 
 // ErrSkip may be returned by an optional fast path (MultiGetter.MultiGet,
-// TxMultiGetter.MultiGet) to ask the façade to continue as if the interface
+// TxMultiGetter.MultiGet, SnapshotMultiGetter.MultiGet, ValueSizer.ValueSize,
+// PinnedGetter.GetPinned) to ask the façade to continue as if the interface
 // were not implemented. It is never returned to users.
 var ErrSkip = errors.New("driver: skip fast-path; continue as if unimplemented")
+
+// ValueSizer is an optional interface of a [DriverConn], a [DriverTx] or a
+// [DriverSnapshot]: ValueSize returns the size in bytes of key's value
+// without copying it, or an error matching ErrNotFound when key has none.
+// req is tagged ActivityGet: the read is a Get that does not hand the value
+// out. [DB.Has] and [DB.ValueSize] use it; without it, or when it returns
+// [ErrSkip], the façade calls Get and measures the copy.
+type ValueSizer interface {
+	ValueSize(ctx context.Context, req ioctx.ReadRequest, key []byte) (int, error)
+}
+
+// PinnedGetter is an optional interface of a [DriverConn], a [DriverTx] or
+// a [DriverSnapshot]: GetPinned returns key's value without copying it, and
+// a Closer that releases it (Pebble's Get). req is tagged ActivityGet.
+//
+// The value must stay valid and unchanged until the Closer's Close, also
+// after the DriverConn is closed: a driver that keeps values in memory it
+// unmaps (a memory-mapped file, memory outside the Go heap) copies them, or
+// delays the unmapping until every value is released. Close must be safe to
+// call more than once: the calls after the first return an error matching
+// ErrClosed and release nothing (so a driver must not recycle a Closer that
+// a caller may still hold). A nil Closer with a nil error means there is
+// nothing to release. Without the interface, or when it returns [ErrSkip],
+// the façade calls Get and returns the copy with a Closer that does nothing.
+type PinnedGetter interface {
+	GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, io.Closer, error)
+}
+
+// Checker is an optional interface of a [DriverConn]: Check verifies the
+// database's consistency as deeply as the engine can — for shale's engine,
+// the structure of the tree of tables (levels, key order within and across
+// tables, metadata that agrees with the files) as well as every block's
+// checksum, more than VerifyChecksum's checksums alone. It returns the
+// first problem found, naming where it is; a damaged database is an error
+// matching ErrCorruption. Without it, DB.Check returns an error matching
+// ErrNotSupported.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// Resumer is an optional interface of a [DriverConn]: Resume retries now the
+// background work whose failure stopped writes (RocksDB's DB::Resume), and
+// returns nil once the database is writable again, or the error that keeps
+// it from being so. It returns nil at once when nothing is stopped. Without
+// it, DB.Resume returns an error matching ErrNotSupported.
+type Resumer interface {
+	Resume(ctx context.Context) error
+}

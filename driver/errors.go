@@ -44,7 +44,7 @@ var (
 	// capability the driver lacks (Flush, Compact, VerifyChecksum,
 	// VerifyFileChecksums, BeginTx, DeleteRange and a Write of a batch
 	// holding a range deletion, Tx.DeleteRange, SyncWAL, NewSnapshot,
-	// Checkpoint). The message names the capability.
+	// Checkpoint, Metrics, Check, Resume). The message names the capability.
 	ErrNotSupported = errors.New("driver: not supported")
 
 	// ErrTimedOut matches errors caused by a deadline — the context's, or
@@ -85,6 +85,8 @@ var (
 	errNoSyncWAL     error = notSupported("SyncWAL", "WALSyncer")
 	errNoSnapshot    error = notSupported("NewSnapshot", "Snapshotter")
 	errNoCheckpoint  error = notSupported("Checkpoint", "Checkpointer")
+	errNoCheck       error = notSupported("Check", "Checker")
+	errNoResume      error = notSupported("Resume", "Resumer")
 	errNoTxRangeDel  error = errclass.New("driver: Tx.DeleteRange is not supported by this driver "+
 		"(its transaction does not implement driver.TxRangeDeleter)", ErrNotSupported, nil)
 

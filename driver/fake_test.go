@@ -614,6 +614,9 @@ func (it *fakeIter) Close() error {
 type fakeConnector struct {
 	conn     DriverConn
 	err      error
+	// failures, when positive, is how many connects fail with err before
+	// one succeeds; zero means every connect fails when err is set.
+	failures atomic.Int32
 	gate     chan struct{} // when non-nil, Connect waits for it to close
 	connects atomic.Int32
 	closes   atomic.Int32
@@ -627,7 +630,7 @@ func (c *fakeConnector) Connect(ctx context.Context) (DriverConn, error) {
 		<-c.gate
 	}
 	c.ctxErr.Store(fmt.Sprint(ctx.Err()))
-	if c.err != nil {
+	if n := c.failures.Load(); c.err != nil && (n == 0 || c.connects.Load() <= n) {
 		return nil, c.err
 	}
 	return c.conn, nil

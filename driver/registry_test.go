@@ -72,7 +72,7 @@ func TestOpen(t *testing.T) {
 		err = db.Ping(ctx)
 		require.EqualError(t, err, "driver: open failed: fake: cannot open fail-later")
 		_, err2 := db.Get(ctx, []byte("k"))
-		require.Same(t, err, err2, "the failure is remembered")
+		require.Equal(t, err.Error(), err2.Error(), "the next call tries again, and fails again")
 		require.NoError(t, db.Close())
 
 		db, err = Open("plain", "/ok")
@@ -119,7 +119,10 @@ func TestConnectOnceUnderConcurrency(t *testing.T) {
 	require.True(t, conn.closed)
 }
 
-func TestConnectFailureReturnedByEveryCall(t *testing.T) {
+// TestConnectFailureRetriedByEveryCall checks database/sql's semantics: a
+// failed connect is returned by the call that waited for it, and the next
+// call tries again.
+func TestConnectFailureRetriedByEveryCall(t *testing.T) {
 	cause := errors.New("disk on fire")
 	c := &fakeConnector{err: cause}
 	db := OpenDB(c)
@@ -147,9 +150,30 @@ func TestConnectFailureReturnedByEveryCall(t *testing.T) {
 		require.EqualError(t, err, "driver: open failed: disk on fire", name)
 	}
 	require.Nil(t, db.Statistics())
-	require.EqualValues(t, 1, c.connects.Load(), "a failed connect is not retried")
+	require.EqualValues(t, len(calls)+1, c.connects.Load(), "every call after a failed connect tries again")
 	require.NoError(t, db.Close())
 	require.EqualValues(t, 1, c.closes.Load())
+}
+
+// TestConnectSucceedsOnceTheCauseIsGone is the case: a database held
+// by another handle fails Ping with "is in use"; once the holder is closed,
+// the next Ping opens it.
+func TestConnectSucceedsOnceTheCauseIsGone(t *testing.T) {
+	conn := newFullConn()
+	conn.data["k"] = []byte("v")
+	c := &fakeConnector{conn: conn, err: errors.New("the database is in use")}
+	c.failures.Store(2)
+	db := OpenDB(c)
+	ctx := context.Background()
+	require.ErrorContains(t, db.Ping(ctx), "in use")
+	_, err := db.Get(ctx, []byte("k"))
+	require.ErrorContains(t, err, "in use")
+	require.NoError(t, db.Ping(ctx), "the cause is gone: the third connect succeeds")
+	v, err := db.Get(ctx, []byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, "v", string(v))
+	require.EqualValues(t, 3, c.connects.Load(), "a successful connect is kept")
+	require.NoError(t, db.Close())
 }
 
 func TestConnectWaiterGivesUpWithoutPoisoning(t *testing.T) {

@@ -28,7 +28,10 @@ type Snapshot struct {
 	db          *DB
 	snap        DriverSnapshot
 	multiGetter SnapshotMultiGetter
-	defaults    *ioctx.ReadOptions // the Conn's at NewSnapshot; nil for a DB's
+	// snap as a ValueSizer and a PinnedGetter, nil when it is not one.
+	valueSizer   ValueSizer
+	pinnedGetter PinnedGetter
+	defaults     *ioctx.ReadOptions // the Conn's at NewSnapshot; nil for a DB's
 
 	closed atomic.Bool // Close was called
 	mu     struct {
@@ -60,6 +63,8 @@ func (db *DB) newSnapshot(ctx context.Context, sess *Conn) (*Snapshot, error) {
 	}
 	s := &Snapshot{db: db, snap: ds}
 	s.multiGetter, _ = ds.(SnapshotMultiGetter)
+	s.valueSizer, _ = ds.(ValueSizer)
+	s.pinnedGetter, _ = ds.(PinnedGetter)
 	if sess != nil {
 		s.defaults = sess.defaults.Load()
 	}

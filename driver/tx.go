@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/shaledb/shale/ioctx"
@@ -25,6 +24,7 @@ type Tx struct {
 	db          *DB
 	tx          DriverTx
 	multiGetter TxMultiGetter
+	valueSizer  ValueSizer // tx as a ValueSizer, nil when it is not one
 	// rangeDeleter is tx as a TxRangeDeleter, nil when it is not one.
 	rangeDeleter TxRangeDeleter
 	defaults     *ioctx.ReadOptions // the Conn's at begin; nil for a DB's Tx
@@ -140,8 +140,9 @@ func (tx *Tx) Delete(ctx context.Context, key []byte) error {
 	return tx.tx.Delete(ctx, key)
 }
 
-// DeleteRange deletes every key in [start, end) in the transaction; an
-// empty or inverted range deletes nothing. An error matching
+// DeleteRange deletes every key in [start, end) in the transaction, a nil
+// end meaning "after every key" and a nil start "before every key" (as for
+// [DB.DeleteRange]); an empty or inverted range deletes nothing. An error matching
 // ErrInvalidArgument in a read-only transaction, one matching
 // ErrNotSupported when the driver's transactions cannot (see
 // [TxRangeDeleter]). The slices are not retained.
@@ -155,7 +156,9 @@ func (tx *Tx) DeleteRange(ctx context.Context, start, end []byte) error {
 		return errReadOnlyDelRange
 	case tx.rangeDeleter == nil:
 		return errNoTxRangeDel
-	case bytes.Compare(start, end) >= 0:
+	}
+	start, ok := rangeEnds(start, end)
+	if !ok {
 		return nil
 	}
 	return tx.rangeDeleter.DeleteRange(ctx, start, end)
