@@ -226,7 +226,7 @@ func benchReadContext(c benchConfig) context.Context {
 type benchDB struct {
 	cfg  benchConfig
 	dir  string
-	db   *DB
+	db   *database
 	keys int
 }
 
@@ -263,7 +263,7 @@ func benchOpen(b *testing.B, c benchConfig) *benchDB {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := Open(dir, benchOptions(c))
+	db, err := openDatabase(dir, benchOptions(c))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		b.Fatal(err)
@@ -274,7 +274,7 @@ func benchOpen(b *testing.B, c benchConfig) *benchDB {
 	benchCached.Unlock()
 
 	ctx := context.Background()
-	batch := NewBatch()
+	batch := newWriteBatch()
 	var key [benchKeySize]byte
 	for k := range bdb.keys {
 		batch.Put(benchKey(key[:], k, 0), benchValue(k, c.valueSize))
@@ -332,7 +332,7 @@ func benchReadCases(cfgs []benchConfig, withNeg bool) []benchReadCase {
 
 // benchReportStats reports RocksDB's get_mean/get_p99 counters from the DB
 // Get histogram (microseconds), when statistics record it.
-func benchReportStats(b *testing.B, db *DB, h statistics.Histogram, prefix string) {
+func benchReportStats(b *testing.B, db *database, h statistics.Histogram, prefix string) {
 	s := db.Statistics()
 	if s == nil || !s.HistogramEnabled(h) {
 		return
@@ -345,7 +345,7 @@ func benchReportStats(b *testing.B, db *DB, h statistics.Histogram, prefix strin
 	b.ReportMetric(d.P99, prefix+"_p99-us")
 }
 
-func benchResetStats(db *DB) {
+func benchResetStats(db *database) {
 	if s := db.Statistics(); s != nil {
 		s.Reset()
 	}
@@ -397,7 +397,7 @@ func benchGet(b *testing.B, bdb *benchDB, negative, pinned bool) {
 		k := benchKey(key[:], rng.IntN(bdb.keys), offset)
 		var err error
 		if pinned {
-			var v PinnedValue
+			var v pinnedValue
 			if v, err = bdb.db.GetPinned(ctx, k); err == nil {
 				v.Release()
 			}
@@ -586,7 +586,7 @@ func BenchmarkDBPut(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer func() { _ = os.RemoveAll(dir) }()
-				db, err := Open(dir, benchOptions(c))
+				db, err := openDatabase(dir, benchOptions(c))
 				if err != nil {
 					b.Fatal(err)
 				}

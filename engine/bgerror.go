@@ -165,7 +165,7 @@ func isNoSpace(err error) bool {
 
 // newBGErrorLocked classifies err, the failure of the work reason, as a
 // background error (see the severities above). d.mu is held.
-func (d *DB) newBGErrorLocked(reason bgReason, err error) *bgError {
+func (d *database) newBGErrorLocked(reason bgReason, err error) *bgError {
 	e := &bgError{reason: reason, cause: err, noSpace: isNoSpace(err), corrupt: base.IsCorruption(err),
 		manifest: d.mu.manifestFailed}
 	switch {
@@ -180,13 +180,13 @@ func (d *DB) newBGErrorLocked(reason bgReason, err error) *bgError {
 }
 
 // bgErrorLocked returns the background error, or nil. d.mu is held.
-func (d *DB) bgErrorLocked() *bgError { return d.mu.bgErr }
+func (d *database) bgErrorLocked() *bgError { return d.mu.bgErr }
 
 // setBackgroundErrorLocked makes err, the failure of the work reason, the
 // background error, unless the one in place is as bad or worse, and returns
 // the classified error (the caller's to return). A retryable error starts
 // the retries' backoff. d.mu is held.
-func (d *DB) setBackgroundErrorLocked(reason bgReason, err error) *bgError {
+func (d *database) setBackgroundErrorLocked(reason bgReason, err error) *bgError {
 	e := d.newBGErrorLocked(reason, err)
 	cur := d.bgErrorLocked()
 	if cur != nil {
@@ -213,7 +213,7 @@ func (d *DB) setBackgroundErrorLocked(reason bgReason, err error) *bgError {
 // clearBackgroundErrorLocked ends the episode of rec if its error still has
 // severity sev (a retry of a soft error does not clear a hard one that came
 // meanwhile): writes and background work go on. d.mu is held.
-func (d *DB) clearBackgroundErrorLocked(rec *bgRecovery, sev bgSeverity) {
+func (d *database) clearBackgroundErrorLocked(rec *bgRecovery, sev bgSeverity) {
 	e := d.bgErrorLocked()
 	if e == nil || e.rec != rec || e.severity != sev {
 		return
@@ -226,7 +226,7 @@ func (d *DB) clearBackgroundErrorLocked(rec *bgRecovery, sev bgSeverity) {
 
 // scheduleRetryLocked arms the next retry of rec's episode: at once when
 // Resume asked for one, otherwise after the backoff. d.mu is held.
-func (d *DB) scheduleRetryLocked(rec *bgRecovery) {
+func (d *database) scheduleRetryLocked(rec *bgRecovery) {
 	rec.stopTimer()
 	if rec.now {
 		rec.due = true
@@ -257,7 +257,7 @@ func (rec *bgRecovery) stopTimer() {
 
 // startRetryLocked reports whether a retry of the background error, if it
 // has severity sev, is due, and if so counts it as running. d.mu is held.
-func (d *DB) startRetryLocked(sev bgSeverity) (*bgRecovery, bool) {
+func (d *database) startRetryLocked(sev bgSeverity) (*bgRecovery, bool) {
 	e := d.bgErrorLocked()
 	if e == nil || e.severity != sev || !e.rec.due || d.mu.closing {
 		return nil, false
@@ -271,7 +271,7 @@ func (d *DB) startRetryLocked(sev bgSeverity) (*bgRecovery, bool) {
 // retry's error is already the background error (or a milder one was
 // kept); the next retry is scheduled unless the episode ended or turned
 // fatal. d.mu is held.
-func (d *DB) retryEndedLocked(rec *bgRecovery, failed bool) {
+func (d *database) retryEndedLocked(rec *bgRecovery, failed bool) {
 	rec.running--
 	rec.ended++
 	if failed {
@@ -295,7 +295,7 @@ func (d *DB) retryEndedLocked(rec *bgRecovery, failed bool) {
 // them durable. The failed WAL stays d.commit's until then, unused (writes
 // are stopped), so that Close reports its failure. It returns the
 // background error for the failed write. d.mu is held.
-func (d *DB) walFailedLocked(err error) error {
+func (d *database) walFailedLocked(err error) error {
 	e := d.setBackgroundErrorLocked(reasonWAL, err)
 	if e.rec.walLog != 0 {
 		return e // already switched away from the failed WAL
@@ -316,7 +316,7 @@ func (d *DB) walFailedLocked(err error) error {
 // loop: it flushes every immutable memtable, creates the WAL that
 // walFailedLocked numbered, if any, and clears the error. It reports whether
 // it cleared the error.
-func (d *DB) recoverHard(ctx context.Context, rec *bgRecovery) bool {
+func (d *database) recoverHard(ctx context.Context, rec *bgRecovery) bool {
 	for {
 		d.mu.Lock()
 		pending, walLog := len(d.mu.imm), rec.walLog
@@ -348,7 +348,7 @@ func (d *DB) recoverHard(ctx context.Context, rec *bgRecovery) bool {
 // installWAL creates WAL logNum, which the mutable memtable already names,
 // and makes it the one writes append to. It runs while writes are stopped,
 // so no write leader is using d.commit.
-func (d *DB) installWAL(logNum manifest.FileNum) error {
+func (d *database) installWAL(logNum manifest.FileNum) error {
 	f, err := d.createLog(logNum)
 	if err != nil {
 		return err
@@ -381,7 +381,7 @@ func (d *DB) installWAL(logNum manifest.FileNum) error {
 // than no space, corruption, a failed MANIFEST edit) is returned as it is:
 // the database must be reopened. It honours ctx while waiting. RocksDB's
 // DB::Resume.
-func (d *DB) Resume(ctx context.Context) error {
+func (d *database) Resume(ctx context.Context) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}

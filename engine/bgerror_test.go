@@ -25,7 +25,7 @@ type fullDiskDB struct {
 	t     *testing.T
 	mem   *vfs.MemFS
 	full  *errorfs.DiskFull
-	db    *DB
+	db    *database
 	acked map[string]string
 	rng   *rand.Rand
 }
@@ -34,7 +34,7 @@ func openFullDiskDB(t *testing.T, opts *Options, injs ...errorfs.Injector) *full
 	f := &fullDiskDB{t: t, mem: vfs.NewMem(), full: errorfs.NewDiskFull(1 << 40), acked: map[string]string{},
 		rng: rand.New(rand.NewPCG(5, 6))}
 	opts.FS = errorfs.Wrap(f.mem, errorfs.Any(append(injs, f.full)...))
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	f.db = db
 	checkDB(t, db)
@@ -48,9 +48,9 @@ func (f *fullDiskDB) put(key string, n int, sync bool) error {
 	for i := range v {
 		v[i] = byte(f.rng.Uint32())
 	}
-	b := NewBatch()
+	b := newWriteBatch()
 	b.Put([]byte(key), v)
-	err := f.db.Write(context.Background(), b, &WriteOptions{Sync: sync})
+	err := f.db.Write(context.Background(), b, &writeOptions{Sync: sync})
 	if err == nil {
 		f.acked[key] = string(v)
 	}
@@ -68,7 +68,7 @@ func (f *fullDiskDB) leaveRoom(n int64) {
 }
 
 // checkAcked reads back every acknowledged write from db.
-func (f *fullDiskDB) checkAcked(db *DB) {
+func (f *fullDiskDB) checkAcked(db *database) {
 	f.t.Helper()
 	for k, v := range f.acked {
 		got, err := db.Get(context.Background(), []byte(k))
@@ -82,7 +82,7 @@ func (f *fullDiskDB) checkAcked(db *DB) {
 func (f *fullDiskDB) reopen() {
 	f.t.Helper()
 	require.NoError(f.t, f.db.Close())
-	db, err := Open("/db", &Options{FS: f.mem})
+	db, err := openDatabase("/db", &Options{FS: f.mem})
 	require.NoError(f.t, err, "reopen")
 	checkDB(f.t, db)
 	f.checkAcked(db)
@@ -193,7 +193,7 @@ func TestReopenBeforeWALRecovery(t *testing.T) {
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	err = f.db.Close()
 	require.ErrorIs(t, err, syscall.ENOSPC, "Close reports the WAL's failure")
-	db, err := Open("/db", &Options{FS: f.mem})
+	db, err := openDatabase("/db", &Options{FS: f.mem})
 	require.NoError(t, err)
 	checkDB(t, db)
 	f.acked = synced
@@ -210,7 +210,7 @@ func TestCompactionNoSpaceIsSoft(t *testing.T) {
 		t.Run(fmt.Sprintf("resume=%t", resume), func(t *testing.T) {
 			held, release := make(chan struct{}), make(chan struct{})
 			var once atomic.Bool
-			hook := func(d *DB, c *compact.Compaction) {
+			hook := func(d *database, c *compact.Compaction) {
 				if once.CompareAndSwap(false, true) {
 					close(held)
 					<-release

@@ -97,7 +97,7 @@ func TestCacheIndexAndFilterBlocksOpen(t *testing.T) {
 			opts, err := cfg.Options()
 			require.NoError(t, err)
 			require.Equal(t, on, opts.CacheIndexAndFilterBlocks)
-			db, err := Open(dir, opts)
+			db, err := openDatabase(dir, opts)
 			require.NoError(t, err)
 			for i := range 200 {
 				require.NoError(t, db.Put(ctx, fmt.Appendf(nil, "key%04d", i), []byte("value")))
@@ -105,7 +105,7 @@ func TestCacheIndexAndFilterBlocksOpen(t *testing.T) {
 			require.NoError(t, db.Flush(ctx))
 			require.NoError(t, db.Close())
 
-			db, err = Open(dir, opts)
+			db, err = openDatabase(dir, opts)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, db.Close()) }()
 			for i := range 200 {

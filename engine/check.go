@@ -19,7 +19,7 @@ var checkReadEnv = sstable.ReadEnv{VerifyChecksums: true}
 // match the MANIFEST, and that keys are in order across the tables of each
 // level. It returns the first problem found, naming the table. Tests run it
 // after every engine test; the command-line tool's verify runs it too.
-func (d *DB) Check(ctx context.Context) error {
+func (d *database) Check(ctx context.Context) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (d *DB) Check(ctx context.Context) error {
 	return nil
 }
 
-func (d *DB) checkTable(ctx context.Context, level int, f *manifest.FileMetadata) error {
+func (d *database) checkTable(ctx context.Context, level int, f *manifest.FileMetadata) error {
 	ref, err := d.tables.Acquire(ctx, checkReadEnv, f, level)
 	if err != nil {
 		return errors.Wrapf(err, "engine: check: L%d table %s", level, f.FileNum)

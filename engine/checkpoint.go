@@ -41,7 +41,7 @@ import (
 // marked ErrInvalidArgument. On failure Checkpoint removes everything in dir
 // (and dir itself if it created it) and the database is unchanged, apart
 // from the flush.
-func (d *DB) Checkpoint(ctx context.Context, dir string) (err error) {
+func (d *database) Checkpoint(ctx context.Context, dir string) (err error) {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) (err error) {
 
 // prepareCheckpointDir makes sure dir does not exist, creating it, or is an
 // empty directory. created reports that it made dir.
-func (d *DB) prepareCheckpointDir(dir string) (created bool, err error) {
+func (d *database) prepareCheckpointDir(dir string) (created bool, err error) {
 	st, err := d.fs.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -97,7 +97,7 @@ func (d *DB) prepareCheckpointDir(dir string) (created bool, err error) {
 
 // checkpoint is one Checkpoint under way.
 type checkpoint struct {
-	d   *DB
+	d   *database
 	dir string
 }
 

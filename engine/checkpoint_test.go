@@ -20,7 +20,7 @@ import (
 
 // fillForCheckpoint writes n keys with value v across several tables, the
 // last few only in the memtable, one with DisableWAL.
-func fillForCheckpoint(t *testing.T, db *DB, n int, v string) {
+func fillForCheckpoint(t *testing.T, db *database, n int, v string) {
 	t.Helper()
 	for i := range n {
 		require.NoError(t, db.Put(bgCtx, key(i), []byte(v)))
@@ -35,7 +35,7 @@ func fillForCheckpoint(t *testing.T, db *DB, n int, v string) {
 // n keys of value v, and passes the consistency check.
 func requireCheckpoint(t *testing.T, fs vfs.FS, dir string, n int, v string) {
 	t.Helper()
-	cp, err := Open(dir, smallOptions(fs))
+	cp, err := openDatabase(dir, smallOptions(fs))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cp.Close()) }()
 	require.NoError(t, cp.Check(bgCtx))
@@ -57,7 +57,7 @@ func TestCheckpointOnDisk(t *testing.T) {
 	// links are compared: with every one of them gone, no link could be
 	// seen, and the test failed now and then (CI, 2026-12-02).
 	opts.DisableAutoCompactions = true
-	db, err := Open(src, opts)
+	db, err := openDatabase(src, opts)
 	require.NoError(t, err)
 	checkDB(t, db)
 	fillForCheckpoint(t, db, 300, "before")
@@ -141,7 +141,7 @@ func (f *exdevFS) Link(oldname, newname string) error {
 // to a copy.
 func TestCheckpointCopiesWhenLinkFails(t *testing.T) {
 	fs := &exdevFS{MemFS: vfs.NewMem()}
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	checkDB(t, db)
 	fillForCheckpoint(t, db, 90, "v")
@@ -154,13 +154,13 @@ func TestCheckpointCopiesWhenLinkFails(t *testing.T) {
 // copied and replay when the checkpoint opens.
 func TestCheckpointReadOnly(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	fillForCheckpoint(t, db, 60, "v")
 	require.NoError(t, db.Close())
 	ro := smallOptions(fs)
 	ro.ReadOnly = true
-	rdb, err := Open("/db", ro)
+	rdb, err := openDatabase("/db", ro)
 	require.NoError(t, err)
 	require.NoError(t, rdb.Checkpoint(bgCtx, "/cp"))
 	require.NoError(t, rdb.Close())
@@ -207,7 +207,7 @@ func TestCheckpointFaults(t *testing.T) {
 		opts := smallOptions(fs)
 		// Only the checkpoint may meet the injected error.
 		opts.DisableAutoCompactions = true
-		db, err := Open("/db", opts)
+		db, err := openDatabase("/db", opts)
 		require.NoError(t, err)
 		fillForCheckpoint(t, db, 60, "v")
 		require.NoError(t, db.Flush(bgCtx)) // the checkpoint's own flush has nothing to do
@@ -278,14 +278,14 @@ func TestCheckpointUnderWrites(t *testing.T) {
 		require.NoError(t, <-done)
 	}
 
-	cp, err := Open("/cp", smallOptions(fs))
+	cp, err := openDatabase("/cp", smallOptions(fs))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cp.Close()) }()
 	require.NoError(t, cp.Check(bgCtx))
 	for g := range writers {
 		// Count the writer's keys; they must be exactly 0..n-1.
 		prefix := fmt.Sprintf("w%d-", g)
-		it, err := cp.NewIterator(bgCtx, &IterOptions{LowerBound: []byte(prefix), UpperBound: []byte(prefix + "\xff")})
+		it, err := cp.NewIterator(bgCtx, &iterOptions{LowerBound: []byte(prefix), UpperBound: []byte(prefix + "\xff")})
 		require.NoError(t, err)
 		n := int64(0)
 		for kv := it.First(); kv; kv = it.Next() {

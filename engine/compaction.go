@@ -12,13 +12,13 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/merging"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
-	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 
-func (d *DB) compactOptions() compact.Options {
+func (d *database) compactOptions() compact.Options {
 	return compact.Options{
 		L0CompactionTrigger:      d.opts.Level0FileNumCompactionTrigger,
 		LevelMultiplier:          d.opts.MaxBytesForLevelMultiplier,
@@ -44,7 +44,7 @@ var compactionReadEnv = sstable.ReadEnv{
 // compaction's level has files in its range but the compaction cannot start
 // because a file it needs is being compacted in the background: the caller
 // must wait for that compaction and ask again. d.mu is held.
-func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction, busy bool) {
+func (d *database) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction, busy bool) {
 	v := d.readState.Load().current
 	if manual != nil {
 		if len(v.Overlaps(manual.level, manual.start, manual.end)) == 0 {
@@ -72,7 +72,7 @@ func (d *DB) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction,
 	return c, false
 }
 
-func (d *DB) unmarkLocked(c *compact.Compaction) {
+func (d *database) unmarkLocked(c *compact.Compaction) {
 	for _, files := range c.Inputs {
 		for _, f := range files {
 			f.CompactionInProgress = false
@@ -83,10 +83,10 @@ func (d *DB) unmarkLocked(c *compact.Compaction) {
 // compactionStartHook, when a test sets it, is called by every compaction
 // before it does any work, without d.mu held and with the inputs marked as
 // being compacted; a test holds a compaction in progress by blocking in it.
-var compactionStartHook atomic.Pointer[func(d *DB, c *compact.Compaction)]
+var compactionStartHook atomic.Pointer[func(d *database, c *compact.Compaction)]
 
 // runCompaction executes c and installs its result.
-func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
+func (d *database) runCompaction(ctx context.Context, c *compact.Compaction) error {
 	if hook := compactionStartHook.Load(); hook != nil {
 		(*hook)(d, c)
 	}
@@ -152,7 +152,7 @@ func (d *DB) runCompaction(ctx context.Context, c *compact.Compaction) error {
 // splitting one user key's versions across two tables (which would make the
 // output level's tables overlap). The outputs are finished and hold their
 // reservations; on failure, none is left.
-func (d *DB) compactFiles(ctx context.Context, c *compact.Compaction) (outputs tableOutputs, err error) {
+func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (outputs tableOutputs, err error) {
 	iters, tombstones, err := compactionInputs(ctx, c, d.tables)
 	if err != nil {
 		return nil, err
@@ -319,7 +319,7 @@ type manualCompaction struct {
 // skipped rather than rewritten (compact.PickManual).
 // It honours ctx while waiting and while compacting: cancelled, it abandons
 // the outputs of the compaction it is running and returns.
-func (d *DB) Compact(ctx context.Context, start, end []byte) error {
+func (d *database) Compact(ctx context.Context, start, end []byte) error {
 	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
 		return base.InvalidArgumentf("engine: Compact range start %q is after end %q", start, end)
 	}
@@ -381,7 +381,7 @@ func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 // whether it did. While a background error stands it compacts nothing,
 // except as the retry of a soft one (a compaction that ran out of space),
 // when that is due.
-func (d *DB) compactOne(ctx context.Context) (bool, error) {
+func (d *database) compactOne(ctx context.Context) (bool, error) {
 	d.mu.Lock()
 	if d.mu.closing {
 		d.mu.Unlock()

@@ -53,7 +53,7 @@ func BenchmarkCompactFull(b *testing.B) {
 		}
 	}
 	if _, err := os.Stat(seed); os.IsNotExist(err) {
-		d, err := Open(seed, opts())
+		d, err := openDatabase(seed, opts())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func BenchmarkCompactFull(b *testing.B) {
 		}
 		o := opts()
 		o.DisableAutoCompactions = true
-		d, err := Open(dir, o)
+		d, err := openDatabase(dir, o)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/merging"
-	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/readpath"
+	"github.com/shaledb/shale/internal/sstable"
 	"github.com/stretchr/testify/require"
 )
 
@@ -122,7 +122,7 @@ func TestCompactionInputsOpenOneTablePerLevel(t *testing.T) {
 
 // wantInputEntries lists every entry of c's input tables, merged, through
 // one table iterator per file.
-func wantInputEntries(t *testing.T, d *DB, c *compact.Compaction) []string {
+func wantInputEntries(t *testing.T, d *database, c *compact.Compaction) []string {
 	ctx := context.Background()
 	var iters []base.InternalIterator
 	for i, files := range c.Inputs {

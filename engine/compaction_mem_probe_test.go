@@ -73,7 +73,7 @@ func TestCompactionMemProbe(t *testing.T) {
 		require.NoError(t, os.Remove(seed))
 	}
 	if _, err := os.Stat(seed); os.IsNotExist(err) {
-		d, err := Open(seed, opts())
+		d, err := openDatabase(seed, opts())
 		require.NoError(t, err)
 		start := time.Now()
 		probeLoad(t, d, n, valueSize)
@@ -96,7 +96,7 @@ func TestCompactionMemProbe(t *testing.T) {
 	s := newMemSampler()
 	var compactions []string
 	var mu sync.Mutex
-	hook := func(_ *DB, c *compact.Compaction) {
+	hook := func(_ *database, c *compact.Compaction) {
 		mu.Lock()
 		defer mu.Unlock()
 		compactions = append(compactions, fmt.Sprintf("L%d→L%d inputs %d+%d files (%.0f MiB)",
@@ -106,7 +106,7 @@ func TestCompactionMemProbe(t *testing.T) {
 	compactionStartHook.Store(&hook)
 	defer compactionStartHook.Store(nil)
 	s.start()
-	d, err := Open(dir, opts())
+	d, err := openDatabase(dir, opts())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close()) }()
 	ctx := context.Background()
@@ -129,7 +129,7 @@ func TestCompactionMemProbe(t *testing.T) {
 }
 
 // probeLoad writes n keys in a random order, 100 to a batch.
-func probeLoad(t testing.TB, d *DB, n, valueSize int) {
+func probeLoad(t testing.TB, d *database, n, valueSize int) {
 	ctx := context.Background()
 	// A permutation of int32s: an []int of 8M keys would be 64 MB.
 	perm := make([]int32, n)
@@ -137,7 +137,7 @@ func probeLoad(t testing.TB, d *DB, n, valueSize int) {
 		perm[i] = int32(i)
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-	batch := NewBatch()
+	batch := newWriteBatch()
 	var key [benchKeySize]byte
 	for i, k32 := range perm {
 		k := int(k32)
@@ -159,7 +159,7 @@ func inputBytes(c *compact.Compaction) (n uint64) {
 }
 
 // probeShape describes the tree: the files and bytes of each non-empty level.
-func probeShape(d *DB) string {
+func probeShape(d *database) string {
 	v := d.readState.Load().current
 	var b strings.Builder
 	for level, files := range v.Levels {

@@ -41,7 +41,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 3))
 			for i := 1; i <= iterations; i++ {
 				k := rng.IntN(keysPerWriter)
-				b := NewBatch()
+				b := newWriteBatch()
 				b.Put([]byte(fmt.Sprintf("w%d-%04d", w, k)), []byte(strconv.Itoa(i)))
 				b.Put([]byte(fmt.Sprintf("w%d-last", w)), []byte(strconv.Itoa(i)))
 				if err := db.Write(ctx, b, nil); err != nil {

@@ -47,7 +47,7 @@ func crashChild(dir, round string) {
 		MaxBytesForLevelBase:           128 << 10,
 		Level0FileNumCompactionTrigger: 2,
 	}
-	db, err := Open(dir, opts)
+	db, err := openDatabase(dir, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(2)
@@ -127,7 +127,7 @@ func TestCrashRecovery(t *testing.T) {
 			return true
 		})
 
-		db, err := Open(dir, nil)
+		db, err := openDatabase(dir, nil)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
 		ctx := context.Background()
 		for k, l := range acked {
@@ -148,7 +148,7 @@ func TestTornWALTail(t *testing.T) {
 	ctx := context.Background()
 	for _, cut := range []int{1, 3, 7, 20} {
 		fs := vfs.NewMem()
-		db, err := Open("/db", smallOptions(fs))
+		db, err := openDatabase("/db", smallOptions(fs))
 		require.NoError(t, err)
 		for i := range 100 {
 			require.NoError(t, db.Put(ctx, key(i), []byte("v")))
@@ -158,7 +158,7 @@ func TestTornWALTail(t *testing.T) {
 		data := readAll(t, fs, log)
 		writeAll(t, fs, log, data[:len(data)-cut])
 
-		db, err = Open("/db", smallOptions(fs))
+		db, err = openDatabase("/db", smallOptions(fs))
 		require.NoError(t, err, "cut %d", cut)
 		for i := range 99 {
 			_, err := db.Get(ctx, key(i))
@@ -177,7 +177,7 @@ func TestTornWALTail(t *testing.T) {
 func TestCorruptWALMiddleIsAnError(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	for i := range 200 {
 		require.NoError(t, db.Put(ctx, key(i), []byte("v")))
@@ -187,7 +187,7 @@ func TestCorruptWALMiddleIsAnError(t *testing.T) {
 	data := readAll(t, fs, log)
 	data[len(data)/2] ^= 0x40
 	writeAll(t, fs, log, data)
-	_, err = Open("/db", smallOptions(fs))
+	_, err = openDatabase("/db", smallOptions(fs))
 	require.ErrorIs(t, err, ErrCorruption)
 }
 
@@ -200,7 +200,7 @@ func TestCrashCloneRecovery(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := smallOptions(fs)
 	opts.Sync = true
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	acked := map[string]string{}
 	for round := range 6 {
@@ -212,7 +212,7 @@ func TestCrashCloneRecovery(t *testing.T) {
 		crashed := fs.CrashClone()
 		o := smallOptions(crashed)
 		o.Sync = true
-		db2, err := Open("/db", o)
+		db2, err := openDatabase("/db", o)
 		require.NoError(t, err, "round %d: open after the crash", round)
 		for k, v := range acked {
 			got, err := db2.Get(ctx, []byte(k))
@@ -258,7 +258,7 @@ func TestFaultInjection(t *testing.T) {
 		workloadErr := func() error {
 			opts := smallOptions(efs)
 			opts.DisableAutoCompactions = i%2 == 0
-			db, err := Open("/db", opts)
+			db, err := openDatabase("/db", opts)
 			if err != nil {
 				return err
 			}
@@ -311,7 +311,7 @@ func TestFaultInjection(t *testing.T) {
 			require.Empty(t, durable, "op %d: database lost", i)
 			continue
 		}
-		db, err := Open("/db", smallOptions(mem))
+		db, err := openDatabase("/db", smallOptions(mem))
 		if err != nil && len(durable) == 0 && len(since) == 0 {
 			// The first open failed part way: nothing was ever acknowledged.
 			continue

@@ -25,13 +25,13 @@ var (
 	ErrConflict        = base.ErrConflict
 )
 
-// DB is an open database. It is safe for concurrent use by many goroutines.
+// database is an open database. It is safe for concurrent use by many goroutines.
 //
 // Writes go to the WAL and then to the mutable memtable; a full memtable
 // becomes immutable and a background goroutine flushes it to an L0 table;
 // another compacts levels. Reads run over a referenced readState (memtables
 // plus a version) without taking the database mutex.
-type DB struct {
+type database struct {
 	dirname string
 	opts    Options // resolved
 	fs      vfs.FS
@@ -123,13 +123,13 @@ type DB struct {
 }
 
 // notifyLocked wakes everyone waiting for background progress.
-func (d *DB) notifyLocked() {
+func (d *database) notifyLocked() {
 	close(d.mu.changed)
 	d.mu.changed = make(chan struct{})
 }
 
 // maybeScheduleLocked wakes the background goroutines.
-func (d *DB) maybeScheduleLocked() {
+func (d *database) maybeScheduleLocked() {
 	if d.mu.closing || d.opts.ReadOnly {
 		return
 	}
@@ -142,7 +142,7 @@ func (d *DB) maybeScheduleLocked() {
 }
 
 // noteManifestFailure stops file deletion after a failed MANIFEST edit.
-func (d *DB) noteManifestFailure() {
+func (d *database) noteManifestFailure() {
 	d.mu.Lock()
 	d.mu.manifestFailed = true
 	d.mu.Unlock()

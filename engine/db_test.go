@@ -57,7 +57,7 @@ func TestBasic(t *testing.T) {
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(1, 1))
 	m := model{}
@@ -74,7 +74,7 @@ func TestReopen(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 
 	for round := range 3 {
-		db, err = Open("/db", smallOptions(fs))
+		db, err = openDatabase("/db", smallOptions(fs))
 		require.NoError(t, err, "round %d", round)
 		for k, v := range m {
 			got, err := db.Get(ctx, []byte(k))
@@ -88,30 +88,30 @@ func TestReopen(t *testing.T) {
 
 func TestLockFile(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
-	_, err = Open("/db", smallOptions(fs))
+	_, err = openDatabase("/db", smallOptions(fs))
 	require.Error(t, err, "a second open of one directory fails")
 	require.Contains(t, err.Error(), "in use")
 	require.NoError(t, db.Close())
-	db, err = Open("/db", smallOptions(fs))
+	db, err = openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 }
 
 func TestOpenOptions(t *testing.T) {
 	fs := vfs.NewMem()
-	_, err := Open("/db", &Options{FS: fs, ErrorIfMissing: true})
+	_, err := openDatabase("/db", &Options{FS: fs, ErrorIfMissing: true})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "does not exist")
-	db, err := Open("/db", &Options{FS: fs})
+	db, err := openDatabase("/db", &Options{FS: fs})
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
-	_, err = Open("/db", &Options{FS: fs, ErrorIfExists: true})
+	_, err = openDatabase("/db", &Options{FS: fs, ErrorIfExists: true})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "already exists")
 
-	_, err = Open("/db2", &Options{FS: fs, WriteBufferSize: 10, BlockSize: 3})
+	_, err = openDatabase("/db2", &Options{FS: fs, WriteBufferSize: 10, BlockSize: 3})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "write_buffer_size 10")
 	require.Contains(t, err.Error(), "block_size 3", "every problem is reported")
@@ -120,7 +120,7 @@ func TestOpenOptions(t *testing.T) {
 func TestReadOnly(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	require.NoError(t, db.Put(ctx, []byte("flushed"), []byte("1")))
 	require.NoError(t, db.Flush(ctx))
@@ -131,7 +131,7 @@ func TestReadOnly(t *testing.T) {
 
 	o := smallOptions(fs)
 	o.ReadOnly = true
-	ro, err := Open("/db", o)
+	ro, err := openDatabase("/db", o)
 	require.NoError(t, err)
 	for k, v := range map[string]string{"flushed": "1", "in-wal": "2"} {
 		got, err := ro.Get(ctx, []byte(k))
@@ -204,7 +204,7 @@ func TestSnapshots(t *testing.T) {
 	require.NoError(t, db.Flush(ctx))
 	require.NoError(t, db.Compact(ctx, nil, nil))
 	for _, tc := range []struct {
-		s    *Snapshot
+		s    *snapshot
 		want string
 	}{{s1, "v1"}, {s2, "v2"}} {
 		got, err := tc.s.Get(ctx, []byte("k"))
@@ -306,7 +306,7 @@ func TestTransactions(t *testing.T) {
 	require.NoError(t, t4.Rollback())
 	_, err = db.Get(ctx, []byte("z"))
 	require.ErrorIs(t, err, ErrNotFound)
-	t5, _ := db.BeginTx(ctx, &TxOptions{ReadOnly: true})
+	t5, _ := db.BeginTx(ctx, &txnOptions{ReadOnly: true})
 	require.ErrorIs(t, t5.Put(ctx, []byte("z"), []byte("1")), ErrInvalidArgument)
 	require.NoError(t, t5.Rollback())
 }
@@ -334,12 +334,12 @@ func runModel(t *testing.T, seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	fs := vfs.NewMem()
 	opts := smallOptions(fs)
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	holder := checkDB(t, db)
 	m := model{}
 	type snap struct {
-		s *Snapshot
+		s *snapshot
 		m model
 	}
 	var snaps []snap
@@ -409,7 +409,7 @@ func runModel(t *testing.T, seed uint64, ops int) {
 			require.NoError(t, db.Delete(ctx, k))
 			delete(m, string(k))
 		case p < 650:
-			b := NewBatch()
+			b := newWriteBatch()
 			for range 1 + rng.IntN(20) {
 				k := randKey()
 				if rng.IntN(3) == 0 {
@@ -453,7 +453,7 @@ func runModel(t *testing.T, seed uint64, ops int) {
 			if rng.IntN(2) == 0 {
 				upper = randKey()
 			}
-			it, err := db.NewIterator(ctx, &IterOptions{LowerBound: lower, UpperBound: upper})
+			it, err := db.NewIterator(ctx, &iterOptions{LowerBound: lower, UpperBound: upper})
 			require.NoError(t, err)
 			verifyIter(it, m, lower, upper)
 			require.NoError(t, it.Close())
@@ -514,7 +514,7 @@ func runModel(t *testing.T, seed uint64, ops int) {
 			snaps = nil
 			require.NoError(t, db.Check(ctx))
 			require.NoError(t, db.Close())
-			db, err = Open("/db", opts)
+			db, err = openDatabase("/db", opts)
 			require.NoError(t, err)
 			holder.db = db
 		default:
@@ -579,7 +579,7 @@ func TestLargeBatchAndValues(t *testing.T) {
 	db, _ := openTestDB(t, nil)
 	big := bytes.Repeat([]byte("v"), 1<<20)
 	require.NoError(t, db.Put(ctx, []byte("big"), big), "a value larger than the write buffer")
-	b := NewBatch()
+	b := newWriteBatch()
 	for i := range 20000 {
 		b.Delete(key(i))
 	}
@@ -596,7 +596,7 @@ func TestLargeBatchAndValues(t *testing.T) {
 func TestClosedDB(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	require.ErrorIs(t, db.Close(), ErrClosed)
@@ -616,7 +616,7 @@ func TestReadsRacingClose(t *testing.T) {
 	ctx := context.Background()
 	for round := range 20 {
 		fs := vfs.NewMem()
-		db, err := Open("/db", smallOptions(fs))
+		db, err := openDatabase("/db", smallOptions(fs))
 		require.NoError(t, err)
 		require.NoError(t, db.Put(ctx, []byte("k"), []byte("v")))
 		var wg sync.WaitGroup
@@ -633,7 +633,7 @@ func TestReadsRacingClose(t *testing.T) {
 					case 1:
 						_, err = db.MultiGet(ctx, [][]byte{[]byte("k"), []byte("x")})
 					case 2:
-						var it *Iterator
+						var it *iterator
 						if it, err = db.NewIterator(ctx, nil); err == nil {
 							it.First()
 							err = it.Close()
@@ -664,7 +664,7 @@ func TestReadsRacingClose(t *testing.T) {
 func TestIteratorOverManyVersions(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTestDB(t, nil)
-	var snaps []*Snapshot
+	var snaps []*snapshot
 	for i := range 100 {
 		require.NoError(t, db.Put(ctx, []byte("a"), []byte(fmt.Sprint(i))))
 		require.NoError(t, db.Put(ctx, []byte("c"), []byte(fmt.Sprint(i))))
@@ -680,7 +680,7 @@ func TestIteratorOverManyVersions(t *testing.T) {
 			snaps = append(snaps, s)
 		}
 	}
-	scan := func(it *Iterator) (fwd, bwd []string) {
+	scan := func(it *iterator) (fwd, bwd []string) {
 		for ok := it.First(); ok; ok = it.Next() {
 			fwd = append(fwd, string(it.Key())+"="+string(it.Value()))
 		}

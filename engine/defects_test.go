@@ -12,9 +12,9 @@ import (
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/vfs/errorfs"
-	"github.com/shaledb/shale/internal/readpath"
 	"github.com/stretchr/testify/require"
 )
 
@@ -91,7 +91,7 @@ func TestCompactWaitsForOutputLevelBusyBeyondRange(t *testing.T) {
 	ctx := context.Background()
 	held, release := make(chan *compact.Compaction, 1), make(chan struct{})
 	var once atomic.Bool
-	hook := func(d *DB, c *compact.Compaction) {
+	hook := func(d *database, c *compact.Compaction) {
 		if c.Level == 2 && once.CompareAndSwap(false, true) {
 			held <- c
 			<-release

@@ -71,7 +71,7 @@ type connector struct {
 	opts *Options // from NewConnector
 
 	mu sync.Mutex
-	db *DB
+	db *database
 }
 
 var _ driver.Connector = (*connector)(nil)
@@ -99,7 +99,7 @@ func (c *connector) Connect(context.Context) (driver.DriverConn, error) {
 			o.FS = vfs.NewMem()
 			opts, dir = &o, "/memory"
 		}
-		db, err := Open(dir, opts)
+		db, err := openDatabase(dir, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +124,7 @@ func (c *connector) Close() error {
 // tagged each read's options, so conn calls the engine's implementations
 // directly with them (never the exported, checking, read methods).
 type conn struct {
-	db *DB
+	db *database
 	// owner is set on a connection from Driver.Open, which has no
 	// Connector for the façade to close: the connection closes it.
 	owner *connector
@@ -176,7 +176,7 @@ func (c *conn) Delete(ctx context.Context, wo ioctx.WriteOptions, key []byte) er
 // Write copies the façade's batch into a pooled engine batch, reading it
 // with its allocation-free reader.
 func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batch) error {
-	b := batchPool.Get().(*Batch)
+	b := batchPool.Get().(*writeBatch)
 	defer func() {
 		// A pooled batch keeps its memory: do not keep a huge one's.
 		if b.Len() <= maxPooledBatch {
@@ -196,7 +196,7 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batc
 const maxPooledBatch = 1 << 20
 
 // An engine batch takes the façade's writes as they are.
-var _ driver.BatchWriter = (*Batch)(nil)
+var _ driver.BatchWriter = (*writeBatch)(nil)
 
 // DeleteRange writes one range tombstone with the façade's write options.
 func (c *conn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
@@ -220,7 +220,7 @@ func (c *conn) NewSnapshot(ctx context.Context) (driver.DriverSnapshot, error) {
 
 // driverSnapshot adapts a Snapshot; its reads take the façade's resolved
 // requests and call the implementations at the snapshot's sequence number.
-type driverSnapshot struct{ s *Snapshot }
+type driverSnapshot struct{ s *snapshot }
 
 var (
 	_ driver.DriverSnapshot      = driverSnapshot{}
@@ -250,7 +250,7 @@ func (ds driverSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest,
 	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return driverIter(ds.s.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq))
+	return driverIter(ds.s.db.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq))
 }
 
 func (ds driverSnapshot) Close() error { return ds.s.Close() }
@@ -269,7 +269,7 @@ func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driv
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return driverIter(c.db.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest))
+	return driverIter(c.db.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest))
 }
 
 func (c *conn) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
@@ -299,7 +299,7 @@ func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) e
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.DriverTx, error) {
 	// The commit is written with the façade's resolved write options.
 	wo := opts.WriteOptions
-	tx, err := c.db.BeginTx(ctx, &TxOptions{ReadOnly: opts.ReadOnly, Sync: wo.Sync,
+	tx, err := c.db.BeginTx(ctx, &txnOptions{ReadOnly: opts.ReadOnly, Sync: wo.Sync,
 		DisableWAL: wo.DisableWAL, RateLimiterPriority: wo.RateLimiterPriority})
 	if err != nil {
 		return nil, err
@@ -320,7 +320,7 @@ func (c *conn) Close() error {
 
 // driverTx adapts a Tx; its reads take the façade's resolved requests.
 type driverTx struct {
-	tx *Tx
+	tx *txn
 }
 
 var (
@@ -361,7 +361,7 @@ func (t *driverTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts 
 	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return driverIter(t.tx.newIteratorImpl(&call, &IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}))
+	return driverIter(t.tx.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}))
 }
 
 func (t *driverTx) Put(ctx context.Context, key, value []byte) error {

@@ -19,7 +19,7 @@ func TestDriverNewIteratorErrorIsNil(t *testing.T) {
 	// test takes away (Close does so only after the loops have stopped).
 	opts := smallOptions(vfs.NewMem())
 	opts.DisableAutoCompactions = true
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	c := &conn{db: db}
 	req, err := ioctx.ReadOptions{Activity: ioctx.ActivityDBIterator}.Resolve(context.Background())

@@ -293,12 +293,12 @@ func TestHighPriorityPoolRatioOption(t *testing.T) {
 	require.Equal(t, DefaultHighPriorityPoolRatio, (&Options{}).EnsureDefaults().HighPriorityPoolRatio)
 
 	for _, r := range []float64{1.01, math.NaN()} {
-		_, err := Open(t.TempDir(), &Options{HighPriorityPoolRatio: r})
+		_, err := openDatabase(t.TempDir(), &Options{HighPriorityPoolRatio: r})
 		require.ErrorIs(t, err, ErrInvalidArgument, "%g", r)
 		require.ErrorContains(t, err, "high_pri_pool_ratio", "%g", r)
 	}
 	for _, r := range []float64{-1, 0.25, 1} {
-		db, err := Open(t.TempDir(), &Options{HighPriorityPoolRatio: r, CacheIndexAndFilterBlocks: true})
+		db, err := openDatabase(t.TempDir(), &Options{HighPriorityPoolRatio: r, CacheIndexAndFilterBlocks: true})
 		require.NoError(t, err, "%g", r)
 		require.NoError(t, db.Put(context.Background(), []byte("k"), []byte("v")))
 		require.NoError(t, db.Close())

@@ -214,7 +214,7 @@ var obsByDB sync.Map // *DB → *observability
 
 // obs returns d's observability, creating it if setEventListener has not
 // run (a DB opened before the hook was in place, or a test's).
-func (d *DB) obs() *observability {
+func (d *database) obs() *observability {
 	if o, ok := obsByDB.Load(d); ok {
 		return o.(*observability)
 	}
@@ -224,7 +224,7 @@ func (d *DB) obs() *observability {
 
 // setEventListener starts delivering d's events to l (nil: none). Open
 // calls it before it creates any file.
-func (d *DB) setEventListener(l *EventListener) {
+func (d *database) setEventListener(l *EventListener) {
 	o := &observability{}
 	if l != nil {
 		o.events = newEventQueue(l)
@@ -236,14 +236,14 @@ func (d *DB) setEventListener(l *EventListener) {
 
 // closeEvents delivers the events still queued and forgets d's
 // observability. Close calls it once the background goroutines are done.
-func (d *DB) closeEvents() {
+func (d *database) closeEvents() {
 	if o, ok := obsByDB.LoadAndDelete(d); ok && o.(*observability).events != nil {
 		o.(*observability).events.close()
 	}
 }
 
 // post queues an event for d's listener, if it has one.
-func (d *DB) post(ev func(*EventListener)) {
+func (d *database) post(ev func(*EventListener)) {
 	if q := d.obs().events; q != nil {
 		q.post(ev)
 	}
@@ -270,7 +270,7 @@ func tableInfo(level int, f *manifest.FileMetadata, reason string) TableInfo {
 
 // notifyFlushBegin reports that a flush of a memtable of the given size and
 // entries is starting.
-func (d *DB) notifyFlushBegin(info FlushInfo) {
+func (d *database) notifyFlushBegin(info FlushInfo) {
 	d.obs().flushesRunning.Add(1)
 	d.post(func(l *EventListener) {
 		if l.FlushBegin != nil {
@@ -281,7 +281,7 @@ func (d *DB) notifyFlushBegin(info FlushInfo) {
 
 // notifyFlushEnd reports a flush's end; info.Output is the table written,
 // if any.
-func (d *DB) notifyFlushEnd(info FlushInfo) {
+func (d *database) notifyFlushEnd(info FlushInfo) {
 	o := d.obs()
 	o.flushesRunning.Add(-1)
 	if info.Err == nil {
@@ -299,7 +299,7 @@ func (d *DB) notifyFlushEnd(info FlushInfo) {
 }
 
 // notifyCompactionBegin reports that a compaction is starting.
-func (d *DB) notifyCompactionBegin(info CompactionInfo) {
+func (d *database) notifyCompactionBegin(info CompactionInfo) {
 	d.obs().compactionsRunning.Add(1)
 	d.post(func(l *EventListener) {
 		if l.CompactionBegin != nil {
@@ -311,7 +311,7 @@ func (d *DB) notifyCompactionBegin(info CompactionInfo) {
 // notifyCompactionEnd reports a compaction's end. Unless it failed or was
 // a trivial move, its input bytes count as read from their levels and its
 // outputs as written into OutputLevel.
-func (d *DB) notifyCompactionEnd(info CompactionInfo) {
+func (d *database) notifyCompactionEnd(info CompactionInfo) {
 	o := d.obs()
 	o.compactionsRunning.Add(-1)
 	if info.Err == nil {
@@ -338,7 +338,7 @@ func (d *DB) notifyCompactionEnd(info CompactionInfo) {
 }
 
 // notifyTableCreated reports a table written by a flush or a compaction.
-func (d *DB) notifyTableCreated(info TableInfo) {
+func (d *database) notifyTableCreated(info TableInfo) {
 	d.post(func(l *EventListener) {
 		if l.TableCreated != nil {
 			l.TableCreated(info)
@@ -348,7 +348,7 @@ func (d *DB) notifyTableCreated(info TableInfo) {
 
 // notifyTableDeleted reports an obsolete table file deleted (err: the
 // deletion failed).
-func (d *DB) notifyTableDeleted(fileNum manifest.FileNum, err error) {
+func (d *database) notifyTableDeleted(fileNum manifest.FileNum, err error) {
 	d.obs().tablesDeleted.Add(1)
 	info := TableDeleteInfo{FileNum: uint64(fileNum), Err: err}
 	d.post(func(l *EventListener) {
@@ -359,7 +359,7 @@ func (d *DB) notifyTableDeleted(fileNum manifest.FileNum, err error) {
 }
 
 // notifyWALCreated reports a new WAL file.
-func (d *DB) notifyWALCreated(logNum manifest.FileNum) {
+func (d *database) notifyWALCreated(logNum manifest.FileNum) {
 	d.obs().walsCreated.Add(1)
 	info := WALCreateInfo{FileNum: uint64(logNum)}
 	d.post(func(l *EventListener) {
@@ -370,7 +370,7 @@ func (d *DB) notifyWALCreated(logNum manifest.FileNum) {
 }
 
 // notifyStallBegin reports that a write starts waiting for background work.
-func (d *DB) notifyStallBegin(reason string) {
+func (d *database) notifyStallBegin(reason string) {
 	o := d.obs()
 	o.stalls.Add(1)
 	o.stalling.Add(1)
@@ -382,7 +382,7 @@ func (d *DB) notifyStallBegin(reason string) {
 }
 
 // notifyStallEnd reports the end of a stall wait that took stalled.
-func (d *DB) notifyStallEnd(reason string, stalled time.Duration) {
+func (d *database) notifyStallEnd(reason string, stalled time.Duration) {
 	o := d.obs()
 	o.stalling.Add(-1)
 	o.stallNanos.Add(int64(stalled))
@@ -394,7 +394,7 @@ func (d *DB) notifyStallEnd(reason string, stalled time.Duration) {
 }
 
 // notifyBackgroundError reports a background error as classified.
-func (d *DB) notifyBackgroundError(e *bgError) {
+func (d *database) notifyBackgroundError(e *bgError) {
 	d.obs().bgErrors.Add(1)
 	info := BackgroundErrorInfo{Reason: e.reason.String(), Severity: severityName(e.severity), Err: e}
 	d.post(func(l *EventListener) {
@@ -427,7 +427,7 @@ type flushEvent struct {
 }
 
 // startFlushEvent reports the start of a background flush of mem.
-func (d *DB) startFlushEvent(mem *memtable.MemTable) flushEvent {
+func (d *database) startFlushEvent(mem *memtable.MemTable) flushEvent {
 	ev := flushEvent{info: FlushInfo{InputBytes: uint64(mem.ApproximateSize()), InputEntries: uint64(mem.Count())},
 		start: time.Now()}
 	d.notifyFlushBegin(ev.info)
@@ -436,7 +436,7 @@ func (d *DB) startFlushEvent(mem *memtable.MemTable) flushEvent {
 
 // endFlushEvent reports the end of the flush ev: its table (tw, nil when
 // the memtable held nothing to write) when err is nil.
-func (d *DB) endFlushEvent(ev flushEvent, tw *tableWriter, err error) {
+func (d *database) endFlushEvent(ev flushEvent, tw *tableWriter, err error) {
 	info := ev.info
 	info.Duration = time.Since(ev.start)
 	info.Err = err
@@ -455,7 +455,7 @@ type compactionEvent struct {
 }
 
 // startCompactionEvent reports the start of compaction c.
-func (d *DB) startCompactionEvent(c *compact.Compaction) compactionEvent {
+func (d *database) startCompactionEvent(c *compact.Compaction) compactionEvent {
 	info := CompactionInfo{Level: c.Level, OutputLevel: c.OutputLevel, TrivialMove: c.TrivialMove, Manual: c.Manual}
 	info.Inputs = append(tableInfos(c.Level, c.Inputs[0]), tableInfos(c.OutputLevel, c.Inputs[1])...)
 	if !c.TrivialMove {
@@ -469,7 +469,7 @@ func (d *DB) startCompactionEvent(c *compact.Compaction) compactionEvent {
 
 // endCompactionEvent reports the end of the compaction ev, whose outputs
 // (none for a trivial move) are installed when err is nil.
-func (d *DB) endCompactionEvent(ev compactionEvent, outputs tableOutputs, err error) {
+func (d *database) endCompactionEvent(ev compactionEvent, outputs tableOutputs, err error) {
 	info := ev.info
 	info.Duration = time.Since(ev.start)
 	info.Err = err
@@ -491,7 +491,7 @@ func (d *DB) endCompactionEvent(ev compactionEvent, outputs tableOutputs, err er
 
 // removeObsoleteFile deletes the obsolete file name (of kind and number
 // num) for deleteObsoleteFiles, and reports a table's deletion.
-func (d *DB) removeObsoleteFile(kind manifest.FileKind, num manifest.FileNum, name string) {
+func (d *database) removeObsoleteFile(kind manifest.FileKind, num manifest.FileNum, name string) {
 	err := d.fs.Remove(filepath.Join(d.dirname, name))
 	if kind == manifest.FileKindTable {
 		d.notifyTableDeleted(num, err)

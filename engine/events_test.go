@@ -231,7 +231,7 @@ func TestEventsFromEngine(t *testing.T) {
 	}
 	rec := &recorder{}
 	field.Set(reflect.ValueOf(rec.listener()))
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -42,7 +42,7 @@ func benchFill(b *testing.B, stats string) {
 		}
 		return o
 	}
-	var db *DB
+	var db *database
 	var dir string
 	closeDB := func() {
 		if db == nil {
@@ -61,7 +61,7 @@ func benchFill(b *testing.B, stats string) {
 		if dir, err = os.MkdirTemp(benchBaseDir(), "shale-bench-fill-"); err != nil {
 			b.Fatal(err)
 		}
-		if db, err = Open(dir, opts()); err != nil {
+		if db, err = openDatabase(dir, opts()); err != nil {
 			b.Fatal(err)
 		}
 	}

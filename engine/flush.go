@@ -18,7 +18,7 @@ import (
 // DBOpen during recovery). It returns the table's writer, whose reservation
 // the caller ends once the version edit naming the table is applied (or
 // failed); nil means mem held nothing to write.
-func (d *DB) flushMemTable(ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum) (*tableWriter, error) {
+func (d *database) flushMemTable(ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum) (*tableWriter, error) {
 	it := compact.NewIter(mem.NewIter(nil, nil), snapshots, nil)
 	// The memtable's range tombstones go to the table as they are; the
 	// points they cover are dropped by compactions, which see every source.
@@ -42,7 +42,7 @@ func (d *DB) flushMemTable(ctx context.Context, mem *memtable.MemTable, activity
 // reports whether there was one. While writes are stopped by a background
 // error it flushes nothing, except as the retry of a hard error
 // (recoverHard), when that is due.
-func (d *DB) flushOne(ctx context.Context) (bool, error) {
+func (d *database) flushOne(ctx context.Context) (bool, error) {
 	d.mu.Lock()
 	if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
 		rec, retry := d.startRetryLocked(severityHard)
@@ -59,11 +59,11 @@ func (d *DB) flushOne(ctx context.Context) (bool, error) {
 // flushStartHook, when a test sets it, is called by every background flush
 // with the memtable it is about to write, without d.mu: a test can hold one
 // memtable's flush back while the ones before it are flushed.
-var flushStartHook atomic.Pointer[func(d *DB, mem *memtable.MemTable)]
+var flushStartHook atomic.Pointer[func(d *database, mem *memtable.MemTable)]
 
 // flushOldest flushes the oldest immutable memtable, reporting whether there
 // was one. Its failure becomes the background error.
-func (d *DB) flushOldest(ctx context.Context) (bool, error) {
+func (d *database) flushOldest(ctx context.Context) (bool, error) {
 	d.mu.Lock()
 	if len(d.mu.imm) == 0 {
 		d.mu.Unlock()
@@ -103,7 +103,7 @@ func (d *DB) flushOldest(ctx context.Context) (bool, error) {
 // in the MANIFEST, together with the WAL number from which recovery must now
 // replay, and swaps the memtable for the table in the read state. It ends
 // the table's reservation.
-func (d *DB) applyFlush(mem *memTable, tw *tableWriter) error {
+func (d *database) applyFlush(mem *memTable, tw *tableWriter) error {
 	d.manifestMu.Lock()
 	defer d.manifestMu.Unlock()
 
@@ -156,7 +156,7 @@ func (d *DB) applyFlush(mem *memTable, tw *tableWriter) error {
 // Flush makes every write acknowledged before the call durable in a table:
 // it switches to a new memtable and waits until the old one and every
 // earlier one are flushed. It honours ctx while waiting.
-func (d *DB) Flush(ctx context.Context) error {
+func (d *database) Flush(ctx context.Context) error {
 	if err := d.checkWritable(ctx); err != nil {
 		return err
 	}

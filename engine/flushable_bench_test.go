@@ -33,12 +33,12 @@ func BenchmarkLargeBatch(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
-				db, err := Open(b.TempDir(), &Options{WriteBufferSize: 64 << 20})
+				db, err := openDatabase(b.TempDir(), &Options{WriteBufferSize: 64 << 20})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				batch := NewBatch()
+				batch := newWriteBatch()
 				for _, k := range ks {
 					batch.Put(k, val)
 				}

@@ -28,10 +28,10 @@ func TestCloseReportsLargeBatchWALSyncFailure(t *testing.T) {
 		return op.Kind == errorfs.OpFileSync && failSync != "" && op.Path == failSync
 	})))
 	opts := smallOptions(fs)
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	release := make(chan struct{})
-	hook := func(d *DB) {
+	hook := func(d *database) {
 		if d == db {
 			<-release
 		}
@@ -39,7 +39,7 @@ func TestCloseReportsLargeBatchWALSyncFailure(t *testing.T) {
 	prevWALSyncHook.Store(&hook)
 	t.Cleanup(func() { prevWALSyncHook.Store(nil) })
 
-	b := NewBatch()
+	b := newWriteBatch()
 	largeTestBatch(rand.New(rand.NewPCG(8, 8)), b, model{}, 100, "L")
 	require.NoError(t, db.Write(ctx, b, nil), "returns with the WAL's sync held back")
 

@@ -24,7 +24,7 @@ func isBatchMem(m *memTable) bool { return m.Capacity() == 0 }
 // lastImmIsBatch reports whether the newest immutable memtable, if any is
 // still waiting for its flush, was made from a batch; ok is false when the
 // flush already took it.
-func lastImmIsBatch(db *DB) (isBatch, ok bool) {
+func lastImmIsBatch(db *database) (isBatch, ok bool) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if len(db.mu.imm) == 0 {
@@ -36,7 +36,7 @@ func lastImmIsBatch(db *DB) (isBatch, ok bool) {
 // largeTestBatch fills b with random sets (overwriting keys within the
 // batch), deletes and a range deletion or two, applying them to m, until b
 // is a large batch for smallOptions' 64 KiB write buffer.
-func largeTestBatch(rng *rand.Rand, b *Batch, m model, nkeys int, tag string) {
+func largeTestBatch(rng *rand.Rand, b *writeBatch, m model, nkeys int, tag string) {
 	for i := 0; b.Len() < 40<<10; i++ {
 		switch p := rng.IntN(100); {
 		case p < 75:
@@ -79,7 +79,7 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	opts := smallOptions(fs)
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	defer func() { _ = db.Close() }()
 
@@ -94,11 +94,11 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 	for step := range steps {
 		switch op := rng.IntN(100); {
 		case op < 30:
-			b := NewBatch()
+			b := newWriteBatch()
 			largeTestBatch(rng, b, m, nkeys, fmt.Sprintf("L%d", step))
-			var wo *WriteOptions
+			var wo *writeOptions
 			if rng.IntN(4) == 0 {
-				wo = &WriteOptions{Sync: true}
+				wo = &writeOptions{Sync: true}
 			}
 			require.NoError(t, db.Write(ctx, b, wo))
 			if isBatch, ok := lastImmIsBatch(db); ok {
@@ -120,7 +120,7 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 		case op < 70:
 			dropSnaps()
 			require.NoError(t, db.Close())
-			db, err = Open("/db", opts)
+			db, err = openDatabase("/db", opts)
 			require.NoError(t, err)
 		case op < 73:
 			// A crash once everything is synced: the WALs of the batches not
@@ -131,7 +131,7 @@ func runFlushableModel(t *testing.T, seed uint64, steps int) {
 			require.NoError(t, db.Close())
 			fs = crashed
 			opts.FS = fs
-			db, err = Open("/db", opts)
+			db, err = openDatabase("/db", opts)
 			require.NoError(t, err)
 		case op < 80 && len(snaps) < 4:
 			s, err := db.NewSnapshot()
@@ -162,11 +162,11 @@ func TestFlushableBatchQueue(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := smallOptions(fs)
 	opts.MaxWriteBufferNumber = 4
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	release := make(chan struct{})
 	released := sync.OnceFunc(func() { close(release) })
-	hook := func(d *DB, mem *memtable.MemTable) {
+	hook := func(d *database, mem *memtable.MemTable) {
 		if d == db && mem.Capacity() == 0 {
 			<-release
 		}
@@ -181,7 +181,7 @@ func TestFlushableBatchQueue(t *testing.T) {
 	m := model{"a": "before", "m-only": "x"}
 
 	seq := db.visibleSeq.Load()
-	b := NewBatch()
+	b := newWriteBatch()
 	largeTestBatch(rand.New(rand.NewPCG(1, 1)), b, m, 100, "L")
 	b.Put([]byte("a"), []byte("batch"))
 	m["a"] = "batch"
@@ -225,7 +225,7 @@ func TestFlushableBatchQueue(t *testing.T) {
 	require.NoError(t, db.Close())
 	// The flushed batch is not replayed (twice the same keys and sequence
 	// numbers would fail the check and compaction).
-	db, err = Open("/db", opts)
+	db, err = openDatabase("/db", opts)
 	require.NoError(t, err)
 	require.NoError(t, db.Compact(ctx, nil, nil))
 	checkAgainst(t, rng, db, m, 100, "reopened after the flush")
@@ -233,7 +233,7 @@ func TestFlushableBatchQueue(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	opts.FS = crashed
-	db, err = Open("/db", opts)
+	db, err = openDatabase("/db", opts)
 	require.NoError(t, err)
 	checkDB(t, db)
 	checkAgainst(t, rng, db, m, 100, "recovered from the crash before the batch's flush")
@@ -251,7 +251,7 @@ func TestFlushableBatchReuse(t *testing.T) {
 	db, _ := openTestDB(t, nil)
 	rng := rand.New(rand.NewPCG(3, 3))
 	m := model{}
-	b := NewBatch()
+	b := newWriteBatch()
 	largeTestBatch(rng, b, m, 100, "first")
 	require.NoError(t, db.Write(ctx, b, nil))
 	first := m.clone()
@@ -290,23 +290,23 @@ func TestFlushableBatchWriteOptions(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
-		wo    WriteOptions
+		wo    writeOptions
 		crash bool
 	}{
-		{"DisableWAL", WriteOptions{DisableWAL: true}, false},
-		{"Sync", WriteOptions{Sync: true}, true},
-		{"default", WriteOptions{}, false},
+		{"DisableWAL", writeOptions{DisableWAL: true}, false},
+		{"Sync", writeOptions{Sync: true}, true},
+		{"default", writeOptions{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := vfs.NewMem()
 			opts := smallOptions(fs)
-			db, err := Open("/db", opts)
+			db, err := openDatabase("/db", opts)
 			require.NoError(t, err)
 			rng := rand.New(rand.NewPCG(4, 4))
 			m := model{}
 			require.NoError(t, db.Put(ctx, key(1), []byte("small")))
 			m[string(key(1))] = "small"
-			b := NewBatch()
+			b := newWriteBatch()
 			largeTestBatch(rng, b, m, 100, tc.name)
 			require.NoError(t, db.Write(ctx, b, &tc.wo))
 			checkAgainst(t, rng, db, m, 100, "written")
@@ -317,7 +317,7 @@ func TestFlushableBatchWriteOptions(t *testing.T) {
 			} else {
 				require.NoError(t, db.Close())
 			}
-			db, err = Open("/db", opts)
+			db, err = openDatabase("/db", opts)
 			require.NoError(t, err)
 			checkDB(t, db)
 			checkAgainst(t, rng, db, m, 100, "reopened")
@@ -350,7 +350,7 @@ func TestFlushableBatchConcurrentWriters(t *testing.T) {
 	m := model{}
 	rng := rand.New(rand.NewPCG(5, 5))
 	for i := range 6 {
-		b := NewBatch()
+		b := newWriteBatch()
 		largeTestBatch(rng, b, m, 100, fmt.Sprint("L", i))
 		if err := db.Write(ctx, b, nil); err != nil {
 			errs <- err
@@ -377,7 +377,7 @@ func TestFlushableBatchConcurrentWriters(t *testing.T) {
 func TestFlushableBatchRangeOnly(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTestDB(t, nil)
-	b := NewBatch()
+	b := newWriteBatch()
 	for i := range 2000 {
 		b.DeleteRange(key(i), key(i+1))
 	}
@@ -399,11 +399,11 @@ func TestFlushableBatchWALSyncInBackground(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	opts := smallOptions(fs)
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	release := make(chan struct{})
 	released := sync.OnceFunc(func() { close(release) })
-	hook := func(d *DB) {
+	hook := func(d *database) {
 		if d == db {
 			<-release
 		}
@@ -415,13 +415,13 @@ func TestFlushableBatchWALSyncInBackground(t *testing.T) {
 	})
 
 	m := model{}
-	b := NewBatch()
+	b := newWriteBatch()
 	largeTestBatch(rand.New(rand.NewPCG(6, 6)), b, m, 100, "L")
 	require.NoError(t, db.Write(ctx, b, nil), "returns with the WAL's sync held back")
 
 	putDone := make(chan error, 1)
 	go func() {
-		putDone <- db.Put(ioctx.WithWriteOptions(ctx, WriteOptions{Sync: true}), key(1), []byte("after"))
+		putDone <- db.Put(ioctx.WithWriteOptions(ctx, writeOptions{Sync: true}), key(1), []byte("after"))
 	}()
 	select {
 	case err := <-putDone:
@@ -435,7 +435,7 @@ func TestFlushableBatchWALSyncInBackground(t *testing.T) {
 	crashed := fs.CrashClone()
 	require.NoError(t, db.Close())
 	opts.FS = crashed
-	db, err = Open("/db", opts)
+	db, err = openDatabase("/db", opts)
 	require.NoError(t, err)
 	checkDB(t, db)
 	checkAgainst(t, rand.New(rand.NewPCG(7, 7)), db, m, 100, "after a crash")
@@ -459,7 +459,7 @@ func TestRecoveryTornWALBeforeEmptyWAL(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := vfs.NewMem()
 			opts := smallOptions(fs)
-			db, err := Open("/db", opts)
+			db, err := openDatabase("/db", opts)
 			require.NoError(t, err)
 			require.NoError(t, db.Put(ctx, key(1), []byte("kept")))
 			require.NoError(t, db.Put(ctx, key(2), bytes.Repeat([]byte("t"), 100)))
@@ -471,7 +471,7 @@ func TestRecoveryTornWALBeforeEmptyWAL(t *testing.T) {
 			writeAll(t, fs, name, data[:len(data)-10])
 			writeAll(t, fs, manifest.LogFileName("/db", logNum+100), tc.nextBytes)
 
-			db, err = Open("/db", opts)
+			db, err = openDatabase("/db", opts)
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrCorruption)
 				return

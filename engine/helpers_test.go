@@ -31,14 +31,14 @@ func smallOptions(fs vfs.FS) *Options {
 // openTestDB opens a database on a fresh MemFS and registers a cleanup that
 // checks its consistency (every table's blocks, key order, level overlap)
 // and closes it, as bbolt's test harness does after every test.
-func openTestDB(t testing.TB, opts *Options) (*DB, *vfs.MemFS) {
+func openTestDB(t testing.TB, opts *Options) (*database, *vfs.MemFS) {
 	t.Helper()
 	fs := vfs.NewMem()
 	if opts == nil {
 		opts = smallOptions(fs)
 	}
 	opts.FS = fs
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	holder := &dbHolder{db: db}
 	t.Cleanup(func() { holder.checkAndClose(t) })
@@ -47,7 +47,7 @@ func openTestDB(t testing.TB, opts *Options) (*DB, *vfs.MemFS) {
 
 // dbHolder lets a test swap the database (reopen) while keeping the final
 // check-and-close cleanup pointed at the current one.
-type dbHolder struct{ db *DB }
+type dbHolder struct{ db *database }
 
 func (h *dbHolder) checkAndClose(t testing.TB) {
 	t.Helper()
@@ -60,7 +60,7 @@ func (h *dbHolder) checkAndClose(t testing.TB) {
 
 // checkDB registers the consistency check and close for a database the test
 // opened itself.
-func checkDB(t testing.TB, db *DB) *dbHolder {
+func checkDB(t testing.TB, db *database) *dbHolder {
 	h := &dbHolder{db: db}
 	t.Cleanup(func() { h.checkAndClose(t) })
 	return h
@@ -112,7 +112,7 @@ func (m model) scan(lower, upper []byte) []string {
 }
 
 // mustReadState returns db's current read state, referenced.
-func mustReadState(tb testing.TB, db *DB) *readState {
+func mustReadState(tb testing.TB, db *database) *readState {
 	tb.Helper()
 	rs, err := db.loadReadState()
 	require.NoError(tb, err)

@@ -7,17 +7,17 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/errclass"
-	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/internal/readpath"
+	"github.com/shaledb/shale/ioctx"
 )
 
-// IterOptions bound an iterator to the user keys [LowerBound, UpperBound);
-// a nil bound is open. A nil *IterOptions means no bounds.
-type IterOptions struct {
+// iterOptions bound an iterator to the user keys [LowerBound, UpperBound);
+// a nil bound is open. A nil *iterOptions means no bounds.
+type iterOptions struct {
 	LowerBound, UpperBound []byte
 }
 
-// Iterator iterates over the database's keys in order, as of the moment it
+// iterator iterates over the database's keys in order, as of the moment it
 // was created (or of its snapshot). It is not safe for concurrent use. Key
 // and Value are valid until the next positioning call; copy them to keep
 // them. Close it when done: it holds the tables it reads open.
@@ -29,7 +29,7 @@ type IterOptions struct {
 // the contract allows, or drops the iterator without Close while keeping
 // one, therefore sees stale bytes at worst, never a fault or another
 // database's memory.
-type Iterator struct {
+type iterator struct {
 	it     *readpath.Iterator
 	rs     *readState
 	cancel context.CancelFunc
@@ -51,7 +51,7 @@ type Iterator struct {
 // activity must be Unknown or DBIterator. The context is also checked
 // before each table block read, so cancelling it stops a long scan (the
 // iterator then reports the context's error).
-func (d *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
+func (d *database) NewIterator(ctx context.Context, opts *iterOptions) (*iterator, error) {
 	var call readCall
 	if err := d.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (d *DB) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, err
 
 // newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
 // with the caller's tag. It takes over call's cancel function.
-func (d *DB) newIteratorImpl(call *readCall, opts *IterOptions, seq base.SeqNum) (*Iterator, error) {
+func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.SeqNum) (*iterator, error) {
 	rs, err := d.loadReadState()
 	if err != nil {
 		call.done()
@@ -72,7 +72,7 @@ func (d *DB) newIteratorImpl(call *readCall, opts *IterOptions, seq base.SeqNum)
 	if opts != nil {
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
 	}
-	return &Iterator{
+	return &iterator{
 		it:       readpath.NewIterator(call.ctx, &rs.view, call.env, seq, io),
 		rs:       rs,
 		cancel:   call.cancel,
@@ -85,7 +85,7 @@ func (d *DB) newIteratorImpl(call *readCall, opts *IterOptions, seq base.SeqNum)
 // deadline, if any, has not passed. The context the reads check expires at
 // that deadline too, but only once its timer fires, which a loaded machine
 // delays; reading the clock here makes the deadline exact for every move.
-func (i *Iterator) live() bool {
+func (i *iterator) live() bool {
 	switch {
 	case i.closed || i.expired != nil:
 		return false
@@ -97,35 +97,35 @@ func (i *Iterator) live() bool {
 }
 
 // First moves to the first key and reports whether there is one.
-func (i *Iterator) First() bool { return i.live() && i.it.First() }
+func (i *iterator) First() bool { return i.live() && i.it.First() }
 
 // Last moves to the last key.
-func (i *Iterator) Last() bool { return i.live() && i.it.Last() }
+func (i *iterator) Last() bool { return i.live() && i.it.Last() }
 
 // SeekGE moves to the first key >= key.
-func (i *Iterator) SeekGE(key []byte) bool { return i.live() && i.it.SeekGE(key) }
+func (i *iterator) SeekGE(key []byte) bool { return i.live() && i.it.SeekGE(key) }
 
 // SeekLT moves to the last key < key.
-func (i *Iterator) SeekLT(key []byte) bool { return i.live() && i.it.SeekLT(key) }
+func (i *iterator) SeekLT(key []byte) bool { return i.live() && i.it.SeekLT(key) }
 
 // Next moves to the next key.
-func (i *Iterator) Next() bool { return i.live() && i.it.Next() }
+func (i *iterator) Next() bool { return i.live() && i.it.Next() }
 
 // Prev moves to the previous key.
-func (i *Iterator) Prev() bool { return i.live() && i.it.Prev() }
+func (i *iterator) Prev() bool { return i.live() && i.it.Prev() }
 
 // Valid reports whether the iterator is at a key.
-func (i *Iterator) Valid() bool { return !i.closed && i.expired == nil && i.it.Valid() }
+func (i *iterator) Valid() bool { return !i.closed && i.expired == nil && i.it.Valid() }
 
 // Key returns the current key.
-func (i *Iterator) Key() []byte { return i.heapBytes(i.it.Key(), &i.keyBuf) }
+func (i *iterator) Key() []byte { return i.heapBytes(i.it.Key(), &i.keyBuf) }
 
 // Value returns the current value.
-func (i *Iterator) Value() []byte { return i.heapBytes(i.it.Value(), &i.valBuf) }
+func (i *iterator) Value() []byte { return i.heapBytes(i.it.Value(), &i.valBuf) }
 
 // heapBytes returns b, or a copy of it in *buf when b lives outside the Go
 // heap (see Iterator).
-func (i *Iterator) heapBytes(b []byte, buf *[]byte) []byte {
+func (i *iterator) heapBytes(b []byte, buf *[]byte) []byte {
 	if cap(b) == 0 || !(i.copyAll || i.rs.offHeap(b)) {
 		return b
 	}
@@ -137,7 +137,7 @@ func (i *Iterator) heapBytes(b []byte, buf *[]byte) []byte {
 }
 
 // Error returns the error that stopped the iterator, if any.
-func (i *Iterator) Error() error {
+func (i *iterator) Error() error {
 	switch {
 	case i.closed:
 		return base.Mark(errors.New("engine: iterator is closed"), ErrClosed)
@@ -149,7 +149,7 @@ func (i *Iterator) Error() error {
 
 // Close releases the iterator and returns its error, if any. Closing twice
 // returns an error marked ErrClosed.
-func (i *Iterator) Close() error {
+func (i *iterator) Close() error {
 	if i.closed {
 		return base.Mark(errors.New("engine: iterator already closed"), ErrClosed)
 	}
@@ -171,7 +171,7 @@ func (i *Iterator) Close() error {
 // beginRead is DB.beginRead for a read of the snapshot, which must not be
 // closed: a closed snapshot no longer holds back compaction, so its sequence
 // number may no longer see what it saw.
-func (s *Snapshot) beginRead(ctx context.Context, api string, want ioctx.Activity, call *readCall) error {
+func (s *snapshot) beginRead(ctx context.Context, api string, want ioctx.Activity, call *readCall) error {
 	if err := ioctx.ResolveReadInto(ctx, nil, api, want, &call.env); err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (s *Snapshot) beginRead(ctx context.Context, api string, want ioctx.Activit
 }
 
 // Get returns a copy of the value of key as of the snapshot.
-func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 	var call readCall
 	if err := s.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (s *Snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 // MultiGet returns the values of keys as of the snapshot.
-func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+func (s *snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	var call readCall
 	if err := s.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
 		return nil, err
@@ -199,7 +199,7 @@ func (s *Snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error
 }
 
 // NewIterator returns an iterator over the database as of the snapshot.
-func (s *Snapshot) NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error) {
+func (s *snapshot) NewIterator(ctx context.Context, opts *iterOptions) (*iterator, error) {
 	var call readCall
 	if err := s.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
 		return nil, err

@@ -137,7 +137,7 @@ var heldSliceScenarios = map[string]func(t *testing.T, dir string){
 // openCachedHeld is openHeld with the keys flushed to a table, so that reads
 // find them in table blocks loaded into the block cache, which (with the
 // default options on 64-bit unix) keeps them outside the Go heap.
-func openCachedHeld(t *testing.T, dir string) *DB {
+func openCachedHeld(t *testing.T, dir string) *database {
 	db := openHeld(t, dir)
 	require.NoError(t, db.Flush(context.Background()))
 	if !db.cache.HasOffHeap() {
@@ -151,7 +151,7 @@ func openCachedHeld(t *testing.T, dir string) *DB {
 // first one's had.
 func churnCached(t *testing.T, dir string) {
 	churn(t, dir)
-	db, err := Open(dir, nil)
+	db, err := openDatabase(dir, nil)
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, db.Flush(ctx))
@@ -185,8 +185,8 @@ func heldFacadeIterator(t *testing.T, dir, params string, flush bool) {
 	require.ErrorIs(t, it.Close(), driver.ErrClosed)
 }
 
-func openHeld(t *testing.T, dir string) *DB {
-	db, err := Open(dir, nil)
+func openHeld(t *testing.T, dir string) *database {
+	db, err := openDatabase(dir, nil)
 	require.NoError(t, err)
 	for i := range 100 {
 		require.NoError(t, db.Put(context.Background(), heldKey(i), heldValue(i)))
@@ -200,7 +200,7 @@ func openHeld(t *testing.T, dir string) *DB {
 func churn(t *testing.T, dir string) {
 	runtime.GC()
 	runtime.GC()
-	db, err := Open(dir, nil)
+	db, err := openDatabase(dir, nil)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, db.Close()) }()
 	junk := bytes.Repeat([]byte{0xEE}, 64)

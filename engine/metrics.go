@@ -26,7 +26,7 @@ import (
 // statistics disabled; the counters by level come from the call sites of
 // the events (see EventListener) and are kept whether or not a listener is
 // set.
-func (d *DB) Metrics(ctx context.Context) (*driver.Metrics, error) {
+func (d *database) Metrics(ctx context.Context) (*driver.Metrics, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func pendingBytes(level, tables int, bytes uint64, opts compact.Options) uint64 
 }
 
 // walMetrics lists the WAL files in the database's directory.
-func (d *DB) walMetrics() (*driver.WALMetrics, error) {
+func (d *database) walMetrics() (*driver.WALMetrics, error) {
 	names, err := d.fs.List(d.dirname)
 	if err != nil {
 		return nil, errors.Wrapf(err, "engine: listing %s for the WAL metrics", d.dirname)

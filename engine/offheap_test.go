@@ -131,7 +131,7 @@ func TestBlockCacheOnGoHeap(t *testing.T) {
 			opts, err := cfg.Options()
 			require.NoError(t, err)
 			require.Equal(t, tc.goHeap, opts.BlockCacheOnGoHeap)
-			db, err := Open(cfg.Dir, opts)
+			db, err := openDatabase(cfg.Dir, opts)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, db.Close()) }()
 			if tc.goHeap {

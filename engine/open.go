@@ -29,7 +29,7 @@ var openReadEnv = sstable.ReadEnv{
 	FillCache:       true,
 }
 
-// Open opens the database in dirname, creating it unless opts says not to.
+// openDatabase opens the database in dirname, creating it unless opts says not to.
 // opts may be nil for the defaults; it is not modified or retained.
 //
 // Opening loads the state the MANIFEST records, checks that every table it
@@ -38,10 +38,10 @@ var openReadEnv = sstable.ReadEnv{
 // (applying opts.WALRecoveryMode to damage; by default only an incomplete
 // final record, the trace of a crash during a write, is dropped), records
 // the result in a new MANIFEST, and starts the background flush and
-// compaction goroutines. A LOCK file keeps a second Open of the same
+// compaction goroutines. A LOCK file keeps a second openDatabase of the same
 // directory, by this process or another, from succeeding until Close.
 //
-// An Open that fails leaves every file as it was (the LOCK file is created
+// An openDatabase that fails leaves every file as it was (the LOCK file is created
 // if missing): everything is checked before CURRENT changes, and the files
 // made before that are removed. A directory without CURRENT that holds a
 // database's files is refused rather than overwritten. After a recovery
@@ -49,7 +49,7 @@ var openReadEnv = sstable.ReadEnv{
 // mode) nothing is deleted that the recovered state cannot account for:
 // such files are renamed aside (NNNNNN.sst.orphan, NNNNNN.log.corrupt, ...)
 // and reported to opts.Logger.
-func Open(dirname string, opts *Options) (_ *DB, err error) {
+func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -58,7 +58,7 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	d := &DB{dirname: dirname, opts: o, fs: o.FS}
+	d := &database{dirname: dirname, opts: o, fs: o.FS}
 	if d.fs == nil {
 		d.fs = vfs.Default
 	}
@@ -133,7 +133,7 @@ func Open(dirname string, opts *Options) (_ *DB, err error) {
 // lockAndLoad creates or checks the directory, takes the LOCK and loads the
 // MANIFEST (manifest.Load, which writes nothing), or prepares a new database
 // whose MANIFEST the commit creates.
-func (d *DB) lockAndLoad() error {
+func (d *database) lockAndLoad() error {
 	exists, err := d.hasCurrent()
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (d *DB) lockAndLoad() error {
 }
 
 // hasCurrent reports whether the directory has a CURRENT file.
-func (d *DB) hasCurrent() (bool, error) {
+func (d *database) hasCurrent() (bool, error) {
 	current := manifest.CurrentFileName(d.dirname)
 	_, err := d.fs.Stat(current)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -203,7 +203,7 @@ func (d *DB) hasCurrent() (bool, error) {
 // newVersionSet prepares the MANIFEST of a new database in a directory
 // without CURRENT, past the numbers of any files an interrupted creation
 // left there.
-func (d *DB) newVersionSet() (*manifest.VersionSet, error) {
+func (d *database) newVersionSet() (*manifest.VersionSet, error) {
 	vs := manifest.New(d.fs, d.dirname)
 	names, err := d.fs.List(d.dirname)
 	if err != nil {
@@ -228,7 +228,7 @@ func (d *DB) newVersionSet() (*manifest.VersionSet, error) {
 // The error is marked ErrCorruption, not ErrInvalidArgument: the names are
 // ones only a shale database writes, so this is a database that lost its
 // CURRENT, which is damage, rather than a wrong directory.
-func (d *DB) refuseWithoutCurrent() error {
+func (d *database) refuseWithoutCurrent() error {
 	names, err := d.fs.List(d.dirname)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -275,7 +275,7 @@ func (d *DB) refuseWithoutCurrent() error {
 // read-only filesystem) opens without the lock, as RocksDB's read-only opens
 // always do: it writes nothing, so it cannot harm a writer, though a writer's
 // changes can make its reads fail.
-func (d *DB) lock() error {
+func (d *database) lock() error {
 	lock, err := d.fs.Lock(manifest.LockFileName(d.dirname))
 	if err == nil {
 		d.dirLock = lock
@@ -300,7 +300,7 @@ func (d *DB) lock() error {
 // checkTables checks that every table the MANIFEST names exists with the
 // size the MANIFEST records (RocksDB's paranoid checks at open), reporting
 // every mismatch in one error marked ErrCorruption.
-func (d *DB) checkTables() error {
+func (d *database) checkTables() error {
 	v := d.vs.Current()
 	defer v.Unref()
 	var problems []string
@@ -328,7 +328,7 @@ func (d *DB) checkTables() error {
 
 // freeMemTables releases the memtables of an Open that failed, and the
 // arenas kept for reuse.
-func (d *DB) freeMemTables() {
+func (d *database) freeMemTables() {
 	d.mu.Lock()
 	for _, m := range d.mu.imm {
 		m.unref()
@@ -344,7 +344,7 @@ func (d *DB) freeMemTables() {
 // openTables opens every table of the current version, reading each one's
 // footer, index, filter and properties with activity DBOpen. With a bound on
 // open files, only as many as the bound are opened.
-func (d *DB) openTables(ctx context.Context) error {
+func (d *database) openTables(ctx context.Context) error {
 	v := d.vs.Current()
 	defer v.Unref()
 	opened := 0
@@ -368,7 +368,7 @@ func (d *DB) openTables(ctx context.Context) error {
 // background work, syncs the WAL and releases the database.
 // Calls made after Close return ErrClosed; calls in progress must have
 // returned (the façade ensures it).
-func (d *DB) Close() error {
+func (d *database) Close() error {
 	// Writes made without the WAL exist only in memtables: flush them first,
 	// as RocksDB's close does when it holds unpersisted data, so that a
 	// clean Close loses no acknowledged write.
@@ -425,7 +425,7 @@ func (d *DB) Close() error {
 }
 
 // closeResources releases what Open acquired, in reverse order.
-func (d *DB) closeResources() error {
+func (d *database) closeResources() error {
 	var err error
 	if d.tables != nil {
 		d.tables.close()
@@ -441,7 +441,7 @@ func (d *DB) closeResources() error {
 }
 
 // flushLoop and compactLoop run background work until Close.
-func (d *DB) flushLoop() {
+func (d *database) flushLoop() {
 	defer d.bgDone.Done()
 	ctx := context.Background()
 	for range d.flushWork {
@@ -454,7 +454,7 @@ func (d *DB) flushLoop() {
 	}
 }
 
-func (d *DB) compactLoop() {
+func (d *database) compactLoop() {
 	defer d.bgDone.Done()
 	ctx := context.Background()
 	for range d.compactWork {
@@ -468,7 +468,7 @@ func (d *DB) compactLoop() {
 }
 
 // syncDir makes directory entry changes in the database directory durable.
-func (d *DB) syncDir() error { return syncDir(d.fs, d.dirname) }
+func (d *database) syncDir() error { return syncDir(d.fs, d.dirname) }
 
 func syncDir(fs vfs.FS, dirname string) error {
 	dir, err := fs.OpenDir(dirname)
@@ -487,7 +487,7 @@ func syncDir(fs vfs.FS, dirname string) error {
 // flush or compaction is writing, WALs older than the oldest one recovery
 // would replay, MANIFESTs other than the current one, and, at open (before
 // anything can be writing one), temporary files a crash left behind.
-func (d *DB) deleteObsoleteFiles(atOpen bool) {
+func (d *database) deleteObsoleteFiles(atOpen bool) {
 	names, err := d.fs.List(d.dirname)
 	if err != nil {
 		return

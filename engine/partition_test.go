@@ -31,7 +31,7 @@ func TestPartitionIndexAndFilters(t *testing.T) {
 	opts, err := cfg.Options()
 	require.NoError(t, err)
 	require.Equal(t, 256, opts.MetadataBlockSize)
-	db, err := Open(dir, opts)
+	db, err := openDatabase(dir, opts)
 	require.NoError(t, err)
 
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -59,7 +59,7 @@ func TestPartitionIndexAndFilters(t *testing.T) {
 
 	// Reopened without partitioning or the cache option, the tables read
 	// the same.
-	db, err = Open(dir, &Options{})
+	db, err = openDatabase(dir, &Options{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, db.Close()) }()
 	checkPartitionedDB(t, db, model, rng)
@@ -86,7 +86,7 @@ func requirePartitionedTables(t *testing.T, dir string) {
 
 // checkPartitionedDB compares db with model: Gets of present and absent
 // keys, a MultiGet, full scans both ways and bounded seeks.
-func checkPartitionedDB(t *testing.T, db *DB, model map[string][]byte, rng *rand.Rand) {
+func checkPartitionedDB(t *testing.T, db *database, model map[string][]byte, rng *rand.Rand) {
 	t.Helper()
 	ctx := context.Background()
 	keys := make([]string, 0, len(model))
@@ -174,13 +174,13 @@ func tableVersions(t *testing.T, dir string) map[uint64]int {
 func TestPartitionMixedFormats(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	open := func(dsn string) *DB {
+	open := func(dsn string) *database {
 		t.Helper()
 		cfg, err := ParseDSN(dir + "?block_size=256&stats_level=all&disable_auto_compactions=true" + dsn)
 		require.NoError(t, err)
 		opts, err := cfg.Options()
 		require.NoError(t, err)
-		db, err := Open(dir, opts)
+		db, err := openDatabase(dir, opts)
 		require.NoError(t, err)
 		return db
 	}
@@ -188,7 +188,7 @@ func TestPartitionMixedFormats(t *testing.T) {
 		"&cache_index_and_filter_blocks=true&block_cache_size=64KiB"
 	rng := rand.New(rand.NewPCG(3, 4))
 	model := map[string][]byte{}
-	write := func(db *DB, n int, round string) {
+	write := func(db *database, n int, round string) {
 		for range n {
 			k := fmt.Sprintf("key%05d", rng.IntN(4000))
 			v := fmt.Appendf(nil, "value-%s-%s", round, k)
@@ -196,7 +196,7 @@ func TestPartitionMixedFormats(t *testing.T) {
 			model[k] = v
 		}
 	}
-	deleteRange := func(db *DB, lo, hi int) {
+	deleteRange := func(db *database, lo, hi int) {
 		start, end := fmt.Sprintf("key%05d", lo), fmt.Sprintf("key%05d", hi)
 		require.NoError(t, db.DeleteRange(ctx, []byte(start), []byte(end)))
 		for k := range model {
@@ -258,7 +258,7 @@ func TestPartitionMixedFormats(t *testing.T) {
 	// A checkpoint reads the same, opened without partitioning.
 	cpDir := filepath.Join(t.TempDir(), "cp")
 	require.NoError(t, db.Checkpoint(ctx, cpDir))
-	cp, err := Open(cpDir, &Options{})
+	cp, err := openDatabase(cpDir, &Options{})
 	require.NoError(t, err)
 	checkPartitionedDB(t, cp, model, rng)
 	require.NoError(t, cp.Check(ctx))

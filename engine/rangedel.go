@@ -8,9 +8,9 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
-	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -19,7 +19,7 @@ import (
 // keys put earlier in the batch and none put after it. An empty or inverted
 // range (start >= end) is a no-op, as in Pebble, and adds nothing. start and
 // end are copied.
-func (b *Batch) DeleteRange(start, end []byte) {
+func (b *writeBatch) DeleteRange(start, end []byte) {
 	if bytes.Compare(start, end) >= 0 {
 		return
 	}
@@ -30,14 +30,14 @@ func (b *Batch) DeleteRange(start, end []byte) {
 // number of keys: a range tombstone that reads, flushes and compactions
 // honour. An empty or inverted range writes nothing and returns nil (after
 // the checks every write makes: a closed or read-only database, a done ctx).
-func (d *DB) DeleteRange(ctx context.Context, start, end []byte) error {
+func (d *database) DeleteRange(ctx context.Context, start, end []byte) error {
 	return d.deleteRangeImpl(ctx, ioctx.WriteOptionsFrom(ctx), start, end)
 }
 
 // deleteRangeImpl is DeleteRange with resolved write options (the driver
 // adapter's: the façade resolved them).
-func (d *DB) deleteRangeImpl(ctx context.Context, wo WriteOptions, start, end []byte) error {
-	b := batchPool.Get().(*Batch)
+func (d *database) deleteRangeImpl(ctx context.Context, wo writeOptions, start, end []byte) error {
+	b := batchPool.Get().(*writeBatch)
 	b.DeleteRange(start, end)
 	err := d.writeOpts(ctx, &b.b, wo, nil)
 	b.Reset()
@@ -50,7 +50,7 @@ func (d *DB) deleteRangeImpl(ctx context.Context, wo WriteOptions, start, end []
 // writes again afterwards), and Commit fails with ErrConflict if anything
 // was written in the range since the transaction began. An empty or
 // inverted range is a no-op.
-func (tx *Tx) DeleteRange(ctx context.Context, start, end []byte) error {
+func (tx *txn) DeleteRange(ctx context.Context, start, end []byte) error {
 	if err := tx.checkWrite(ctx); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (tx *Tx) DeleteRange(ctx context.Context, start, end []byte) error {
 
 // rangeDels returns the transaction's range deletions as a Set of copies, or
 // nil when it has none.
-func (tx *Tx) rangeDels() *rangedel.Set {
+func (tx *txn) rangeDels() *rangedel.Set {
 	if tx.index.NumRangeDeletions() == 0 {
 		return nil
 	}
@@ -77,7 +77,7 @@ func (tx *Tx) rangeDels() *rangedel.Set {
 // checkRangeConflict checks one record of the transaction against the
 // writes committed since it began: for a range deletion, any write in its
 // range; for a point write, any write of the key, range deletions included.
-func (tx *Tx) checkRangeConflict(v *readpath.View, kind base.Kind, key, value []byte) error {
+func (tx *txn) checkRangeConflict(v *readpath.View, kind base.Kind, key, value []byte) error {
 	start, end := key, value
 	if kind != base.KindRangeDelete {
 		end = append(append(make([]byte, 0, len(key)+1), key...), 0)
@@ -97,7 +97,7 @@ func (tx *Tx) checkRangeConflict(v *readpath.View, kind base.Kind, key, value []
 // skipDeletedRange moves the snapshot side past a key the transaction's
 // range deletions hide, seeking past the covering range, and reports
 // whether it moved.
-func (t *TxIterator) skipDeletedRange() bool {
+func (t *txnIterator) skipDeletedRange() bool {
 	if t.dels == nil {
 		return false
 	}

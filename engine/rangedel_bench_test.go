@@ -17,11 +17,11 @@ const rdBenchKeys = 20000
 // source (a table of the last level, an L0 table, the memtable), all over
 // keys above the live ones, so reads pay for checking them but find the
 // same data.
-func rdBenchDB(b *testing.B, tombstones bool) *DB {
+func rdBenchDB(b *testing.B, tombstones bool) *database {
 	b.Helper()
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	db, err := Open("/db", &Options{FS: fs, DisableAutoCompactions: true})
+	db, err := openDatabase("/db", &Options{FS: fs, DisableAutoCompactions: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,10 +133,10 @@ func BenchmarkScanDeleted10k(b *testing.B) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
-		delete func(db *DB)
+		delete func(db *database)
 	}{
-		{"DeleteRange", func(db *DB) { must(b, db.DeleteRange(ctx, key(5000), key(15000))) }},
-		{"Delete", func(db *DB) {
+		{"DeleteRange", func(db *database) { must(b, db.DeleteRange(ctx, key(5000), key(15000))) }},
+		{"Delete", func(db *database) {
 			for i := 5000; i < 15000; i++ {
 				must(b, db.Delete(ctx, key(i)))
 			}

@@ -25,7 +25,7 @@ func (m model) deleteRange(start, end []byte) {
 type rdReader interface {
 	Get(ctx context.Context, key []byte) ([]byte, error)
 	MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error)
-	NewIterator(ctx context.Context, opts *IterOptions) (*Iterator, error)
+	NewIterator(ctx context.Context, opts *iterOptions) (*iterator, error)
 }
 
 // checkAgainst compares every read API of r with m: Get and MultiGet of
@@ -52,11 +52,11 @@ func checkAgainst(t *testing.T, rng *rand.Rand, r rdReader, m model, nkeys int, 
 		require.Equal(t, want, string(got[i]), "%s: MultiGet(%s)", what, k)
 	}
 	for range 3 {
-		var opts *IterOptions
+		var opts *iterOptions
 		var lower, upper []byte
 		if rng.IntN(2) == 0 {
 			lower, upper = key(rng.IntN(nkeys)), key(rng.IntN(nkeys+1))
-			opts = &IterOptions{LowerBound: lower, UpperBound: upper}
+			opts = &iterOptions{LowerBound: lower, UpperBound: upper}
 		}
 		want := m.scan(lower, upper)
 		it, err := r.NewIterator(ctx, opts)
@@ -103,7 +103,7 @@ func checkAgainst(t *testing.T, rng *rand.Rand, r rdReader, m model, nkeys int, 
 
 // modelSnap is a snapshot a model test took, with the model as it was then.
 type modelSnap struct {
-	s *Snapshot
+	s *snapshot
 	m model
 }
 
@@ -146,7 +146,7 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	opts := smallOptions(fs)
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	defer func() { _ = db.Close() }()
 
@@ -177,7 +177,7 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 		case op < 66:
 			// A batch: puts before the deletion are covered, puts after it
 			// are not.
-			b := NewBatch()
+			b := newWriteBatch()
 			s, e := randRange()
 			for range 3 {
 				k := key(rng.IntN(nkeys))
@@ -219,7 +219,7 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 			checkVersion(t, db)
 		case op < 79:
 			require.NoError(t, db.Close())
-			db, err = Open("/db", opts)
+			db, err = openDatabase("/db", opts)
 			require.NoError(t, err)
 			snaps = nil // closed with the database
 		case op < 83 && len(snaps) < 4:
@@ -242,7 +242,7 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 // checkVersion runs DB.Check: the version's level invariants (L1 and below
 // do not overlap, range-deletion sentinels included), every table's blocks,
 // and its MANIFEST bounds, which tombstones may extend.
-func checkVersion(t *testing.T, db *DB) {
+func checkVersion(t *testing.T, db *database) {
 	t.Helper()
 	require.NoError(t, db.Check(context.Background()))
 }
@@ -250,10 +250,10 @@ func checkVersion(t *testing.T, db *DB) {
 // openRangeDelDB opens a database for a test that writes range tombstones:
 // its cleanup runs checkVersion rather than DB.Check, which does not know
 // their bounds yet.
-func openRangeDelDB(t *testing.T) *DB {
+func openRangeDelDB(t *testing.T) *database {
 	t.Helper()
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		checkVersion(t, db)
@@ -271,7 +271,7 @@ func TestDeleteRangeEmpty(t *testing.T) {
 	require.NoError(t, db.DeleteRange(ctx, []byte("c"), []byte("a")))
 	require.NoError(t, db.DeleteRange(ctx, []byte("b"), []byte("b")))
 	require.Equal(t, before, db.mu.lastSeq, "no write")
-	b := NewBatch()
+	b := newWriteBatch()
 	b.DeleteRange([]byte("z"), []byte("a"))
 	require.Zero(t, b.Count())
 	v, err := db.Get(ctx, []byte("b"))
@@ -281,7 +281,7 @@ func TestDeleteRangeEmpty(t *testing.T) {
 
 // tableStats sums, over the current version's tables, the point entries in
 // [start, end) and the tables with range tombstones.
-func tableStats(t *testing.T, db *DB, start, end []byte) (points, withDels int) {
+func tableStats(t *testing.T, db *database, start, end []byte) (points, withDels int) {
 	t.Helper()
 	ctx := context.Background()
 	rs := mustReadState(t, db)
@@ -318,7 +318,7 @@ func TestCompactionDropsCoveredKeys(t *testing.T) {
 				require.NoError(t, db.Put(ctx, key(i), []byte("v")))
 			}
 			require.NoError(t, db.Compact(ctx, nil, nil))
-			var snap *Snapshot
+			var snap *snapshot
 			if withSnapshot {
 				var err error
 				snap, err = db.NewSnapshot()

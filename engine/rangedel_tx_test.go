@@ -69,8 +69,8 @@ func TestTxDeleteRangeConflicts(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
-		txOp     func(tx *Tx) error
-		other    func(db *DB) error
+		txOp     func(tx *txn) error
+		other    func(db *database) error
 		flush    bool
 		conflict bool
 	}{
@@ -78,13 +78,13 @@ func TestTxDeleteRangeConflicts(t *testing.T) {
 		{"put-inside-flushed", rdTx("b", "d"), put("c"), true, true},
 		{"put-at-end", rdTx("b", "d"), put("d"), false, false},
 		{"put-outside", rdTx("b", "d"), put("a"), false, false},
-		{"delete-inside", rdTx("b", "d"), func(db *DB) error { return db.Delete(ctx, []byte("bz")) }, false, true},
-		{"range-overlapping", rdTx("b", "d"), func(db *DB) error { return db.DeleteRange(ctx, []byte("c"), []byte("z")) }, false, true},
-		{"range-disjoint", rdTx("b", "d"), func(db *DB) error { return db.DeleteRange(ctx, []byte("d"), []byte("z")) }, true, false},
-		{"tx-put-under-range", func(tx *Tx) error { return tx.Put(ctx, []byte("m"), []byte("1")) },
-			func(db *DB) error { return db.DeleteRange(ctx, []byte("a"), []byte("z")) }, false, true},
-		{"tx-put-beside-range", func(tx *Tx) error { return tx.Put(ctx, []byte("z"), []byte("1")) },
-			func(db *DB) error { return db.DeleteRange(ctx, []byte("a"), []byte("z")) }, true, false},
+		{"delete-inside", rdTx("b", "d"), func(db *database) error { return db.Delete(ctx, []byte("bz")) }, false, true},
+		{"range-overlapping", rdTx("b", "d"), func(db *database) error { return db.DeleteRange(ctx, []byte("c"), []byte("z")) }, false, true},
+		{"range-disjoint", rdTx("b", "d"), func(db *database) error { return db.DeleteRange(ctx, []byte("d"), []byte("z")) }, true, false},
+		{"tx-put-under-range", func(tx *txn) error { return tx.Put(ctx, []byte("m"), []byte("1")) },
+			func(db *database) error { return db.DeleteRange(ctx, []byte("a"), []byte("z")) }, false, true},
+		{"tx-put-beside-range", func(tx *txn) error { return tx.Put(ctx, []byte("z"), []byte("1")) },
+			func(db *database) error { return db.DeleteRange(ctx, []byte("a"), []byte("z")) }, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openRangeDelDB(t)
@@ -106,10 +106,10 @@ func TestTxDeleteRangeConflicts(t *testing.T) {
 	}
 }
 
-func rdTx(start, end string) func(tx *Tx) error {
-	return func(tx *Tx) error { return tx.DeleteRange(context.Background(), []byte(start), []byte(end)) }
+func rdTx(start, end string) func(tx *txn) error {
+	return func(tx *txn) error { return tx.DeleteRange(context.Background(), []byte(start), []byte(end)) }
 }
 
-func put(k string) func(db *DB) error {
-	return func(db *DB) error { return db.Put(context.Background(), []byte(k), []byte("new")) }
+func put(k string) func(db *database) error {
+	return func(db *database) error { return db.Put(context.Background(), []byte(k), []byte("new")) }
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/internal/readpath"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -45,7 +45,7 @@ func (r *readCall) done() {
 // api, whose own activity is want, into call, and starts the read. The call
 // is filled in place: copying it and its request by value through three
 // frames was a measurable part of a Get that misses.
-func (d *DB) beginRead(ctx context.Context, api string, want ioctx.Activity, call *readCall) error {
+func (d *database) beginRead(ctx context.Context, api string, want ioctx.Activity, call *readCall) error {
 	if err := ioctx.ResolveReadInto(ctx, nil, api, want, &call.env); err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (d *DB) beginRead(ctx context.Context, api string, want ioctx.Activity, cal
 // database must be open, and a deadline the context does not carry gets a
 // context of its own, so that long reads stop at block granularity. Only
 // that rare case allocates.
-func (d *DB) startRead(ctx context.Context, call *readCall) error {
+func (d *database) startRead(ctx context.Context, call *readCall) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (d *DB) startRead(ctx context.Context, call *readCall) error {
 	return nil
 }
 
-func (d *DB) checkOpen() error {
+func (d *database) checkOpen() error {
 	if d.closedFlag.Load() {
 		return base.Mark(errors.New("engine: database is closed"), ErrClosed)
 	}
@@ -77,7 +77,7 @@ func (d *DB) checkOpen() error {
 // Get returns a copy of the newest value of key, or an error marked
 // ErrNotFound. The context's ReadOptions apply; their activity must be
 // Unknown or Get.
-func (d *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
+func (d *database) Get(ctx context.Context, key []byte) ([]byte, error) {
 	var call readCall
 	if err := d.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (d *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 
 // getCopyImpl is getImpl returning a copy of the value, the one allocation
 // of a copying Get.
-func (d *DB) getCopyImpl(call *readCall, key []byte, seq base.SeqNum) ([]byte, error) {
+func (d *database) getCopyImpl(call *readCall, key []byte, seq base.SeqNum) ([]byte, error) {
 	v, err := d.getImpl(call, key, seq)
 	if err != nil {
 		return nil, err
@@ -98,14 +98,14 @@ func (d *DB) getCopyImpl(call *readCall, key []byte, seq base.SeqNum) ([]byte, e
 	return out, nil
 }
 
-// PinnedValue is a value read without copying: Data points into the block
+// pinnedValue is a value read without copying: Data points into the block
 // cache, a memory-mapped table or the Go heap, and stays valid until
 // Release, which must be called exactly once. A value found in memory
 // outside the Go heap that the engine unmaps on its own schedule (a
 // memtable's mapped arena, the block cache's off-heap region) is copied
-// into a Go heap buffer the PinnedValue holds, so that Data never points
+// into a Go heap buffer the pinnedValue holds, so that Data never points
 // into memory the engine may unmap while a caller still holds it.
-type PinnedValue struct {
+type pinnedValue struct {
 	Data []byte
 	v    readpath.Value
 	rs   *readState
@@ -116,7 +116,7 @@ type PinnedValue struct {
 }
 
 // Release unpins the value.
-func (p *PinnedValue) Release() {
+func (p *pinnedValue) Release() {
 	p.v.Release()
 	if p.rs != nil {
 		p.rs.unref()
@@ -134,10 +134,10 @@ func (p *PinnedValue) Release() {
 // off-heap region (where the platform has one, 64-bit unix) is copied into
 // a recycled Go heap buffer (see PinnedValue): the cost of the copy, but no
 // allocation once warm.
-func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
+func (d *database) GetPinned(ctx context.Context, key []byte) (pinnedValue, error) {
 	var call readCall
 	if err := d.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
-		return PinnedValue{}, err
+		return pinnedValue{}, err
 	}
 	defer call.done()
 	v, err := d.getImpl(&call, key, readLatest)
@@ -146,13 +146,13 @@ func (d *DB) GetPinned(ctx context.Context, key []byte) (PinnedValue, error) {
 	}
 	pb, gen := newPinnedBuf(&d.pinnedBufs, v.Data)
 	v.Release()
-	return PinnedValue{Data: pb.b[:len(pb.b):len(pb.b)], buf: pb, bufGen: gen}, nil
+	return pinnedValue{Data: pb.b[:len(pb.b):len(pb.b)], buf: pb, bufGen: gen}, nil
 }
 
 // readSeq resolves readLatest to the latest visible write. Readers call it
 // after loadReadState, so every write it makes visible is in the state's
 // memtables.
-func (d *DB) readSeq(seq base.SeqNum) base.SeqNum {
+func (d *database) readSeq(seq base.SeqNum) base.SeqNum {
 	if seq == readLatest {
 		return base.SeqNum(d.visibleSeq.Load())
 	}
@@ -161,12 +161,12 @@ func (d *DB) readSeq(seq base.SeqNum) base.SeqNum {
 
 // getImpl reads key at seq (readLatest: the latest visible write). The caller's tag
 // is kept.
-func (d *DB) getImpl(call *readCall, key []byte, seq base.SeqNum) (PinnedValue, error) {
+func (d *database) getImpl(call *readCall, key []byte, seq base.SeqNum) (pinnedValue, error) {
 	// A one-word timer, not a StopWatch: DBGet is its only histogram.
 	timer := d.stats.StartGet()
 	rs, err := d.loadReadState()
 	if err != nil {
-		return PinnedValue{}, err
+		return pinnedValue{}, err
 	}
 	seq = d.readSeq(seq)
 	// The Get's tickers and its DBGet sample are recorded together, in one
@@ -174,9 +174,9 @@ func (d *DB) getImpl(call *readCall, key []byte, seq base.SeqNum) (PinnedValue, 
 	v, err := readpath.Get(call.ctx, &rs.view, call.env, key, seq, &timer)
 	if err != nil {
 		rs.unref()
-		return PinnedValue{}, err
+		return pinnedValue{}, err
 	}
-	return PinnedValue{Data: v.Data, v: v, rs: rs}, nil
+	return pinnedValue{Data: v.Data, v: v, rs: rs}, nil
 }
 
 // MultiGet returns the values of keys in their order; a nil entry means the
@@ -185,7 +185,7 @@ func (d *DB) getImpl(call *readCall, key []byte, seq base.SeqNum) (PinnedValue, 
 // value's capacity ending at its length. The
 // context's activity must be Unknown or MultiGet. A per-key read error fails
 // the call (the first one is returned, naming the key).
-func (d *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+func (d *database) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	var call readCall
 	if err := d.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func (d *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	return d.multiGetImpl(&call, keys, readLatest)
 }
 
-func (d *DB) multiGetImpl(call *readCall, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
+func (d *database) multiGetImpl(call *readCall, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
 	sw := d.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
 	defer sw.Stop()
 	rs, err := d.loadReadState()
@@ -265,13 +265,13 @@ func copyValues(results []readpath.Result, out [][]byte) {
 
 // Statistics returns the database's statistics, or nil when they are
 // disabled.
-func (d *DB) Statistics() *statistics.Statistics { return d.stats }
+func (d *database) Statistics() *statistics.Statistics { return d.stats }
 
 // VerifyChecksum reads every block of every table and checks its checksum,
 // opening each table anew with the caller's IO options. The context's
 // activity must be Unknown or VerifyDBChecksum; its priority charges the
 // rate limiter, so a background verification can be throttled.
-func (d *DB) VerifyChecksum(ctx context.Context) error {
+func (d *database) VerifyChecksum(ctx context.Context) error {
 	var call readCall
 	if err := d.beginRead(ctx, "VerifyChecksum", ioctx.ActivityVerifyDBChecksum, &call); err != nil {
 		return err
@@ -280,7 +280,7 @@ func (d *DB) VerifyChecksum(ctx context.Context) error {
 	return d.verifyChecksumImpl(&call)
 }
 
-func (d *DB) verifyChecksumImpl(call *readCall) error {
+func (d *database) verifyChecksumImpl(call *readCall) error {
 	rs, err := d.loadReadState()
 	if err != nil {
 		return err
@@ -292,7 +292,7 @@ func (d *DB) verifyChecksumImpl(call *readCall) error {
 // VerifyFileChecksums reads every table whole and compares its CRC32C with
 // the one the MANIFEST recorded when the table was written. The context's
 // activity must be Unknown or VerifyFileChecksums.
-func (d *DB) VerifyFileChecksums(ctx context.Context) error {
+func (d *database) VerifyFileChecksums(ctx context.Context) error {
 	var call readCall
 	if err := d.beginRead(ctx, "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums, &call); err != nil {
 		return err
@@ -301,7 +301,7 @@ func (d *DB) VerifyFileChecksums(ctx context.Context) error {
 	return d.verifyFileChecksumsImpl(&call)
 }
 
-func (d *DB) verifyFileChecksumsImpl(call *readCall) error {
+func (d *database) verifyFileChecksumsImpl(call *readCall) error {
 	rs, err := d.loadReadState()
 	if err != nil {
 		return err
@@ -310,6 +310,6 @@ func (d *DB) verifyFileChecksumsImpl(call *readCall) error {
 	return readpath.VerifyFileChecksums(call.ctx, d.readEnv(), &rs.view, call.env)
 }
 
-func (d *DB) readEnv() *readpath.Env {
+func (d *database) readEnv() *readpath.Env {
 	return &readpath.Env{FS: d.fs, Dir: d.dirname, Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads}
 }

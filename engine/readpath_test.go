@@ -37,7 +37,7 @@ var userReadHists = map[string]statistics.Histogram{
 }
 
 // runUserRead performs one read of the named API over keys 0..n-1.
-func runUserRead(t *testing.T, ctx context.Context, db *DB, api string, n int) {
+func runUserRead(t *testing.T, ctx context.Context, db *database, api string, n int) {
 	t.Helper()
 	switch api {
 	case "Get":
@@ -79,7 +79,7 @@ func runUserRead(t *testing.T, ctx context.Context, db *DB, api string, n int) {
 func TestPerActivityHistograms(t *testing.T) {
 	ctx := context.Background()
 	const n = 2000
-	load := func(t *testing.T, level statistics.Level) (*DB, *statistics.Statistics, vfs.FS) {
+	load := func(t *testing.T, level statistics.Level) (*database, *statistics.Statistics, vfs.FS) {
 		stats := statistics.New(level)
 		opts := smallOptions(nil)
 		opts.BlockCacheSize = -1
@@ -133,7 +133,7 @@ func TestPerActivityHistograms(t *testing.T) {
 		stats2 := statistics.New(statistics.DefaultLevel)
 		opts := smallOptions(fs)
 		opts.Statistics = stats2
-		db2, err := Open("/db", opts)
+		db2, err := openDatabase("/db", opts)
 		require.NoError(t, err)
 		checkDB(t, db2)
 		require.Positive(t, stats2.HistogramData(statistics.FileReadDBOpenMicros).Count, "open reads recorded")
@@ -246,7 +246,7 @@ func TestRateLimiterOnRead(t *testing.T) {
 
 // waitForLevel waits until background compactions leave level with n
 // tables and every level above it empty.
-func waitForLevel(t *testing.T, db *DB, level, n int) {
+func waitForLevel(t *testing.T, db *database, level, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		rs := mustReadState(t, db)
@@ -261,10 +261,10 @@ func waitForLevel(t *testing.T, db *DB, level, n int) {
 }
 
 // reopenWith closes db and opens the same directory again.
-func reopenWith(t *testing.T, db *DB, opts *Options) *DB {
+func reopenWith(t *testing.T, db *database, opts *Options) *database {
 	t.Helper()
 	require.NoError(t, db.Close())
-	db2, err := Open("/db", opts)
+	db2, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	checkDB(t, db2)
 	return db2
@@ -308,7 +308,7 @@ func TestEveryReadCarriesItsActivity(t *testing.T) {
 	opts.DisableAutoCompactions = true
 
 	expect("open", ioctx.ActivityDBOpen)
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	expect("flush", ioctx.ActivityFlush)
 	for i := range 3000 {
@@ -347,7 +347,7 @@ func TestEveryReadCarriesItsActivity(t *testing.T) {
 
 	expect("reopen", ioctx.ActivityDBOpen)
 	require.NoError(t, db.Close())
-	db, err = Open("/db", opts)
+	db, err = openDatabase("/db", opts)
 	require.NoError(t, err)
 	require.Positive(t, reads.Load())
 	expect("close", ioctx.ActivityUnknown)
@@ -382,7 +382,7 @@ func TestFlippedBitNeverReturnedAsData(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := smallOptions(mem)
 	opts.DisableAutoCompactions = true
-	db, err := Open("/db", opts)
+	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	m := model{}
 	rng := rand.New(rand.NewPCG(2, 2))
@@ -405,7 +405,7 @@ func TestFlippedBitNeverReturnedAsData(t *testing.T) {
 		o := smallOptions(mem)
 		o.BlockCacheSize = -1
 		o.DisableAutoCompactions = true
-		db, err := Open("/db", o)
+		db, err := openDatabase("/db", o)
 		if err != nil {
 			require.True(t, errors.Is(err, ErrCorruption), "%s: open failed without a corruption error: %v", where, err)
 			continue

@@ -176,7 +176,7 @@ func (p *arenaPool) get(size int) *memtable.MemTable {
 // filter). A state is replaced before its installer's reference is
 // dropped, so tryRef fails only on a state that is no longer current, and
 // the next load sees its successor.
-func (d *DB) loadReadState() (*readState, error) {
+func (d *database) loadReadState() (*readState, error) {
 	for {
 		rs := d.readState.Load()
 		if rs == nil {
@@ -190,7 +190,7 @@ func (d *DB) loadReadState() (*readState, error) {
 
 // updateReadStateLocked installs a read state built from the current
 // memtables and version. d.mu must be held.
-func (d *DB) updateReadStateLocked() {
+func (d *database) updateReadStateLocked() {
 	mems := make([]*memTable, 0, 1+len(d.mu.imm))
 	if d.mu.mem != nil {
 		mems = append(mems, d.mu.mem)

@@ -44,7 +44,7 @@ const (
 // unclean recovery aside, abandon undoes. So an Open that fails leaves every
 // file as it was.
 type recovery struct {
-	d    *DB
+	d    *database
 	mode WALRecoveryMode
 	// edit records the tables written from the WALs, the new WAL and the
 	// last sequence number.
@@ -91,7 +91,7 @@ func (r *recovery) notef(attrs []any, format string, args ...any) {
 }
 
 // logger returns the logger recovery reports go to.
-func (d *DB) logger() *slog.Logger {
+func (d *database) logger() *slog.Logger {
 	if d.opts.Logger != nil {
 		return d.opts.Logger
 	}

@@ -63,7 +63,7 @@ func getRecoveryFixture(t testing.TB) *recoveryFixture {
 	recoveryFixtureOnce.Do(func() {
 		ctx := context.Background()
 		fs := vfs.NewMem()
-		db, err := Open("/db", fuzzOptions(fs))
+		db, err := openDatabase("/db", fuzzOptions(fs))
 		require.NoError(t, err)
 		recKeys(t, db, 0, fuzzFlushed1)
 		require.NoError(t, db.Flush(ctx))
@@ -188,7 +188,7 @@ func checkRecovery(t *testing.T, fx *recoveryFixture, mode WALRecoveryMode, curr
 
 	o := fuzzOptions(fs)
 	o.WALRecoveryMode = mode
-	db, err := Open("/db", o)
+	db, err := openDatabase("/db", o)
 	if err != nil {
 		require.True(t, errors.Is(err, ErrCorruption), "an Open that fails must say why with ErrCorruption: %v", err)
 		requireSameDir(t, before, recDir(t, fs, "/db"), "a failed Open changes nothing: %v", err)
@@ -267,7 +267,7 @@ func checkRecovery(t *testing.T, fx *recoveryFixture, mode WALRecoveryMode, curr
 	// and is enough to read what a reopen finds).
 	o = fuzzOptions(fs.CrashClone())
 	o.ReadOnly = true
-	db, err = Open("/db", o)
+	db, err = openDatabase("/db", o)
 	require.NoError(t, err, "reopening the recovered database")
 	require.Equal(t, got, recPresent(t, db, fuzzKeys), "the reopened database has the same keys")
 	require.NoError(t, db.Check(ctx))

@@ -122,7 +122,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 }
 
 // recKeys writes keys [from, to) with values derived from them.
-func recKeys(t testing.TB, db *DB, from, to int) {
+func recKeys(t testing.TB, db *database, from, to int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := from; i < to; i++ {
@@ -133,7 +133,7 @@ func recKeys(t testing.TB, db *DB, from, to int) {
 func recValue(i int) []byte { return []byte(fmt.Sprintf("value-%d-%s", i, strings.Repeat("x", i%40))) }
 
 // recPresent returns which of keys [0, n) db has, checking each value.
-func recPresent(t testing.TB, db *DB, n int) []bool {
+func recPresent(t testing.TB, db *database, n int) []bool {
 	t.Helper()
 	ctx := context.Background()
 	got := make([]bool, n)
@@ -173,7 +173,7 @@ func recordStarts(t testing.TB, data []byte) []int64 {
 func TestOpenRefusesDirectoryWithoutCurrent(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	recKeys(t, db, 0, 100)
 	require.NoError(t, db.Flush(ctx))
@@ -183,7 +183,7 @@ func TestOpenRefusesDirectoryWithoutCurrent(t *testing.T) {
 	before := recDir(t, fs, "/db")
 
 	for _, o := range []*Options{smallOptions(fs), {FS: fs, ReadOnly: true}, {FS: fs, ErrorIfMissing: true}} {
-		_, err = Open("/db", o)
+		_, err = openDatabase("/db", o)
 		require.ErrorIs(t, err, ErrCorruption)
 		require.ErrorContains(t, err, `directory "/db" has no CURRENT but holds`)
 		require.ErrorContains(t, err, ".sst")
@@ -194,14 +194,14 @@ func TestOpenRefusesDirectoryWithoutCurrent(t *testing.T) {
 
 	// A WAL with data is a database's too.
 	fs2 := vfs.NewMem()
-	db, err = Open("/db", smallOptions(fs2))
+	db, err = openDatabase("/db", smallOptions(fs2))
 	require.NoError(t, err)
 	recKeys(t, db, 0, 10)
 	require.NoError(t, db.Close())
 	for _, n := range append(recFiles(t, fs2, "/db", manifest.FileKindManifest), manifest.CurrentFileName("/db")) {
 		require.NoError(t, fs2.Remove(n))
 	}
-	_, err = Open("/db", smallOptions(fs2))
+	_, err = openDatabase("/db", smallOptions(fs2))
 	require.ErrorIs(t, err, ErrCorruption)
 	require.ErrorContains(t, err, ".log")
 
@@ -216,7 +216,7 @@ func TestOpenRefusesDirectoryWithoutCurrent(t *testing.T) {
 	writeAll(t, fs3, manifest.TempFileName("/db", 1), []byte("MANIFEST-000001\n"))
 	writeAll(t, fs3, manifest.LogFileName("/db", 2), nil)
 	writeAll(t, fs3, "/db/notes.txt", []byte("not shale's"))
-	db, err = Open("/db", smallOptions(fs3))
+	db, err = openDatabase("/db", smallOptions(fs3))
 	require.NoError(t, err, "an interrupted creation is completed")
 	recKeys(t, db, 0, 5)
 	require.NoError(t, db.Close())
@@ -230,7 +230,7 @@ func TestOpenRefusesDirectoryWithoutCurrent(t *testing.T) {
 func TestTornManifestTailKeepsFlushedData(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	recKeys(t, db, 0, 300)
 	require.NoError(t, db.Flush(ctx))
@@ -250,7 +250,7 @@ func TestTornManifestTailKeepsFlushedData(t *testing.T) {
 	var log recLog
 	o := smallOptions(fs)
 	o.Logger = log.logger()
-	db, err = Open("/db", o)
+	db, err = openDatabase("/db", o)
 	require.NoError(t, err)
 	require.Equal(t, slices.Repeat([]bool{true}, 300), recPresent(t, db, 300), "every flushed key survives")
 	require.NoError(t, db.Check(ctx))
@@ -262,7 +262,7 @@ func TestTornManifestTailKeepsFlushedData(t *testing.T) {
 	require.Contains(t, log.String(), kept)
 
 	// The next Open is clean and leaves the kept file alone.
-	db, err = Open("/db", smallOptions(fs))
+	db, err = openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	require.True(t, bytes.Equal(flushed, recRead(t, fs, kept)))
@@ -294,7 +294,7 @@ func TestWALRecoveryModes(t *testing.T) {
 	o := smallOptions(origFS)
 	o.WriteBufferSize = 4 << 20 // nothing is flushed: every write is in the WAL
 	o.Sync = true
-	db, err := Open("/db", o)
+	db, err := openDatabase("/db", o)
 	require.NoError(t, err)
 	recKeys(t, db, 0, n)
 	require.NoError(t, db.Close())
@@ -348,7 +348,7 @@ func TestWALRecoveryModes(t *testing.T) {
 				o.WALRecoveryMode = mode
 				o.Logger = log.logger()
 				o.Statistics = statistics.New(statistics.DefaultLevel)
-				db, err := Open("/db", o)
+				db, err := openDatabase("/db", o)
 				fails := mode == WALRecoveryAbsoluteConsistency ||
 					(mode == WALRecoveryTolerateCorruptedTailRecords && !dm.torn)
 				if fails {
@@ -407,7 +407,7 @@ func TestPointInTimeSkipsLaterWALs(t *testing.T) {
 	o := smallOptions(origFS)
 	o.WriteBufferSize = 4 << 20
 	o.Sync = true
-	db, err := Open("/db", o)
+	db, err := openDatabase("/db", o)
 	require.NoError(t, err)
 	recKeys(t, db, 0, 200)
 	require.NoError(t, db.Close())
@@ -423,7 +423,7 @@ func TestPointInTimeSkipsLaterWALs(t *testing.T) {
 	w := wal.NewWriter(&buf)
 	seq := baseSeq(t, origFS)
 	for i := 200; i < 400; i++ {
-		b := NewBatch()
+		b := newWriteBatch()
 		b.Put(key(i), recValue(i))
 		b.b.SetSeqNum(seq + base.SeqNum(i-200+1))
 		_, err := w.WriteRecord(b.b.Repr())
@@ -453,7 +453,7 @@ func TestPointInTimeSkipsLaterWALs(t *testing.T) {
 			o.Statistics = statistics.New(statistics.DefaultLevel)
 			var log recLog
 			o.Logger = log.logger()
-			db, err := Open("/db", o)
+			db, err := openDatabase("/db", o)
 			if tc.present == nil {
 				require.ErrorIs(t, err, ErrCorruption)
 				require.ErrorContains(t, err, older)
@@ -484,7 +484,7 @@ func TestPointInTimeSkipsLaterWALs(t *testing.T) {
 func baseSeq(t testing.TB, fs vfs.FS) base.SeqNum {
 	o := smallOptions(fs)
 	o.ReadOnly = true
-	db, err := Open("/db", o)
+	db, err := openDatabase("/db", o)
 	require.NoError(t, err)
 	defer db.Close()
 	db.mu.Lock()
@@ -498,7 +498,7 @@ func baseSeq(t testing.TB, fs vfs.FS) base.SeqNum {
 func TestOpenChecksTableSizes(t *testing.T) {
 	ctx := context.Background()
 	origFS := vfs.NewMem()
-	db, err := Open("/db", smallOptions(origFS))
+	db, err := openDatabase("/db", smallOptions(origFS))
 	require.NoError(t, err)
 	recKeys(t, db, 0, 200)
 	require.NoError(t, db.Flush(ctx))
@@ -532,7 +532,7 @@ func TestOpenChecksTableSizes(t *testing.T) {
 				before := recDir(t, fs, "/db")
 				o := smallOptions(fs)
 				o.ReadOnly = readOnly
-				_, err := Open("/db", o)
+				_, err := openDatabase("/db", o)
 				require.ErrorIs(t, err, ErrCorruption)
 				for _, w := range tc.want {
 					require.ErrorContains(t, err, w)
@@ -551,7 +551,7 @@ func TestFailedOpenChangesNothing(t *testing.T) {
 	origFS := vfs.NewMem()
 	o := smallOptions(origFS)
 	o.Sync = true
-	db, err := Open("/db", o)
+	db, err := openDatabase("/db", o)
 	require.NoError(t, err)
 	recKeys(t, db, 0, 300)
 	require.NoError(t, db.Flush(ctx))
@@ -596,7 +596,7 @@ func TestFailedOpenChangesNothing(t *testing.T) {
 			}
 			before := recDir(t, mem, "/db")
 			o := smallOptions(fs)
-			_, err := Open("/db", o)
+			_, err := openDatabase("/db", o)
 			require.Error(t, err)
 			if tc.damage != nil {
 				require.ErrorIs(t, err, ErrCorruption)
@@ -605,7 +605,7 @@ func TestFailedOpenChangesNothing(t *testing.T) {
 			}
 			requireSameDir(t, before, recDir(t, mem, "/db"), "a failed Open changes nothing")
 			if tc.inject != nil {
-				db, err := Open("/db", smallOptions(mem))
+				db, err := openDatabase("/db", smallOptions(mem))
 				require.NoError(t, err, "the database opens once the failure is gone")
 				require.Equal(t, slices.Repeat([]bool{true}, 600), recPresent(t, db, 600))
 				require.NoError(t, db.Close())
@@ -621,7 +621,7 @@ func TestFailedOpenChangesNothing(t *testing.T) {
 func TestReadOnlyOpenOfUnwritableDirectory(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewMem()
-	db, err := Open("/db", smallOptions(mem))
+	db, err := openDatabase("/db", smallOptions(mem))
 	require.NoError(t, err)
 	recKeys(t, db, 0, 100)
 	require.NoError(t, db.Flush(ctx))
@@ -633,13 +633,13 @@ func TestReadOnlyOpenOfUnwritableDirectory(t *testing.T) {
 			fs := errorfs.Wrap(mem, errorfs.InjectError(errno, errorfs.Writes()))
 			o := smallOptions(fs)
 			o.ReadOnly = true
-			db, err := Open("/db", o)
+			db, err := openDatabase("/db", o)
 			require.NoError(t, err)
 			require.Equal(t, slices.Repeat([]bool{true}, 200), recPresent(t, db, 200))
 			require.NoError(t, db.Close())
 			require.Zero(t, fs.Injected()-1, "only the LOCK was tried")
 
-			_, err = Open("/db", smallOptions(fs))
+			_, err = openDatabase("/db", smallOptions(fs))
 			require.ErrorIs(t, err, errno)
 			require.NotContains(t, err.Error(), "in use")
 			if errno == syscall.EACCES {
@@ -650,11 +650,11 @@ func TestReadOnlyOpenOfUnwritableDirectory(t *testing.T) {
 		})
 	}
 
-	held, err := Open("/db", smallOptions(mem))
+	held, err := openDatabase("/db", smallOptions(mem))
 	require.NoError(t, err)
 	o := smallOptions(mem)
 	o.ReadOnly = true
-	_, err = Open("/db", o)
+	_, err = openDatabase("/db", o)
 	require.ErrorIs(t, err, vfs.ErrLocked)
 	require.ErrorContains(t, err, "in use")
 	require.NoError(t, held.Close())
@@ -671,7 +671,7 @@ func TestReadOnlyOpenOfReadOnlyFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	o := smallOptions(nil)
 	o.FS = nil
-	db, err := Open(dir, o)
+	db, err := openDatabase(dir, o)
 	require.NoError(t, err)
 	recKeys(t, db, 0, 100)
 	require.NoError(t, db.Flush(ctx))
@@ -687,20 +687,20 @@ func TestReadOnlyOpenOfReadOnlyFiles(t *testing.T) {
 	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
 
 	o.ReadOnly = true
-	db, err = Open(dir, o)
+	db, err = openDatabase(dir, o)
 	require.NoError(t, err)
 	require.Equal(t, slices.Repeat([]bool{true}, 150), recPresent(t, db, 150))
 	require.NoError(t, db.Close())
 
 	o.ReadOnly = false
-	_, err = Open(dir, o)
+	_, err = openDatabase(dir, o)
 	require.ErrorContains(t, err, "permission denied")
 	require.NotContains(t, err.Error(), "in use")
 }
 
 // TestWALRecoveryModeOption checks the option's validation and spelling.
 func TestWALRecoveryModeOption(t *testing.T) {
-	_, err := Open("/db", &Options{FS: vfs.NewMem(), WALRecoveryMode: 9})
+	_, err := openDatabase("/db", &Options{FS: vfs.NewMem(), WALRecoveryMode: 9})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.ErrorContains(t, err, "wal_recovery_mode 9")
 	for m := WALRecoveryTolerateCorruptedTailRecords; m <= WALRecoverySkipAnyCorruptedRecords; m++ {
@@ -723,7 +723,7 @@ func TestOpenDeletesOnlyRedundantTables(t *testing.T) {
 	mem := vfs.NewMem()
 	o := smallOptions(mem)
 	o.DisableAutoCompactions = true
-	db, err := Open("/db", o)
+	db, err := openDatabase("/db", o)
 	require.NoError(t, err)
 	recKeys(t, db, 0, 100)
 	require.NoError(t, db.Flush(ctx))
@@ -747,7 +747,7 @@ func TestOpenDeletesOnlyRedundantTables(t *testing.T) {
 	var log recLog
 	o = smallOptions(fs)
 	o.Logger = log.logger()
-	db, err = Open("/db", o)
+	db, err = openDatabase("/db", o)
 	require.NoError(t, err)
 	got := recPresent(t, db, 250)
 	require.NoError(t, db.Close())
@@ -776,7 +776,7 @@ func TestOpenDeletesOnlyRedundantTables(t *testing.T) {
 	require.Less(t, manifest.FileNum(1), next)
 	writeAll(t, fs, old, []byte("a table nobody accounts for"))
 	require.NoError(t, syncDir(fs, "/db"))
-	db, err = Open("/db", smallOptions(fs))
+	db, err = openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	require.Equal(t, slices.Repeat([]bool{true}, 250), recPresent(t, db, 250))
 	require.NoError(t, db.Close())

@@ -14,7 +14,7 @@ import (
 // of incompressible values) is several times its 256 KiB block cache, with
 // every table in one level and the cache empty: compaction and the
 // read-back of new tables do not fill it.
-func scanCacheDB(t *testing.T) (*DB, *statistics.Statistics, int) {
+func scanCacheDB(t *testing.T) (*database, *statistics.Statistics, int) {
 	t.Helper()
 	const keys = 8000
 	opts := smallOptions(nil)
@@ -47,9 +47,9 @@ func cacheDelta(st *statistics.Statistics, f func()) (hits, misses uint64) {
 
 // scanAll iterates over [lower, upper) forward or backward and returns the
 // number of keys.
-func scanAll(t *testing.T, db *DB, lower, upper []byte, forward bool) int {
+func scanAll(t *testing.T, db *database, lower, upper []byte, forward bool) int {
 	t.Helper()
-	it, err := db.NewIterator(context.Background(), &IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := db.NewIterator(context.Background(), &iterOptions{LowerBound: lower, UpperBound: upper})
 	require.NoError(t, err)
 	var n int
 	if forward {

@@ -8,7 +8,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 )
 
-// Snapshot is a consistent point-in-time view of the database: reads through
+// snapshot is a consistent point-in-time view of the database: reads through
 // it see exactly the writes acknowledged before it was taken. Compactions
 // keep every version a snapshot can see until it is closed. Safe for
 // concurrent use; Close it when done.
@@ -17,11 +17,11 @@ import (
 // database's: the context's ReadOptions apply, checked and tagged with the
 // API's activity. An iterator opened on a snapshot keeps reading it after
 // the snapshot's Close (it holds the table files it reads).
-type Snapshot struct {
-	db  *DB
+type snapshot struct {
+	db  *database
 	seq base.SeqNum
 	// prev and next link the DB's snapshot list, guarded by db.mu.
-	prev, next *Snapshot
+	prev, next *snapshot
 	// released is set by Close; reads check it without taking db.mu.
 	released atomic.Bool
 }
@@ -29,7 +29,7 @@ type Snapshot struct {
 // snapshotList is a doubly linked list of open snapshots in creation order,
 // which is sequence-number order. Its zero value is not ready: init first.
 type snapshotList struct {
-	root Snapshot
+	root snapshot
 	n    int
 }
 
@@ -39,14 +39,14 @@ func (l *snapshotList) lazyInit() {
 	}
 }
 
-func (l *snapshotList) pushBack(s *Snapshot) {
+func (l *snapshotList) pushBack(s *snapshot) {
 	l.lazyInit()
 	s.prev, s.next = l.root.prev, &l.root
 	s.prev.next, l.root.prev = s, s
 	l.n++
 }
 
-func (l *snapshotList) remove(s *Snapshot) {
+func (l *snapshotList) remove(s *snapshot) {
 	s.prev.next, s.next.prev = s.next, s.prev
 	s.prev, s.next = nil, nil
 	l.n--
@@ -68,23 +68,23 @@ func (l *snapshotList) seqNums() []base.SeqNum {
 }
 
 // NewSnapshot returns a snapshot of the database as of now.
-func (d *DB) NewSnapshot() (*Snapshot, error) {
+func (d *database) NewSnapshot() (*snapshot, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.mu.closed || d.mu.closing {
 		return nil, base.Mark(errors.New("engine: NewSnapshot on a closed database"), ErrClosed)
 	}
-	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
+	s := &snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
 	d.mu.snapshots.pushBack(s)
 	return s, nil
 }
 
 // SeqNum returns the sequence number the snapshot reads at.
-func (s *Snapshot) SeqNum() uint64 { return uint64(s.seq) }
+func (s *snapshot) SeqNum() uint64 { return uint64(s.seq) }
 
 // Close releases the snapshot. Closing twice returns an error marked
 // ErrClosed.
-func (s *Snapshot) Close() error {
+func (s *snapshot) Close() error {
 	d := s.db
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -97,7 +97,7 @@ func (s *Snapshot) Close() error {
 
 // startRead checks the snapshot and the database and starts a read with
 // the resolved request (the driver adapter's reads: the façade resolved it).
-func (s *Snapshot) startRead(ctx context.Context, call *readCall) error {
+func (s *snapshot) startRead(ctx context.Context, call *readCall) error {
 	if s.released.Load() {
 		return errSnapshotClosed
 	}

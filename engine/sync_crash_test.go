@@ -40,7 +40,7 @@ func TestSyncOptionCrashChild(t *testing.T) {
 		t.Skip("run by TestSyncOptionSurvivesSIGKILL in a child process")
 	}
 	round := os.Getenv("SHALE_SYNC_CRASH_ROUND")
-	db, err := Open(dir, &Options{
+	db, err := openDatabase(dir, &Options{
 		Sync:                           false,
 		WriteBufferSize:                64 << 10,
 		TargetFileSizeBase:             32 << 10,
@@ -108,7 +108,7 @@ func TestSyncOptionSurvivesSIGKILL(t *testing.T) {
 			return true
 		})
 
-		db, err := Open(dir, nil)
+		db, err := openDatabase(dir, nil)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
 		ctx := context.Background()
 		synced, covered, lost := 0, 0, 0

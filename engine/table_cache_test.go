@@ -51,7 +51,7 @@ func TestIteratorOutlivesClose(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOptions(vfs.Default)
 	opts.MmapReads = true
-	db, err := Open(dir, opts)
+	db, err := openDatabase(dir, opts)
 	require.NoError(t, err)
 	const n = 2000
 	for i := range n {

@@ -32,7 +32,7 @@ import (
 // Both do nothing once the reservation has ended, so cleanup code may
 // abandon whatever it still holds. A tableWriter is used by one goroutine.
 type tableWriter struct {
-	d       *DB
+	d       *database
 	fileNum manifest.FileNum
 	name    string
 	file    vfs.File // nil once finished or abandoned
@@ -46,7 +46,7 @@ type tableWriter struct {
 // newTableWriter reserves a new file number and creates its table. Its
 // writes are charged to the rate limiter at pri (RocksDB: flushes at High,
 // compactions at Low) when the limiter limits writes.
-func (d *DB) newTableWriter(ctx context.Context, pri ioctx.Priority, level int) (*tableWriter, error) {
+func (d *database) newTableWriter(ctx context.Context, pri ioctx.Priority, level int) (*tableWriter, error) {
 	fileNum := d.vs.NewFileNum()
 	tw := &tableWriter{d: d, fileNum: fileNum, name: manifest.TableFileName(d.dirname, fileNum)}
 	d.mu.Lock()
@@ -64,7 +64,7 @@ func (d *DB) newTableWriter(ctx context.Context, pri ioctx.Priority, level int) 
 }
 
 // writerOptions returns the options of a new table for level.
-func (d *DB) writerOptions(level int) sstable.WriterOptions {
+func (d *database) writerOptions(level int) sstable.WriterOptions {
 	bits := d.opts.BloomBitsPerKey
 	if bits < 0 || (d.opts.OptimizeFiltersForHits && level == manifest.NumLevels-1) {
 		bits = 0
@@ -204,7 +204,7 @@ func (lw *limitedWriter) Write(p []byte) (int, error) {
 // index, filter and properties, and with ParanoidFileChecks every data block
 // is read back and verified too. The open reader goes into the table cache.
 // A table that does not read back is not installed.
-func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata, level int, activity ioctx.Activity, pri ioctx.Priority) error {
+func (d *database) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata, level int, activity ioctx.Activity, pri ioctx.Priority) error {
 	env := sstable.ReadEnv{
 		IO:              ioctx.IOOptions{Activity: activity, RateLimiterPriority: pri},
 		VerifyChecksums: true,
@@ -226,7 +226,7 @@ func (d *DB) openAndCheckTable(ctx context.Context, meta *manifest.FileMetadata,
 // writeTableFrom writes the entries of it (already filtered by the caller)
 // and the range tombstones dels (may be nil) to one new table and returns
 // its finished writer, holding the reservation; nil means both were empty.
-func (d *DB) writeTableFrom(ctx context.Context, it interface {
+func (d *database) writeTableFrom(ctx context.Context, it interface {
 	First() *base.InternalKV
 	Next() *base.InternalKV
 	Error() error

@@ -15,9 +15,9 @@ import (
 
 // benchCachedDB opens a database whose every block is in the block cache:
 // 20,000 keys of 100-byte values, flushed, then each read once.
-func benchCachedDB(b *testing.B, st *statistics.Statistics) (*DB, [][]byte) {
+func benchCachedDB(b *testing.B, st *statistics.Statistics) (*database, [][]byte) {
 	b.Helper()
-	db, err := Open("/db", &Options{FS: vfs.NewMem(), BlockCacheSize: 64 << 20, Statistics: st})
+	db, err := openDatabase("/db", &Options{FS: vfs.NewMem(), BlockCacheSize: 64 << 20, Statistics: st})
 	if err != nil {
 		b.Fatal(err)
 	}

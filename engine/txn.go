@@ -8,14 +8,14 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/batch"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/ioctx"
-	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/statistics"
 )
 
-// TxOptions configure a transaction. A nil *TxOptions means the defaults.
-type TxOptions struct {
+// txnOptions configure a transaction. A nil *txnOptions means the defaults.
+type txnOptions struct {
 	// ReadOnly rejects writes in the transaction.
 	ReadOnly bool
 	// Sync makes Commit wait until the transaction's writes are durable.
@@ -29,32 +29,32 @@ type TxOptions struct {
 	RateLimiterPriority ioctx.Priority
 }
 
-// ErrTxDone is returned by calls on a transaction after Commit or Rollback.
+// errTxDone is returned by calls on a transaction after Commit or Rollback.
 // It is marked ErrClosed.
-var ErrTxDone = base.Mark(errors.New("engine: transaction has already been committed or rolled back"), ErrClosed)
+var errTxDone = base.Mark(errors.New("engine: transaction has already been committed or rolled back"), ErrClosed)
 
-// Tx is an optimistic transaction. It reads a snapshot taken at BeginTx with
+// txn is an optimistic transaction. It reads a snapshot taken at BeginTx with
 // its own writes merged over it (read-your-writes), buffers its writes in an
 // indexed batch, and at Commit checks that no key it wrote was written by
 // anyone else since it began: if one was, Commit returns an error marked
 // ErrConflict and applies nothing. Otherwise its writes apply atomically.
-// A range deletion in a Tx hides the range from its own reads, and
-// conflicts with any write committed in the range since the Tx began; a
-// concurrent range deletion over a key the Tx writes conflicts too.
+// A range deletion in a txn hides the range from its own reads, and
+// conflicts with any write committed in the range since the txn began; a
+// concurrent range deletion over a key the txn writes conflicts too.
 //
-// A Tx is not safe for concurrent use.
-type Tx struct {
-	db       *DB
-	snap     *Snapshot
+// A txn is not safe for concurrent use.
+type txn struct {
+	db       *database
+	snap     *snapshot
 	b        batch.Batch
 	index    *batch.Index
 	readOnly bool
-	wo       WriteOptions // the commit's
+	wo       writeOptions // the commit's
 	done     bool
 }
 
 // BeginTx starts a transaction.
-func (d *DB) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
+func (d *database) BeginTx(ctx context.Context, opts *txnOptions) (*txn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Wrap(err, "engine: BeginTx")
 	}
@@ -65,11 +65,11 @@ func (d *DB) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := &Tx{db: d, snap: snap}
+	tx := &txn{db: d, snap: snap}
 	tx.index = batch.NewIndex(&tx.b)
 	if opts != nil {
 		tx.readOnly = opts.ReadOnly
-		tx.wo = WriteOptions{Sync: opts.Sync, DisableWAL: opts.DisableWAL, RateLimiterPriority: opts.RateLimiterPriority}
+		tx.wo = writeOptions{Sync: opts.Sync, DisableWAL: opts.DisableWAL, RateLimiterPriority: opts.RateLimiterPriority}
 	}
 	if tx.wo.Sync && tx.wo.DisableWAL {
 		_ = snap.Close()
@@ -78,15 +78,15 @@ func (d *DB) BeginTx(ctx context.Context, opts *TxOptions) (*Tx, error) {
 	return tx, nil
 }
 
-func (tx *Tx) check() error {
+func (tx *txn) check() error {
 	if tx.done {
-		return ErrTxDone
+		return errTxDone
 	}
 	return nil
 }
 
 // Put buffers a write of value to key.
-func (tx *Tx) Put(ctx context.Context, key, value []byte) error {
+func (tx *txn) Put(ctx context.Context, key, value []byte) error {
 	if err := tx.checkWrite(ctx); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (tx *Tx) Put(ctx context.Context, key, value []byte) error {
 }
 
 // Delete buffers a deletion of key.
-func (tx *Tx) Delete(ctx context.Context, key []byte) error {
+func (tx *txn) Delete(ctx context.Context, key []byte) error {
 	if err := tx.checkWrite(ctx); err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (tx *Tx) Delete(ctx context.Context, key []byte) error {
 	return nil
 }
 
-func (tx *Tx) checkWrite(ctx context.Context) error {
+func (tx *txn) checkWrite(ctx context.Context) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (tx *Tx) checkWrite(ctx context.Context) error {
 // Get returns the value of key as the transaction sees it: its own latest
 // write of key if any, else the snapshot's. The context's activity must be
 // Unknown or Get.
-func (tx *Tx) Get(ctx context.Context, key []byte) ([]byte, error) {
+func (tx *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (tx *Tx) Get(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 // getImpl reads key with the caller's tag.
-func (tx *Tx) getImpl(call *readCall, key []byte) ([]byte, error) {
+func (tx *txn) getImpl(call *readCall, key []byte) ([]byte, error) {
 	if v, kind, ok := tx.index.Get(key); ok {
 		if kind == base.KindDelete {
 			return nil, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
@@ -146,7 +146,7 @@ func (tx *Tx) getImpl(call *readCall, key []byte) ([]byte, error) {
 // context's activity must be Unknown or MultiGet, and every read it makes is
 // tagged MultiGet (keys the transaction has not written are read with one
 // multiGetImpl call, never with a Get per key).
-func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
+func (tx *txn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (tx *Tx) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	return tx.multiGetImpl(&call, keys)
 }
 
-func (tx *Tx) multiGetImpl(call *readCall, keys [][]byte) ([][]byte, error) {
+func (tx *txn) multiGetImpl(call *readCall, keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
 	var rest [][]byte
 	var restIdx []int
@@ -188,7 +188,7 @@ func (tx *Tx) multiGetImpl(call *readCall, keys [][]byte) ([][]byte, error) {
 // NewIterator returns an iterator over the transaction's view: the snapshot
 // with the transaction's writes (as of this call) merged over it. The
 // context's activity must be Unknown or DBIterator.
-func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*TxIterator, error) {
+func (tx *txn) NewIterator(ctx context.Context, opts *iterOptions) (*txnIterator, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func (tx *Tx) NewIterator(ctx context.Context, opts *IterOptions) (*TxIterator, 
 }
 
 // newIteratorImpl creates the transaction's iterator with the caller's tag.
-func (tx *Tx) newIteratorImpl(call *readCall, opts *IterOptions) (*TxIterator, error) {
+func (tx *txn) newIteratorImpl(call *readCall, opts *iterOptions) (*txnIterator, error) {
 	var lower, upper []byte
 	if opts != nil {
 		lower, upper = opts.LowerBound, opts.UpperBound
@@ -209,7 +209,7 @@ func (tx *Tx) newIteratorImpl(call *readCall, opts *IterOptions) (*TxIterator, e
 	if err != nil {
 		return nil, err
 	}
-	return &TxIterator{
+	return &txnIterator{
 		db:    it,
 		batch: tx.index.NewIter(lower, upper),
 		dels:  tx.rangeDels(),
@@ -220,7 +220,7 @@ func (tx *Tx) newIteratorImpl(call *readCall, opts *IterOptions) (*TxIterator, e
 // was written by someone else after it began: then it returns an error
 // marked ErrConflict and applies nothing. Either way the transaction is
 // over.
-func (tx *Tx) Commit() error {
+func (tx *txn) Commit() error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (tx *Tx) Commit() error {
 // is newer than the snapshot was written by someone else since BeginTx.
 // Its reads are internal (not on behalf of a public read API), so they
 // carry activity Unknown and count only in the aggregate histogram.
-func (tx *Tx) checkConflicts() error {
+func (tx *txn) checkConflicts() error {
 	d := tx.db
 	rs, err := d.loadReadState()
 	if err != nil {
@@ -278,7 +278,7 @@ func (tx *Tx) checkConflicts() error {
 
 // Rollback discards the transaction's writes. Rolling back a finished
 // transaction returns ErrTxDone.
-func (tx *Tx) Rollback() error {
+func (tx *txn) Rollback() error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -286,12 +286,12 @@ func (tx *Tx) Rollback() error {
 	return tx.snap.Close()
 }
 
-// TxIterator iterates over a transaction's view: its snapshot with the
+// txnIterator iterates over a transaction's view: its snapshot with the
 // transaction's own writes merged over it (a write in the transaction hides
 // the snapshot's value of the key; a delete hides the key). It merges at
 // the user-key level, in either direction. Not safe for concurrent use.
-type TxIterator struct {
-	db    *Iterator
+type txnIterator struct {
+	db    *iterator
 	batch base.InternalIterator
 	// dels are the transaction's range deletions (as of the iterator's
 	// creation), which hide snapshot keys; nil when it has none.
@@ -306,31 +306,31 @@ type TxIterator struct {
 }
 
 // First moves to the first key.
-func (t *TxIterator) First() bool {
+func (t *txnIterator) First() bool {
 	t.dbOK, t.bkv, t.forward = t.db.First(), t.batch.First(), true
 	return t.settle()
 }
 
 // Last moves to the last key.
-func (t *TxIterator) Last() bool {
+func (t *txnIterator) Last() bool {
 	t.dbOK, t.bkv, t.forward = t.db.Last(), t.batch.Last(), false
 	return t.settle()
 }
 
 // SeekGE moves to the first key >= key.
-func (t *TxIterator) SeekGE(key []byte) bool {
+func (t *txnIterator) SeekGE(key []byte) bool {
 	t.dbOK, t.bkv, t.forward = t.db.SeekGE(key), t.batch.SeekGE(key), true
 	return t.settle()
 }
 
 // SeekLT moves to the last key < key.
-func (t *TxIterator) SeekLT(key []byte) bool {
+func (t *txnIterator) SeekLT(key []byte) bool {
 	t.dbOK, t.bkv, t.forward = t.db.SeekLT(key), t.batch.SeekLT(key), false
 	return t.settle()
 }
 
 // Next moves to the next key.
-func (t *TxIterator) Next() bool {
+func (t *txnIterator) Next() bool {
 	if !t.valid {
 		return false
 	}
@@ -344,7 +344,7 @@ func (t *TxIterator) Next() bool {
 }
 
 // Prev moves to the previous key.
-func (t *TxIterator) Prev() bool {
+func (t *txnIterator) Prev() bool {
 	if !t.valid {
 		return false
 	}
@@ -358,7 +358,7 @@ func (t *TxIterator) Prev() bool {
 
 // advance steps past the current key: the child it came from, and the other
 // child too when both were at it.
-func (t *TxIterator) advance(forward bool) {
+func (t *txnIterator) advance(forward bool) {
 	cur := t.Key()
 	step := func() {
 		if forward {
@@ -383,7 +383,7 @@ func (t *TxIterator) advance(forward bool) {
 
 // settle picks the current key from the two children in the iteration
 // direction, skipping keys the transaction deleted.
-func (t *TxIterator) settle() bool {
+func (t *txnIterator) settle() bool {
 	for {
 		if err := t.childErr(); err != nil {
 			t.err, t.valid = err, false
@@ -416,7 +416,7 @@ func (t *TxIterator) settle() bool {
 	}
 }
 
-func (t *TxIterator) childErr() error {
+func (t *txnIterator) childErr() error {
 	if err := t.db.Error(); err != nil {
 		return err
 	}
@@ -424,10 +424,10 @@ func (t *TxIterator) childErr() error {
 }
 
 // Valid reports whether the iterator is at a key.
-func (t *TxIterator) Valid() bool { return t.valid }
+func (t *txnIterator) Valid() bool { return t.valid }
 
 // Key returns the current key, valid until the next move.
-func (t *TxIterator) Key() []byte {
+func (t *txnIterator) Key() []byte {
 	if t.fromBatch {
 		return t.bkv.K.UserKey
 	}
@@ -435,7 +435,7 @@ func (t *TxIterator) Key() []byte {
 }
 
 // Value returns the current value, valid until the next move.
-func (t *TxIterator) Value() []byte {
+func (t *txnIterator) Value() []byte {
 	if t.fromBatch {
 		return t.bkv.V
 	}
@@ -443,10 +443,10 @@ func (t *TxIterator) Value() []byte {
 }
 
 // Error returns the error that stopped the iterator.
-func (t *TxIterator) Error() error { return t.err }
+func (t *txnIterator) Error() error { return t.err }
 
 // Close releases the iterator.
-func (t *TxIterator) Close() error {
+func (t *txnIterator) Close() error {
 	err := t.db.Close()
 	return errors.CombineErrors(err, t.batch.Close())
 }

@@ -18,39 +18,39 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// Batch is an atomic group of writes: either all of them are applied or none
-// is. A Batch is not safe for concurrent use; after Write it may be reset and
+// writeBatch is an atomic group of writes: either all of them are applied or none
+// is. A writeBatch is not safe for concurrent use; after Write it may be reset and
 // reused, or added to and written again.
 //
 // A large batch (half the write buffer or more) is not copied into the
 // memtable: the database keeps its buffer as a memtable of its own until
-// that is flushed. The Batch is then copy-on-write: its next change (Put,
+// that is flushed. The writeBatch is then copy-on-write: its next change (Put,
 // Delete, DeleteRange, or a second Write) first moves it to a new buffer,
 // and Reset lets the kept one go, so reusing it never changes what was
 // written.
-type Batch struct {
+type writeBatch struct {
 	b batch.Batch
 }
 
-// NewBatch returns an empty batch.
-func NewBatch() *Batch { return &Batch{} }
+// newWriteBatch returns an empty batch.
+func newWriteBatch() *writeBatch { return &writeBatch{} }
 
 // Put adds a write of value to key. Both are copied.
-func (b *Batch) Put(key, value []byte) { b.b.Set(key, value) }
+func (b *writeBatch) Put(key, value []byte) { b.b.Set(key, value) }
 
 // Delete adds a deletion of key. key is copied.
-func (b *Batch) Delete(key []byte) { b.b.Delete(key) }
+func (b *writeBatch) Delete(key []byte) { b.b.Delete(key) }
 
 // Count returns the number of writes in the batch.
-func (b *Batch) Count() int { return int(b.b.Count()) }
+func (b *writeBatch) Count() int { return int(b.b.Count()) }
 
 // Len returns the batch's encoded size in bytes.
-func (b *Batch) Len() int { return b.b.Len() }
+func (b *writeBatch) Len() int { return b.b.Len() }
 
 // Reset empties the batch for reuse.
-func (b *Batch) Reset() { b.b.Reset() }
+func (b *writeBatch) Reset() { b.b.Reset() }
 
-// WriteOptions control one write: ioctx's, so the driver façade's resolved
+// writeOptions control one write: ioctx's, so the driver façade's resolved
 // options pass through unchanged.
 //
 //   - Sync: the write returns once its WAL record, and every earlier one, is
@@ -76,7 +76,7 @@ func (b *Batch) Reset() { b.b.Reset() }
 //     priority, when the limiter's mode covers writes, before the write
 //     joins the commit queue: a write waits for the limiter on its own,
 //     never holding up the writes queued with it. The wait honours ctx.
-type WriteOptions = ioctx.WriteOptions
+type writeOptions = ioctx.WriteOptions
 
 // maxGroupBytes bounds a commit group, so one leader does not make a small
 // write wait behind megabytes of others (LevelDB's 1 MiB rule).
@@ -109,12 +109,12 @@ type groupBatch struct {
 
 // Put writes value under key, with the WriteOptions ctx carries
 // (ioctx.WithWriteOptions).
-func (d *DB) Put(ctx context.Context, key, value []byte) error {
+func (d *database) Put(ctx context.Context, key, value []byte) error {
 	return d.putImpl(ctx, ioctx.WriteOptionsFrom(ctx), key, value)
 }
 
-func (d *DB) putImpl(ctx context.Context, wo WriteOptions, key, value []byte) error {
-	b := batchPool.Get().(*Batch)
+func (d *database) putImpl(ctx context.Context, wo writeOptions, key, value []byte) error {
+	b := batchPool.Get().(*writeBatch)
 	b.Put(key, value)
 	err := d.writeOpts(ctx, &b.b, wo, nil)
 	b.Reset()
@@ -124,12 +124,12 @@ func (d *DB) putImpl(ctx context.Context, wo WriteOptions, key, value []byte) er
 
 // Delete deletes key, with the WriteOptions ctx carries. Deleting a missing
 // key is not an error.
-func (d *DB) Delete(ctx context.Context, key []byte) error {
+func (d *database) Delete(ctx context.Context, key []byte) error {
 	return d.deleteImpl(ctx, ioctx.WriteOptionsFrom(ctx), key)
 }
 
-func (d *DB) deleteImpl(ctx context.Context, wo WriteOptions, key []byte) error {
-	b := batchPool.Get().(*Batch)
+func (d *database) deleteImpl(ctx context.Context, wo writeOptions, key []byte) error {
+	b := batchPool.Get().(*writeBatch)
 	b.Delete(key)
 	err := d.writeOpts(ctx, &b.b, wo, nil)
 	b.Reset()
@@ -137,17 +137,17 @@ func (d *DB) deleteImpl(ctx context.Context, wo WriteOptions, key []byte) error 
 	return err
 }
 
-var batchPool = sync.Pool{New: func() any { return NewBatch() }}
+var batchPool = sync.Pool{New: func() any { return newWriteBatch() }}
 
 // Write applies b atomically. opts may be nil, meaning the WriteOptions ctx
 // carries (ioctx.WithWriteOptions); non-nil opts are used instead of
 // them. The caller may reuse b at once (a large batch's buffer is kept, but
 // b moves off it when next changed; see Batch).
-func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
+func (d *database) Write(ctx context.Context, b *writeBatch, opts *writeOptions) error {
 	if b == nil {
 		return base.InvalidArgumentf("engine: Write of a nil batch")
 	}
-	var wo WriteOptions
+	var wo writeOptions
 	if opts != nil {
 		wo = *opts
 	} else {
@@ -161,7 +161,7 @@ func (d *DB) Write(ctx context.Context, b *Batch, opts *WriteOptions) error {
 // (the leader) writes every queued batch it can in one WAL record, syncs
 // once if any of them asked, applies them to the memtable and wakes their
 // writers (LevelDB's group commit). Options.Sync makes every write sync.
-func (d *DB) writeOpts(ctx context.Context, b *batch.Batch, wo WriteOptions, precommit func() error) error {
+func (d *database) writeOpts(ctx context.Context, b *batch.Batch, wo writeOptions, precommit func() error) error {
 	if err := d.checkWritable(ctx); err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (d *DB) writeOpts(ctx context.Context, b *batch.Batch, wo WriteOptions, pre
 //
 // A large batch (see largeBatch) commits alone and is not inserted into the
 // mutable memtable: it becomes a memtable of its own (commitLarge).
-func (d *DB) leadLocked(w *writer) ([]*writer, error) {
+func (d *database) leadLocked(w *writer) ([]*writer, error) {
 	group := d.mu.writers[:1]
 	large := d.largeBatch(w.batch)
 	if err := d.makeRoomForWriteLocked(w.ctx, w.batch, large); err != nil {
@@ -293,7 +293,7 @@ func (d *DB) leadLocked(w *writer) ([]*writer, error) {
 // flush writes a table of at least half a memtable's size. A lower threshold
 // would turn mid-sized batches into many small L0 tables; a higher one would
 // leave batches that fill most of a memtable to the slow path.
-func (d *DB) largeBatch(b *batch.Batch) bool {
+func (d *database) largeBatch(b *batch.Batch) bool {
 	return b.Len() >= int(d.opts.WriteBufferSize/2) || memtable.ArenaSizeFor(b) > d.standardArenaSize()
 }
 
@@ -301,7 +301,7 @@ func (d *DB) largeBatch(b *batch.Batch) bool {
 // The arena holds skiplist nodes as well as keys and values; the headroom
 // keeps a memtable from being rotated well before it holds WriteBufferSize
 // bytes of data.
-func (d *DB) standardArenaSize() int {
+func (d *database) standardArenaSize() int {
 	size := int(d.opts.WriteBufferSize)
 	return size + size/8
 }
@@ -326,7 +326,7 @@ func (d *DB) standardArenaSize() int {
 // Recovery replays such a batch's WAL record into an ordinary (oversized)
 // memtable, as before large batches had memtables of their own: it runs
 // once per open, where indexing in place would save little.
-func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, syncWAL bool) (_ *memTable, inWAL bool, err error) {
+func (d *database) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, syncWAL bool) (_ *memTable, inWAL bool, err error) {
 	b := w.batch
 	// The batch is indexed on the other core while the WAL is written.
 	// Neither side may write what the other reads: the header gets
@@ -364,7 +364,7 @@ func (d *DB) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, 
 // they are DisableWAL writes; see logGroup) and applies them to mem. It runs
 // without d.mu; only the leader calls it. inWAL reports that the error is the
 // WAL's, in which case no batch was applied.
-func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) (inWAL bool, err error) {
+func (d *database) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) (inWAL bool, err error) {
 	if err := d.logGroup(group, first, syncWAL); err != nil {
 		return true, err
 	}
@@ -376,7 +376,7 @@ func (d *DB) commitGroup(group []*writer, first base.SeqNum, mem *memTable, sync
 // writes (a group's writers agree on noWAL: see leadLocked) only counts
 // their bytes and marks the database as holding unlogged writes. Only the
 // leader calls it, without d.mu.
-func (d *DB) logGroup(group []*writer, first base.SeqNum, syncWAL bool) error {
+func (d *database) logGroup(group []*writer, first base.SeqNum, syncWAL bool) error {
 	if group[0].noWAL {
 		for _, g := range group {
 			d.stats.RecordTick(statistics.BytesWritten, uint64(g.batch.Len()))
@@ -418,7 +418,7 @@ func (d *DB) logGroup(group []*writer, first base.SeqNum, syncWAL bool) error {
 
 // applyGroup applies the group's batches to mem, the first at sequence
 // number first.
-func (d *DB) applyGroup(group []*writer, first base.SeqNum, mem *memTable) error {
+func (d *database) applyGroup(group []*writer, first base.SeqNum, mem *memTable) error {
 	seq := first
 	for _, g := range group {
 		if err := mem.Apply(g.batch, seq); err != nil {
@@ -436,7 +436,7 @@ var errSyncWithoutWAL = base.InvalidArgumentf("engine: Sync writes have to enabl
 // chargeWAL charges n bytes of WAL at pri to the rate limiter, in pieces of
 // at most its burst, when pri is charged and the limiter covers writes. It
 // honours ctx: an error for which errors.Is(err, ctx.Err()) holds.
-func (d *DB) chargeWAL(ctx context.Context, pri ioctx.Priority, n int) error {
+func (d *database) chargeWAL(ctx context.Context, pri ioctx.Priority, n int) error {
 	if !pri.Charged() {
 		return nil
 	}
@@ -451,7 +451,7 @@ func (d *DB) chargeWAL(ctx context.Context, pri ioctx.Priority, n int) error {
 // queued before it, then fsyncs the WAL (earlier WALs were synced when the
 // memtable switched). Writes made with DisableWAL are not covered. A ctx
 // already done fails the call; the wait and the fsync are not interrupted.
-func (d *DB) SyncWAL(ctx context.Context) error {
+func (d *database) SyncWAL(ctx context.Context) error {
 	if err := d.checkWritable(ctx); err != nil {
 		return err
 	}
@@ -469,7 +469,7 @@ func (d *DB) SyncWAL(ctx context.Context) error {
 // the WAL or rotate the memtable. The caller ends its turn with
 // finishGroupLocked(d.mu.writers[:1], err) and, after unlocking, puts w back
 // in writerPool.
-func (d *DB) headAloneLocked(ctx context.Context) *writer {
+func (d *database) headAloneLocked(ctx context.Context) *writer {
 	w := writerPool.Get().(*writer)
 	*w = writer{ctx: ctx}
 	w.cond.L = &d.mu.Mutex
@@ -483,7 +483,7 @@ func (d *DB) headAloneLocked(ctx context.Context) *writer {
 
 // syncWALLocked fsyncs the current WAL; the caller is the queue head and
 // holds d.mu, which is released for the IO.
-func (d *DB) syncWALLocked() error {
+func (d *database) syncWALLocked() error {
 	if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
 		return e
 	}
@@ -504,7 +504,7 @@ func (d *DB) syncWALLocked() error {
 
 // syncLog fsyncs the current WAL and records the sync in the statistics.
 // Only the queue head calls it, without d.mu.
-func (d *DB) syncLog() error {
+func (d *database) syncLog() error {
 	start := time.Now()
 	if err := d.commit.log.Sync(); err != nil {
 		return errors.Wrapf(err, "engine: syncing WAL %s", d.commit.logNum)
@@ -516,7 +516,7 @@ func (d *DB) syncLog() error {
 
 // finishGroupLocked wakes the group's writers with err and hands leadership
 // to the next queued writer.
-func (d *DB) finishGroupLocked(group []*writer, err error) {
+func (d *database) finishGroupLocked(group []*writer, err error) {
 	for _, g := range group {
 		g.err, g.done = err, true
 		if g != group[0] {
@@ -539,7 +539,7 @@ func (d *DB) finishGroupLocked(group []*writer, err error) {
 // mutable memtable, whose WAL it takes: it switches first unless the
 // memtable is empty, delaying and waiting as a switch does. d.mu is held;
 // it is released while waiting.
-func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch, large bool) error {
+func (d *database) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch, large bool) error {
 	delayed, rotated := false, false
 	for {
 		if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
@@ -594,7 +594,7 @@ func (d *DB) makeRoomForWriteLocked(ctx context.Context, b *batch.Batch, large b
 }
 
 // stallLocked waits for background progress or ctx.
-func (d *DB) stallLocked(ctx context.Context, why string) error {
+func (d *database) stallLocked(ctx context.Context, why string) error {
 	d.maybeScheduleLocked()
 	start := time.Now()
 	ch := d.mu.changed
@@ -621,7 +621,7 @@ func (d *DB) stallLocked(ctx context.Context, why string) error {
 // is a large batch's own memtable (commitLarge), written to the current WAL:
 // it is queued after the memtable made immutable, before the new one, and
 // the WAL is synced in the background.
-func (d *DB) rotateMemtableLocked(b *batch.Batch, large *memTable) error {
+func (d *database) rotateMemtableLocked(b *batch.Batch, large *memTable) error {
 	if d.commit.log != nil {
 		// The old WAL's records are complete; sync it so that a crash after
 		// later, synced writes cannot lose these earlier ones (a synced
@@ -693,7 +693,7 @@ func (d *DB) rotateMemtableLocked(b *batch.Batch, large *memTable) error {
 // waits for it with the background goroutines. A crash before it is done
 // may leave the batch's WAL torn with only empty WALs after it, which
 // recovery treats as the newest WAL's torn tail.
-func (d *DB) syncPrevWAL(log *wal.Writer, f *walFile, num manifest.FileNum) {
+func (d *database) syncPrevWAL(log *wal.Writer, f *walFile, num manifest.FileNum) {
 	done := make(chan error, 1)
 	d.commit.prevSync = done
 	d.bgDone.Add(1)
@@ -714,11 +714,11 @@ func (d *DB) syncPrevWAL(log *wal.Writer, f *walFile, num manifest.FileNum) {
 }
 
 // prevWALSyncHook, when a test sets it, runs before syncPrevWAL's sync.
-var prevWALSyncHook atomic.Pointer[func(d *DB)]
+var prevWALSyncHook atomic.Pointer[func(d *database)]
 
 // awaitPrevWALSync waits for syncPrevWAL's sync, if one is running, and
 // returns its error. Only the queue head calls it, without d.mu.
-func (d *DB) awaitPrevWALSync() error {
+func (d *database) awaitPrevWALSync() error {
 	done := d.commit.prevSync
 	if done == nil {
 		return nil
@@ -731,7 +731,7 @@ func (d *DB) awaitPrevWALSync() error {
 // whose arena fits the write buffer size and, when b is not nil, at least
 // batch b (a batch larger than the write buffer gets a memtable of its own
 // size).
-func (d *DB) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
+func (d *database) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
 	size := d.standardArenaSize()
 	standard := size
 	if b != nil {
@@ -744,7 +744,7 @@ func (d *DB) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTable {
 
 // createLog creates WAL file logNum and makes its directory entry durable,
 // so a synced write to it survives a crash.
-func (d *DB) createLog(logNum manifest.FileNum) (f vfs.File, err error) {
+func (d *database) createLog(logNum manifest.FileNum) (f vfs.File, err error) {
 	name := manifest.LogFileName(d.dirname, logNum)
 	f, err = d.fs.Create(name)
 	if err != nil {
@@ -758,7 +758,7 @@ func (d *DB) createLog(logNum manifest.FileNum) (f vfs.File, err error) {
 	return f, nil
 }
 
-func (d *DB) l0CountLocked() int {
+func (d *database) l0CountLocked() int {
 	v := d.readState.Load()
 	if v == nil {
 		return 0
@@ -768,7 +768,7 @@ func (d *DB) l0CountLocked() int {
 
 // checkWritable rejects writes to a read-only or closed database and writes
 // whose context is already done.
-func (d *DB) checkWritable(ctx context.Context) error {
+func (d *database) checkWritable(ctx context.Context) error {
 	if d.opts.ReadOnly {
 		return base.InvalidArgumentf("engine: the database is open read-only")
 	}

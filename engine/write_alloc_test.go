@@ -47,7 +47,7 @@ func TestWriteAllocations(t *testing.T) {
 			for range 2000 {
 				require.NoError(t, db.Put(ctx, next(), v))
 			}
-			b := NewBatch()
+			b := newWriteBatch()
 			require.Zero(t, testing.AllocsPerRun(2000, func() {
 				if err := db.Put(ctx, next(), v); err != nil {
 					t.Fatal(err)

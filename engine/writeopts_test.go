@@ -23,15 +23,15 @@ var (
 )
 
 // reopenCrashed opens the durable state of fs, as after a power loss.
-func reopenCrashed(t *testing.T, fs *vfs.MemFS) *DB {
+func reopenCrashed(t *testing.T, fs *vfs.MemFS) *database {
 	t.Helper()
-	db, err := Open(crashedDir, smallOptions(fs.CrashClone()))
+	db, err := openDatabase(crashedDir, smallOptions(fs.CrashClone()))
 	require.NoError(t, err)
 	checkDB(t, db)
 	return db
 }
 
-func requireValue(t *testing.T, db *DB, k, want string) {
+func requireValue(t *testing.T, db *database, k, want string) {
 	t.Helper()
 	v, err := db.Get(bgCtx, []byte(k))
 	if want == "" {
@@ -57,9 +57,9 @@ func TestSyncWriteOption(t *testing.T) {
 	requireValue(t, crashed, "c", "")
 
 	// Write with explicit options overrides the context's.
-	b := NewBatch()
+	b := newWriteBatch()
 	b.Put([]byte("d"), []byte("4"))
-	require.NoError(t, db.Write(bgCtx, b, &WriteOptions{Sync: true}))
+	require.NoError(t, db.Write(bgCtx, b, &writeOptions{Sync: true}))
 	requireValue(t, reopenCrashed(t, fs), "d", "4")
 }
 
@@ -156,19 +156,19 @@ func TestDisableWALConcurrent(t *testing.T) {
 // TestWALRateLimiterCharge: a write at a priority other than Total charges
 // its batch's bytes to the limiter when the limiter covers writes.
 func TestWALRateLimiterCharge(t *testing.T) {
-	b := NewBatch()
+	b := newWriteBatch()
 	b.Put([]byte("key"), make([]byte, 1000))
 	for _, tc := range []struct {
 		name string
 		mode ratelimit.Mode
-		wo   WriteOptions
+		wo   writeOptions
 		want int64
 	}{
-		{"writes/high", ratelimit.ModeWrites, WriteOptions{RateLimiterPriority: ioctx.PriorityHigh}, int64(b.Len())},
-		{"all/user", ratelimit.ModeAll, WriteOptions{RateLimiterPriority: ioctx.PriorityUser}, int64(b.Len())},
-		{"reads only", ratelimit.ModeReads, WriteOptions{RateLimiterPriority: ioctx.PriorityHigh}, 0},
-		{"total", ratelimit.ModeWrites, WriteOptions{}, 0},
-		{"no WAL", ratelimit.ModeWrites, WriteOptions{RateLimiterPriority: ioctx.PriorityHigh, DisableWAL: true}, 0},
+		{"writes/high", ratelimit.ModeWrites, writeOptions{RateLimiterPriority: ioctx.PriorityHigh}, int64(b.Len())},
+		{"all/user", ratelimit.ModeAll, writeOptions{RateLimiterPriority: ioctx.PriorityUser}, int64(b.Len())},
+		{"reads only", ratelimit.ModeReads, writeOptions{RateLimiterPriority: ioctx.PriorityHigh}, 0},
+		{"total", ratelimit.ModeWrites, writeOptions{}, 0},
+		{"no WAL", ratelimit.ModeWrites, writeOptions{RateLimiterPriority: ioctx.PriorityHigh, DisableWAL: true}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim := ratelimit.NewGeneric(1<<30, 0, 0, tc.mode)
@@ -356,18 +356,18 @@ func TestTxWriteOptions(t *testing.T) {
 	opts.RateLimiter = lim
 	db, fs := openTestDB(t, opts)
 
-	commit := func(o *TxOptions, key string) {
+	commit := func(o *txnOptions, key string) {
 		t.Helper()
 		tx, err := db.BeginTx(bgCtx, o)
 		require.NoError(t, err)
 		require.NoError(t, tx.Put(bgCtx, []byte(key), []byte("v")))
 		require.NoError(t, tx.Commit())
 	}
-	commit(&TxOptions{Sync: true}, "logged")
+	commit(&txnOptions{Sync: true}, "logged")
 	require.Zero(t, lim.TotalBytesThrough(ioctx.PriorityTotal), "an uncharged commit")
-	commit(&TxOptions{DisableWAL: true, RateLimiterPriority: ioctx.PriorityHigh}, "unlogged")
+	commit(&txnOptions{DisableWAL: true, RateLimiterPriority: ioctx.PriorityHigh}, "unlogged")
 	require.Zero(t, lim.TotalBytesThrough(ioctx.PriorityTotal), "a commit without WAL writes no WAL bytes to charge")
-	commit(&TxOptions{Sync: true, RateLimiterPriority: ioctx.PriorityHigh}, "charged")
+	commit(&txnOptions{Sync: true, RateLimiterPriority: ioctx.PriorityHigh}, "charged")
 	require.NotZero(t, lim.TotalBytesThrough(ioctx.PriorityHigh))
 	requireValue(t, db, "unlogged", "v")
 
@@ -376,7 +376,7 @@ func TestTxWriteOptions(t *testing.T) {
 	requireValue(t, crashed, "charged", "v")
 	requireValue(t, crashed, "unlogged", "")
 
-	_, err := db.BeginTx(bgCtx, &TxOptions{Sync: true, DisableWAL: true})
+	_, err := db.BeginTx(bgCtx, &txnOptions{Sync: true, DisableWAL: true})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
@@ -385,13 +385,13 @@ func TestTxWriteOptions(t *testing.T) {
 // them.
 func TestCloseFlushesUnloggedWrites(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := Open("/db", smallOptions(fs))
+	db, err := openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	require.NoError(t, db.Put(noWALCtx, []byte("unlogged"), []byte("v")))
 	require.NoError(t, db.Put(bgCtx, []byte("logged"), []byte("v")))
 	require.NoError(t, db.Close())
 
-	db, err = Open("/db", smallOptions(fs))
+	db, err = openDatabase("/db", smallOptions(fs))
 	require.NoError(t, err)
 	requireValue(t, db, "unlogged", "v")
 	requireValue(t, db, "logged", "v")
@@ -403,7 +403,7 @@ func TestCloseFlushesUnloggedWrites(t *testing.T) {
 // arena is freed rather than kept for reuse by normal memtables.
 func TestOversizedBatchArenaNotPooled(t *testing.T) {
 	db, _ := openTestDB(t, smallOptions(nil))
-	b := NewBatch()
+	b := newWriteBatch()
 	for i := range 4000 { // about 10 times the 64 KiB write buffer, nodes included
 		b.Put([]byte(fmt.Sprintf("key-%06d", i)), make([]byte, 100))
 	}
