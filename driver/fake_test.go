@@ -612,8 +612,8 @@ func (it *fakeIter) Close() error {
 
 // fakeConnector hands out one connection.
 type fakeConnector struct {
-	conn     DriverConn
-	err      error
+	conn DriverConn
+	err  error
 	// failures, when positive, is how many connects fail with err before
 	// one succeeds; zero means every connect fails when err is set.
 	failures atomic.Int32
