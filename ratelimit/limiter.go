@@ -179,8 +179,11 @@ type Generic struct {
 
 var _ Limiter = (*Generic)(nil)
 
-// New returns a limiter configured by opts. An invalid field is an error
-// marked errclass.InvalidArgument that names it.
+// New returns a limiter configured by opts: every setting, auto-tuning and
+// the burst size included. An invalid field is an error matching
+// driver.ErrInvalidArgument that names it. It is the constructor for
+// settings that come from configuration; [NewGeneric] is the shorthand with
+// RocksDB's signature.
 func New(opts Options) (*Generic, error) {
 	if opts.BytesPerSecond <= 0 {
 		return nil, invalidf("Options.BytesPerSecond must be positive, got %d", opts.BytesPerSecond)
@@ -230,11 +233,14 @@ func New(opts Options) (*Generic, error) {
 	return g, nil
 }
 
-// NewGeneric returns a limiter of bytesPerSec bytes per second. A zero refill
-// period or fairness means RocksDB's default (100 ms, 10); auto-tuning is
-// off and the burst is one period's bytes. It panics when bytesPerSec is not
-// positive or refill or fairness is negative, as RocksDB's
-// NewGenericRateLimiter asserts; use New to get an error instead.
+// NewGeneric returns a limiter of bytesPerSec bytes per second: [New] with
+// RocksDB's NewGenericRateLimiter signature, so that code and settings
+// ported from RocksDB read the same (the DESIGN's public surface names it).
+// A zero refill period or fairness means RocksDB's default (100 ms, 10);
+// auto-tuning is off and the burst is one period's bytes. Like RocksDB's, it
+// panics when bytesPerSec is not positive or refill or fairness is negative,
+// so it is for constants in code; use New for settings that come from
+// configuration, to get an error instead.
 func NewGeneric(bytesPerSec int64, refill time.Duration, fairness int, mode Mode) *Generic {
 	g, err := New(Options{BytesPerSecond: bytesPerSec, RefillPeriod: refill, Fairness: fairness, Mode: mode})
 	if err != nil {

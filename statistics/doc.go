@@ -95,7 +95,7 @@
 // concurrency, unlike RocksDB's, which may lose updates. Reads are not
 // snapshots: each counter is read atomically, but not all at one instant.
 // [Statistics.HistogramSnapshot] and [Statistics.Export], which exporters use
-// (expvar through [Publish], Prometheus through contrib/shaleprom), state
+// (expvar through [Expvar], Prometheus through contrib/shaleprom), state
 // what one read guarantees: a histogram's count always equals the sum of its
 // buckets, and its sum includes every sample it counts.
 // [Statistics.Reset] is not atomic with respect to concurrent recorders

@@ -1,10 +1,7 @@
 package statistics
 
 import (
-	"errors"
 	"expvar"
-	"fmt"
-	"sync"
 )
 
 // Expvar returns an [expvar.Var] whose value is s's [Statistics.Export] at
@@ -31,40 +28,18 @@ import (
 // nil s reads as
 // {"level": "disable_all", "tickers": {}, "histograms": {}}.
 //
-// Use it to publish under a name of one's own scheme, for example as an
-// entry of an [expvar.Map] (whose Set replaces an entry, where
-// expvar.Publish panics on a name already taken).
+// It is the one way to serve statistics through expvar: publish it under a
+// name of the program's choosing,
+//
+//	expvar.Publish("shale", statistics.Expvar(db.Statistics()))
+//
+// (served as JSON at /debug/vars by expvar's HTTP handler). expvar names
+// are global to the process, cannot be unpublished, and expvar.Publish
+// panics on a name already taken: a program that opens several databases,
+// or reopens one, publishes one [expvar.Map] and sets an entry per database
+// (Map.Set replaces an entry).
 func Expvar(s *Statistics) expvar.Var {
 	return expvar.Func(func() any { return newExpvarValue(s.Export()) })
-}
-
-// publishMu makes Publish's check for a taken name and its publication one
-// step with respect to other Publish calls.
-var publishMu sync.Mutex
-
-// Publish publishes s in the process's expvar registry (served as JSON at
-// /debug/vars by expvar's HTTP handler) under name, with the value described
-// at [Expvar].
-//
-// expvar names are global to the process and cannot be unpublished: a name
-// stays taken, and keeps s reachable, until the process exits. Publish returns
-// an error, and publishes nothing, if name is empty or already published (by
-// Publish or by anyone else), where expvar.Publish would panic. So a program
-// that opens several databases, or reopens one, gives each its own name, or
-// publishes one [expvar.Map] and sets an entry per database with [Expvar].
-// (expvar.Publish called elsewhere with the same name at the same moment may
-// still panic: only Publish calls are serialised with each other.)
-func Publish(name string, s *Statistics) error {
-	if name == "" {
-		return errors.New("statistics: expvar name is empty")
-	}
-	publishMu.Lock()
-	defer publishMu.Unlock()
-	if expvar.Get(name) != nil {
-		return fmt.Errorf("statistics: expvar name %q is already published", name)
-	}
-	expvar.Publish(name, Expvar(s))
-	return nil
 }
 
 // expvarValue is the JSON layout of Expvar.

@@ -4,11 +4,6 @@ import (
 	"encoding/json"
 	"expvar"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,67 +66,6 @@ func TestExpvarJSON(t *testing.T) {
 
 func TestExpvarNil(t *testing.T) {
 	require.JSONEq(t, `{"level": "disable_all", "tickers": {}, "histograms": {}}`, Expvar(nil).String())
-}
-
-// publishSeq makes the expvar names of the tests unique in the process, so
-// that they pass again under -count=N: a published name stays taken.
-var publishSeq atomic.Int64
-
-func uniqueName(t *testing.T) string {
-	return fmt.Sprintf("statistics_test.%s.%d", t.Name(), publishSeq.Add(1))
-}
-
-// TestPublish: a name is published once; a taken name, whoever took it, and
-// an empty name are errors that publish nothing, where expvar.Publish would
-// panic. The published value is served by expvar's handler.
-func TestPublish(t *testing.T) {
-	s := New(LevelAll)
-	s.RecordTick(NumberKeysWritten, 3)
-	name := uniqueName(t)
-	require.NoError(t, Publish(name, s))
-	require.JSONEq(t, Expvar(s).String(), expvar.Get(name).String())
-
-	err := Publish(name, New(LevelAll))
-	require.EqualError(t, err, fmt.Sprintf("statistics: expvar name %q is already published", name))
-	require.Equal(t, uint64(3), decodeExpvar(t, expvar.Get(name).String()).Tickers["shale.number.keys.written"],
-		"the first publication stays")
-
-	foreign := uniqueName(t)
-	expvar.NewInt(foreign)
-	require.Error(t, Publish(foreign, s), "a name taken by expvar.NewInt")
-	require.IsType(t, new(expvar.Int), expvar.Get(foreign))
-
-	require.EqualError(t, Publish("", s), "statistics: expvar name is empty")
-
-	srv := httptest.NewServer(expvar.Handler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	var all map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(body, &all), "/debug/vars is valid JSON")
-	require.Equal(t, uint64(3), decodeExpvar(t, string(all[name])).Tickers["shale.number.keys.written"])
-}
-
-// TestPublishConcurrent: Publish calls racing for one name do not panic;
-// exactly one wins.
-func TestPublishConcurrent(t *testing.T) {
-	name := uniqueName(t)
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Go(func() { errs[i] = Publish(name, New(LevelAll)) })
-	}
-	wg.Wait()
-	var ok int
-	for _, err := range errs {
-		if err == nil {
-			ok++
-		}
-	}
-	require.Equal(t, 1, ok, "%v", errs)
 }
 
 // Publish several databases' statistics for /debug/vars under one expvar
