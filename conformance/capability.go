@@ -60,6 +60,8 @@ const (
 	BackgroundReads
 )
 
+// String names the capability and its setting (a level, a rate, an
+// activity), as the suite's skip messages print it.
 func (c Capability) String() string {
 	switch c.Kind {
 	case ColdReads:
