@@ -4,8 +4,8 @@
 // are the façade's (package driver), and the implementation is the engine's
 // (its algorithms live in the module's internal/readpath, below the engine,
 // where Go's internal rule lets the engine import them and nothing outside
-// the module can). The tests of this package check, through the façade and
-// the "shale" engine alone, that the path behaves as described here.
+// the module can). Its example shows the path from a program's side, through
+// the façade and the "shale" engine alone.
 //
 // # The read path, as data flows through it
 //

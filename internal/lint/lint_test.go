@@ -131,7 +131,7 @@ var rules = []rule{
 	{prefix: "internal", allowed: []string{}},
 	// The top-level readpath documents the read path and tests it through
 	// the façade; it holds no implementation.
-	{prefix: "readpath", allowed: []string{"driver", "engine", "ioctx", "statistics"}},
+	{prefix: "readpath", allowed: []string{"ioctx", "statistics"}},
 	{prefix: "engine", denied: []string{"conformance", "examples", "cmd"}},
 	{prefix: "driver", allowed: []string{"ioctx", "statistics", "internal/errclass"}},
 	{prefix: "conformance", allowed: []string{"driver", "ioctx", "statistics"}},
