@@ -157,22 +157,31 @@ func (it *Iterator) invalidate(err error) {
 	it.err = err
 }
 
-// Valid reports whether the iterator is at a key.
-func (it *Iterator) Valid() bool { return it.valid && !it.db.isClosed() }
+// Valid reports whether the iterator is at a key: whether its last move
+// returned true. A DB.Close that runs after that move does not change it;
+// the next move returns false.
+func (it *Iterator) Valid() bool { return it.valid }
 
 // Key returns the current key, or nil when the iterator is not at one. The
 // slice is valid until the next move or Close; copy it to keep it.
+//
+// A move that returned true always has its entry: Key and Value return it
+// even when DB.Close ran after the move (the driver never frees memory
+// under a slice it returned), so an entry read while the database closes is
+// never mistaken for an empty one. The next move returns false, and Error
+// reports ErrClosed.
 func (it *Iterator) Key() []byte {
-	if !it.valid || it.db.isClosed() {
+	if !it.valid {
 		return nil
 	}
 	return it.key
 }
 
 // Value returns the current value, or nil when the iterator is not at a key.
-// The slice is valid until the next move or Close; copy it to keep it.
+// The slice is valid until the next move or Close; copy it to keep it. See
+// Key for a DB.Close after the move.
 func (it *Iterator) Value() []byte {
-	if !it.valid || it.db.isClosed() {
+	if !it.valid {
 		return nil
 	}
 	return it.value
