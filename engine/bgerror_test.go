@@ -57,6 +57,45 @@ func (f *fullDiskDB) put(key string, n int, sync bool) error {
 	return err
 }
 
+// putUntilWALFails writes unsynced values of 1000 bytes under keys k000000,
+// k000001, ... until a write fails, and returns that write's key and error.
+// The WAL's file write happens after a write is acknowledged, on a goroutine
+// of its own, so on a busy machine any number of writes may be acknowledged
+// before it runs and fails (and with enough of them the memtable fills and
+// a flush fails first, with another error): past the room left, the test
+// waits for that failure itself — the WAL file's sticky error, which the
+// next write reports — polled with a deadline far beyond any machine's
+// slowness, rather than for a number of writes.
+func (f *fullDiskDB) putUntilWALFails() (failedKey string, err error) {
+	f.t.Helper()
+	giveUp := time.Now().Add(2 * time.Minute)
+	for i := 0; ; i++ {
+		failedKey = fmt.Sprintf("k%06d", i)
+		if err = f.put(failedKey, 1000, false); err != nil {
+			return failedKey, err
+		}
+		if i < 20 {
+			continue // still within the room left, or just past it
+		}
+		for !f.walWriteFailed() {
+			if time.Now().After(giveUp) {
+				f.t.Fatalf("%d writes and no failed WAL write after 2 minutes", i+1)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// walWriteFailed reports whether the current WAL's background writer has
+// failed. Only the write leader touches d.commit, and the test's goroutine
+// is the only writer, so it may read it between writes.
+func (f *fullDiskDB) walWriteFailed() bool {
+	w := f.db.commit.logFile
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err != nil
+}
+
 // leaveRoom sets the free space to n bytes, once every WAL byte written so
 // far is on the filesystem and the files that flushes made obsolete are
 // deleted (the flush loop deletes them after Flush returns: this deletes
@@ -127,12 +166,7 @@ func TestNoSpaceStopsWritesUntilSpaceIsFreed(t *testing.T) {
 					// the write is acknowledged, and a later write finds
 					// it failed.
 					f.leaveRoom(8 << 10)
-					for i := range 1000 {
-						failedKey = fmt.Sprintf("k%04d", i)
-						if err = f.put(failedKey, 1000, false); err != nil {
-							break
-						}
-					}
+					failedKey, err = f.putUntilWALFails()
 					require.Error(t, err)
 					require.Contains(t, err.Error(), "engine: background WAL write failed "+noSpaceStopsWrites)
 					require.Contains(t, err.Error(), "switches to a new WAL")
@@ -186,10 +220,7 @@ func TestReopenBeforeWALRecovery(t *testing.T) {
 	}
 	synced := maps.Clone(f.acked)
 	f.leaveRoom(8 << 10)
-	var err error
-	for i := 0; err == nil && i < 1000; i++ {
-		err = f.put(fmt.Sprintf("k%04d", i), 1000, false)
-	}
+	_, err := f.putUntilWALFails()
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	err = f.db.Close()
 	require.ErrorIs(t, err, syscall.ENOSPC, "Close reports the WAL's failure")
