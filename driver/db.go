@@ -76,6 +76,7 @@ type connState struct {
 	walSyncer    WALSyncer
 	snapshotter  Snapshotter
 	checkpointer Checkpointer
+	haser        Haser
 	valueSizer   ValueSizer
 	pinnedGetter PinnedGetter
 	checker      Checker
@@ -193,6 +194,7 @@ func (db *DB) runConnect(ctx context.Context, a *connectAttempt) {
 		cs.walSyncer, _ = c.(WALSyncer)
 		cs.snapshotter, _ = c.(Snapshotter)
 		cs.checkpointer, _ = c.(Checkpointer)
+		cs.haser, _ = c.(Haser)
 		cs.valueSizer, _ = c.(ValueSizer)
 		cs.pinnedGetter, _ = c.(PinnedGetter)
 		cs.checker, _ = c.(Checker)
@@ -350,7 +352,9 @@ func (db *DB) Write(ctx context.Context, b *Batch) error {
 // key", as for iterator bounds and Compact: DeleteRange(ctx, prefix, nil)
 // deletes every key from prefix on, DeleteRange(ctx, nil, nil) every key. An
 // empty or inverted range (start >= end, end not nil) deletes nothing and
-// returns nil. The slices are not retained. Write options as for Put. An
+// returns nil. Mind that an empty end is not a nil one: []byte{} is the
+// smallest key, so DeleteRange(ctx, start, []byte{}) deletes nothing (code
+// computing the end of a prefix whose every byte is 0xff must pass nil). The slices are not retained. Write options as for Put. An
 // error matching ErrNotSupported when the driver has no range deletions
 // (see [RangeDeleter]).
 func (db *DB) DeleteRange(ctx context.Context, start, end []byte) error {
@@ -801,7 +805,9 @@ func (db *DB) beginTx(ctx context.Context, sess *Conn, opts *TxOptions) (*Tx, er
 		tx.defaults = sess.defaults.Load()
 	}
 	tx.multiGetter, _ = dtx.(TxMultiGetter)
+	tx.haser, _ = dtx.(Haser)
 	tx.valueSizer, _ = dtx.(ValueSizer)
+	tx.pinnedGetter, _ = dtx.(PinnedGetter)
 	tx.rangeDeleter, _ = dtx.(TxRangeDeleter)
 	db.mu.Lock()
 	if db.mu.txs == nil {

@@ -306,10 +306,19 @@ type Checkpointer interface {
 }
 
 // ErrSkip may be returned by an optional fast path (MultiGetter.MultiGet,
-// TxMultiGetter.MultiGet, SnapshotMultiGetter.MultiGet, ValueSizer.ValueSize,
-// PinnedGetter.GetPinned) to ask the façade to continue as if the interface
+// TxMultiGetter.MultiGet, SnapshotMultiGetter.MultiGet, Haser.Has,
+// ValueSizer.ValueSize, PinnedGetter.GetPinned) to ask the façade to continue as if the interface
 // were not implemented. It is never returned to users.
 var ErrSkip = errors.New("driver: skip fast-path; continue as if unimplemented")
+
+// Haser is an optional interface of a [DriverConn], a [DriverTx] or a
+// [DriverSnapshot]: Has reports whether key has a value, for a driver that
+// can tell without reading the value or its size (a count-only query). req
+// is tagged ActivityGet. [DB.Has] uses it first, then [ValueSizer], then
+// Get; ErrSkip falls through to the next.
+type Haser interface {
+	Has(ctx context.Context, req ioctx.ReadRequest, key []byte) (bool, error)
+}
 
 // ValueSizer is an optional interface of a [DriverConn], a [DriverTx] or a
 // [DriverSnapshot]: ValueSize returns the size in bytes of key's value
@@ -332,7 +341,8 @@ type ValueSizer interface {
 // call more than once: the calls after the first return an error matching
 // ErrClosed and release nothing (so a driver must not recycle a Closer that
 // a caller may still hold). A nil Closer with a nil error means there is
-// nothing to release. Without the interface, or when it returns [ErrSkip],
+// nothing to release; the façade then hands the caller a Closer that does
+// nothing, whose every Close returns nil. Without the interface, or when it returns [ErrSkip],
 // the façade calls Get and returns the copy with a Closer that does nothing.
 type PinnedGetter interface {
 	GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, io.Closer, error)

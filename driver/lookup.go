@@ -30,9 +30,15 @@ func valueSize(ctx context.Context, g getter, vs ValueSizer, req ioctx.ReadReque
 	return len(v), nil
 }
 
-// has is Has over valueSize: a key that is not found is false, not an
-// error.
-func has(ctx context.Context, g getter, vs ValueSizer, req ioctx.ReadRequest, key []byte) (bool, error) {
+// has is Has over h, g as a Haser (nil when it is not one), else valueSize:
+// a key that is not found is false, not an error.
+func has(ctx context.Context, g getter, h Haser, vs ValueSizer, req ioctx.ReadRequest, key []byte) (bool, error) {
+	if h != nil {
+		ok, err := h.Has(ctx, req, key)
+		if err == nil || !errors.Is(err, ErrSkip) {
+			return ok, err
+		}
+	}
 	_, err := valueSize(ctx, g, vs, req, key)
 	switch {
 	case err == nil:
@@ -73,7 +79,8 @@ type nopCloser struct{}
 func (nopCloser) Close() error { return nil }
 
 // Has reports whether key has a value, without copying the value (see
-// [ValueSizer]; a driver without it is asked for a copy, which is dropped).
+// [Haser] and [ValueSizer]; a driver without either is asked for a copy,
+// which is dropped).
 // The read is tagged ActivityGet, as a Get. key is not retained.
 func (db *DB) Has(ctx context.Context, key []byte) (bool, error) {
 	return db.has(ctx, nil, key)
@@ -91,8 +98,9 @@ func (db *DB) ValueSize(ctx context.Context, key []byte) (int, error) {
 // until closer.Close, which the caller must call once it is done with it —
 // also after DB.Close, which does not invalidate it; until then the value
 // may hold memory the database would otherwise release, such as a cached
-// block. It must not be modified. The read is tagged ActivityGet. key is
-// not retained.
+// block. The first Close returns nil; a second releases nothing and returns
+// nil or an error matching ErrClosed. The value must not be modified. The
+// read is tagged ActivityGet. key is not retained.
 //
 // It pays where values are large: a 256 KiB value read with Get is a
 // 256 KiB allocation and copy; with GetPinned from shale's engine it is
@@ -107,7 +115,7 @@ func (db *DB) has(ctx context.Context, sess *Conn, key []byte) (bool, error) {
 		return false, err
 	}
 	defer db.exit()
-	return has(ctx, cs.conn, cs.valueSizer, req, key)
+	return has(ctx, cs.conn, cs.haser, cs.valueSizer, req, key)
 }
 
 func (db *DB) valueSize(ctx context.Context, sess *Conn, key []byte) (int, error) {
@@ -148,7 +156,7 @@ func (tx *Tx) Has(ctx context.Context, key []byte) (bool, error) {
 		return false, err
 	}
 	defer tx.db.exit()
-	return has(ctx, tx.tx, tx.valueSizer, req, key)
+	return has(ctx, tx.tx, tx.haser, tx.valueSizer, req, key)
 }
 
 // ValueSize is [DB.ValueSize] as the transaction sees key.
@@ -161,6 +169,17 @@ func (tx *Tx) ValueSize(ctx context.Context, key []byte) (int, error) {
 	return valueSize(ctx, tx.tx, tx.valueSizer, req, key)
 }
 
+// GetPinned is [DB.GetPinned] as the transaction sees key. The value stays
+// valid until its closer's Close, also after Commit or Rollback.
+func (tx *Tx) GetPinned(ctx context.Context, key []byte) ([]byte, io.Closer, error) {
+	req, err := tx.startRead(ctx, "Get", ioctx.ActivityGet)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.db.exit()
+	return getPinned(ctx, tx.tx, tx.pinnedGetter, req, key)
+}
+
 // Has is [DB.Has] in the snapshot.
 func (s *Snapshot) Has(ctx context.Context, key []byte) (bool, error) {
 	req, err := s.startRead(ctx, "Get", ioctx.ActivityGet)
@@ -168,7 +187,7 @@ func (s *Snapshot) Has(ctx context.Context, key []byte) (bool, error) {
 		return false, err
 	}
 	defer s.db.exit()
-	return has(ctx, s.snap, s.valueSizer, req, key)
+	return has(ctx, s.snap, s.haser, s.valueSizer, req, key)
 }
 
 // ValueSize is [DB.ValueSize] in the snapshot.

@@ -28,7 +28,9 @@ type Snapshot struct {
 	db          *DB
 	snap        DriverSnapshot
 	multiGetter SnapshotMultiGetter
-	// snap as a ValueSizer and a PinnedGetter, nil when it is not one.
+	// snap as a Haser, a ValueSizer and a PinnedGetter, nil when it is not
+	// one.
+	haser        Haser
 	valueSizer   ValueSizer
 	pinnedGetter PinnedGetter
 	defaults     *ioctx.ReadOptions // the Conn's at NewSnapshot; nil for a DB's
@@ -63,6 +65,7 @@ func (db *DB) newSnapshot(ctx context.Context, sess *Conn) (*Snapshot, error) {
 	}
 	s := &Snapshot{db: db, snap: ds}
 	s.multiGetter, _ = ds.(SnapshotMultiGetter)
+	s.haser, _ = ds.(Haser)
 	s.valueSizer, _ = ds.(ValueSizer)
 	s.pinnedGetter, _ = ds.(PinnedGetter)
 	if sess != nil {

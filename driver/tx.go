@@ -24,7 +24,11 @@ type Tx struct {
 	db          *DB
 	tx          DriverTx
 	multiGetter TxMultiGetter
-	valueSizer  ValueSizer // tx as a ValueSizer, nil when it is not one
+	// tx as a Haser, a ValueSizer and a PinnedGetter, nil when it is not
+	// one.
+	haser        Haser
+	valueSizer   ValueSizer
+	pinnedGetter PinnedGetter
 	// rangeDeleter is tx as a TxRangeDeleter, nil when it is not one.
 	rangeDeleter TxRangeDeleter
 	defaults     *ioctx.ReadOptions // the Conn's at begin; nil for a DB's Tx
