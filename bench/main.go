@@ -76,7 +76,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.phaseDuration, "phase-duration", time.Second, "measured time of each read phase")
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "untimed warm-up before each read phase")
 	fs.StringVar(&c.stats, "stats", "default", "shale statistics for the main run: off, default or all")
-	fs.IntVar(&c.statsRounds, "stats-rounds", 3, "rounds of shale's interleaved statistics-level and façade comparisons (0: skip)")
+	fs.IntVar(&c.statsRounds, "stats-rounds", 3, "rounds of shale's interleaved statistics-level comparisons (0: skip)")
 	fs.DurationVar(&c.statsDuration, "stats-duration", 500*time.Millisecond, "measured time of each candidate in each round of the interleaved comparisons")
 	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/engine"
 	"github.com/shaledb/shale/statistics"
 )
@@ -125,9 +126,10 @@ func shaleStatistics(level string) (s *statistics.Statistics, disable bool, err 
 	return nil, false, errors.Newf("-stats=%q: want off, default or all", level)
 }
 
-// shaleStore measures shale through the engine's own Go API.
+// shaleStore measures shale through its one API, the façade, opened with
+// the engine's typed options (driver.OpenDB(engine.NewConnector(...))).
 type shaleStore struct {
-	db  *engine.DB
+	db  *driver.DB
 	ctx context.Context
 }
 
@@ -170,42 +172,43 @@ func openShale(dir string, cfg storeConfig) (*shaleStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := engine.Open(dir, opts)
-	if err != nil {
+	db := driver.OpenDB(engine.NewConnector(dir, opts))
+	ctx := context.Background()
+	if err := db.Ping(ctx); err != nil {
+		_ = db.Close()
 		return nil, err
 	}
-	return &shaleStore{db: db, ctx: context.Background()}, nil
+	return &shaleStore{db: db, ctx: ctx}, nil
 }
 
 func (s *shaleStore) put(key, value []byte) error { return s.db.Put(s.ctx, key, value) }
 
 func (s *shaleStore) putBatch(keys, values [][]byte) error {
-	b := engine.NewBatch()
+	var b driver.Batch
 	for i := range keys {
 		b.Put(keys[i], values[i])
 	}
-	return s.db.Write(s.ctx, b, nil)
+	return s.db.Write(s.ctx, &b)
 }
 
 func (s *shaleStore) compact() error { return s.db.Compact(s.ctx, nil, nil) }
 
 func (s *shaleStore) get(key []byte) (int, bool, error) {
-	v, err := s.db.GetPinned(s.ctx, key)
+	v, closer, err := s.db.GetPinned(s.ctx, key)
 	if err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			return 0, false, nil
 		}
 		return 0, false, err
 	}
-	n := len(v.Data)
-	v.Release()
-	return n, true, nil
+	n := len(v)
+	return n, true, closer.Close()
 }
 
 func (s *shaleStore) getCopy(key []byte) ([]byte, bool, error) {
 	v, err := s.db.Get(s.ctx, key)
 	if err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			return nil, false, nil
 		}
 		return nil, false, err
@@ -238,7 +241,7 @@ func (s *shaleStore) newCursor() (cursor, error) {
 
 func (s *shaleStore) close() error { return s.db.Close() }
 
-type shaleCursor struct{ it *engine.Iterator }
+type shaleCursor struct{ it *driver.Iterator }
 
 func (c shaleCursor) first() bool            { return c.it.First() }
 func (c shaleCursor) seekGE(key []byte) bool { return c.it.SeekGE(key) }

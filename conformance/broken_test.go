@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -321,13 +322,53 @@ var (
 	brokenLiveIter      = registerBroken("conformance-broken-live-iterator", func(c *modelConn) driver.DriverConn { return liveIterConn{c} })
 	brokenInclusive     = registerBroken("conformance-broken-inclusive-range", func(c *modelConn) driver.DriverConn { return inclusiveRangeConn{c} })
 	brokenLiveSnapshot  = registerBroken("conformance-broken-live-snapshot", func(c *modelConn) driver.DriverConn { return liveSnapshotConn{c} })
+	brokenBoundedRange  = registerBroken("conformance-broken-bounded-range", func(c *modelConn) driver.DriverConn { return boundedRangeConn{c} })
+	brokenRecycledPin   = registerBroken("conformance-broken-recycled-pin", func(c *modelConn) driver.DriverConn {
+		return recycledPinConn{c, new(sync.Mutex), new([]byte)}
+	})
 )
 
 // inclusiveRangeConn's DeleteRange deletes its end key too.
 type inclusiveRangeConn struct{ *modelConn }
 
 func (c inclusiveRangeConn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
-	return c.modelConn.DeleteRange(ctx, wo, start, append(slices.Clip(end), 0))
+	if end != nil {
+		end = append(slices.Clip(end), 0)
+	}
+	return c.modelConn.DeleteRange(ctx, wo, start, end)
+}
+
+// boundedRangeConn's DeleteRange, given a nil end, deletes nothing: what
+// shale's engine did before a nil end meant "after every key".
+type boundedRangeConn struct{ *modelConn }
+
+func (c boundedRangeConn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
+	if end == nil {
+		return nil
+	}
+	return c.modelConn.DeleteRange(ctx, wo, start, end)
+}
+
+// recycledPinConn's GetPinned hands out one buffer it reuses for the next
+// call: a value pinned earlier changes before its Close.
+type recycledPinConn struct {
+	*modelConn
+	mu  *sync.Mutex
+	buf *[]byte
+}
+
+func (c recycledPinConn) GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, io.Closer, error) {
+	v, err := c.modelConn.Get(ctx, req, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cap(*c.buf) < len(v) {
+		*c.buf = make([]byte, len(v), 2<<20)
+	}
+	*c.buf = append((*c.buf)[:0], v...)
+	return *c.buf, nil, nil
 }
 
 // liveSnapshotConn's snapshots read the database as it is now.
@@ -386,6 +427,10 @@ func TestBrokenDrivers(t *testing.T) {
 				"rate limiter 0 requests, 0 bytes"}},
 		{brokenInclusive, []string{"DeleteRange"},
 			[]string{`after DeleteRange("b", "c") (the end is exclusive): Get("c") failed`, `want "vc"`}},
+		{brokenBoundedRange, []string{"DeleteRangeOpen"},
+			[]string{`after DeleteRange("b", nil) (a nil end: every key from "b" on): Get("b") = "vb"`}},
+		{brokenRecycledPin, []string{"Lookup"},
+			[]string{"values pinned by GetPinned changed before their Close"}},
 		{brokenLiveSnapshot, []string{"Snapshot"},
 			[]string{"in a snapshot taken before later writes", `Get("key00005") = "new"; want "old"`}},
 		{brokenDropsPriority, []string{"ConnSession"},
@@ -421,7 +466,8 @@ func TestBrokenDrivers(t *testing.T) {
 // fail pass against the unbroken model on the same recorder.
 func TestModelOnRecorder(t *testing.T) {
 	for _, name := range []string{"CRUD", "BatchAtomicity", "MultiGet", "IteratorBounds", "IteratorSnapshot", "StatisticsPerActivity",
-		"TxConflict", "ContextCancel", "RateLimiterCharging", "ConnSession", "DeleteRange", "Snapshot"} {
+		"TxConflict", "ContextCancel", "RateLimiterCharging", "ConnSession", "DeleteRange", "Snapshot", "Lookup",
+		"DeleteRangeOpen"} {
 		t.Run(name, func(t *testing.T) {
 			r := runRecorded(t, modelDriverName, caseNamed(t, name), func(t *testing.T) string { return t.TempDir() })
 			require.False(t, r.Failed(), "errors: %s", strings.Join(r.errors, "\n"))

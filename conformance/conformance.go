@@ -153,6 +153,9 @@ var cases = []testCase{
 	{"DeleteRange", "DeleteRange and a batch's range deletions delete exactly [start, end), in order within a " +
 		"batch (covering earlier writes of the batch, never later ones); empty and inverted ranges are no-ops; " +
 		"Get, MultiGet and iterators agree, across flushes, compactions and a reopen", testDeleteRange},
+	{"DeleteRangeOpen", "a nil DeleteRange end means \"after every key\" and a nil start \"before every key\", on DB, " +
+		"in a Batch and in a Tx, while a non-nil empty end is an empty range; Get, MultiGet and iterators agree, " +
+		"across flushes, compactions and a reopen", testDeleteRangeOpen},
 	{"TxDeleteRange", "a transaction's DeleteRange hides the range from its reads, erases its earlier writes " +
 		"there and not its later ones, applies at Commit, and conflicts with another writer's put into the range " +
 		"after BeginTx", testTxDeleteRange},
@@ -164,6 +167,10 @@ var cases = []testCase{
 		"fail with ErrClosed", testSnapshot},
 	{"Checkpoint", "Checkpoint writes a copy holding every write before it and none after, which the same driver " +
 		"opens as a database of its own; an empty or used directory is refused", testCheckpoint},
+	{"Lookup", "Has, ValueSize and GetPinned on DB, Conn, Tx and Snapshot agree with Get (an absent key is false for " +
+		"Has and ErrNotFound for the others); a pinned value stays valid and unchanged until its closer's first Close, " +
+		"which returns nil, also across overwrites, flushes, compactions and DB.Close; a second Close returns nil or " +
+		"ErrClosed; the reads are Gets for the activity check", testLookup},
 	{"BatchReadBack", "a Batch reads back its writes in order (kind, key, value) with Reader and Replay, Len and " +
 		"Size count them, and a replayed batch writes the same", testBatchReadBack},
 	{"Concurrency", "goroutines mixing reads, writes, batches and flushes leave exactly the state the " +

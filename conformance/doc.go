@@ -212,6 +212,17 @@
 //     bounded scans both ways after each, and after a Flush; 30 random
 //     batches with range deletions, flushes and compactions against the
 //     model; a reopen.
+//   - DeleteRangeOpen (driver.RangeDeleter; skips as DeleteRange does):
+//     DeleteRange(start, nil) deletes every key from start on (keys up to
+//     0xff 0xff 0xff included), DeleteRange(nil, end) every key before end,
+//     DeleteRange(nil, nil) every key, while an empty non-nil end is an
+//     empty range that deletes nothing; the same in a batch, in order with
+//     its other writes (a put after an open range stands); Get, MultiGet
+//     and scans with open and bounded bounds after each, after Flush and
+//     Compact, and after a reopen; then, where transactions have range
+//     deletions (driver.TxRangeDeleter; otherwise logged and left out), a
+//     transaction's open ranges hide keys from its reads, not from others',
+//     until Commit applies them.
 //   - TxDeleteRange (driver.TxBeginner, driver.TxRangeDeleter): a
 //     transaction's DeleteRange hides [b, d) from its Get, MultiGet and
 //     scans, erases its put of b made before it, keeps its put of c made
@@ -238,6 +249,22 @@
 //     directory, the DSN pointed at dir opens a database holding exactly
 //     the writes before the checkpoint, which shares nothing with the
 //     original.
+//   - Lookup: Has, ValueSize and GetPinned (which every driver offers:
+//     the façade falls back to Get for a driver without driver.ValueSizer
+//     or driver.PinnedGetter) on DB and Conn, Tx (Has and ValueSize; skipped
+//     without driver.TxBeginner) and Snapshot (skipped without
+//     driver.Snapshotter) agree with Get for present, empty, 1 MiB, binary
+//     and absent keys: Has is false and nil for an absent key, ValueSize
+//     and GetPinned an error matching driver.ErrNotFound. A transaction
+//     sees its own writes, a snapshot the database as of NewSnapshot. The
+//     suite requires of a GetPinned closer that its first Close returns nil,
+//     and accepts from a second Close either nil (a closer with nothing to
+//     release, as the façade's copying fallback gives) or an error matching
+//     driver.ErrClosed (a driver's closer that released its pin). A pinned
+//     value stays valid and unchanged until its Close across other
+//     GetPinned calls, overwrites of its key, Flush, Compact, DB.Close and
+//     the writes of another database. The reads are Gets: ReadOptions{Activity:
+//     Get} is accepted, MultiGet's is refused with driver.ErrInvalidArgument.
 //   - BatchReadBack: a Batch's Reader and Replay give its writes back in
 //     order with their kinds, keys and values (an inverted DeleteRange is
 //     not recorded), Len and Size count them, a batch replayed into another

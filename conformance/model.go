@@ -25,9 +25,9 @@ func (m *model) del(k []byte)    { delete(m.m, string(k)) }
 func (m *model) apply(ops []op) {
 	for _, o := range ops {
 		switch {
-		case o.rangeEnd != nil:
+		case o.rangeEnd != nil || o.openRange:
 			for k := range m.m {
-				if k >= string(o.key) && k < string(o.rangeEnd) {
+				if k >= string(o.key) && (o.openRange || k < string(o.rangeEnd)) {
 					delete(m.m, k)
 				}
 			}
@@ -53,12 +53,14 @@ func (m *model) scan(lower, upper []byte) []kv {
 	return kvs
 }
 
-// op is one write of a generated workload: a put, a delete (del), or a
-// deletion of [key, rangeEnd) (rangeEnd not nil).
+// op is one write of a generated workload: a put, a delete (del), a
+// deletion of [key, rangeEnd) (rangeEnd not nil), or of every key from key
+// on (openRange).
 type op struct {
 	del        bool
 	key, value []byte
 	rangeEnd   []byte
+	openRange  bool
 }
 
 // batch returns ops as a driver.Batch.
@@ -66,6 +68,8 @@ func batch(ops []op) *driver.Batch {
 	b := new(driver.Batch)
 	for _, o := range ops {
 		switch {
+		case o.openRange:
+			b.DeleteRange(o.key, nil)
 		case o.rangeEnd != nil:
 			b.DeleteRange(o.key, o.rangeEnd)
 		case o.del:

@@ -3,10 +3,12 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shaledb/shale/driver"
@@ -199,7 +201,7 @@ func (s *modelStore) applyLocked(ops []driver.Op) {
 	for _, o := range ops {
 		if o.Kind == driver.OpDeleteRange {
 			for k := range s.keys {
-				if k >= string(o.Key) && k < string(o.Value) {
+				if k >= string(o.Key) && (o.Value == nil || k < string(o.Value)) {
 					s.writeLocked(k, version{seq: s.seq, deleted: true})
 				}
 			}
@@ -302,6 +304,36 @@ func (c *modelConn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) 
 		return nil, fmt.Errorf("model: key %q: %w", key, driver.ErrNotFound)
 	}
 	return []byte(v), nil
+}
+
+// ValueSize and GetPinned make the model a driver.ValueSizer and a
+// driver.PinnedGetter, so the suite's Lookup case runs through a driver's
+// own implementations here (and through the façade's fallback for shale's
+// engine, until it has them). The model's values are immutable strings, so
+// a pin needs no release; its Closer still counts its Close calls as
+// PinnedGetter requires.
+func (c *modelConn) ValueSize(ctx context.Context, req ioctx.ReadRequest, key []byte) (int, error) {
+	v, err := c.Get(ctx, req, key)
+	return len(v), err
+}
+
+func (c *modelConn) GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, io.Closer, error) {
+	v, err := c.Get(ctx, req, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, new(modelPin), nil
+}
+
+// modelPin is a pinned value's Closer: Close after the first returns an
+// error matching driver.ErrClosed.
+type modelPin struct{ closed atomic.Bool }
+
+func (p *modelPin) Close() error {
+	if p.closed.Swap(true) {
+		return fmt.Errorf("model: pinned value already released: %w", driver.ErrClosed)
+	}
+	return nil
 }
 
 func (c *modelConn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
@@ -498,15 +530,25 @@ type modelTx struct {
 	c      *modelConn
 	snap   uint64
 	writes map[string]driver.Op
-	// ranges are the transaction's range deletions, [start, end) each;
+	// ranges are the transaction's range deletions, [start, end) each
+	// (a nil end: every key from start on);
 	// its writes in a range are those made after the range's deletion.
-	ranges [][2]string
+	ranges []txRange
 }
 
 // inRanges reports whether one of the transaction's range deletions covers
 // k.
 func (tx *modelTx) inRanges(k string) bool {
-	return slices.ContainsFunc(tx.ranges, func(r [2]string) bool { return k >= r[0] && k < r[1] })
+	return slices.ContainsFunc(tx.ranges, func(r txRange) bool { return r.contains(k) })
+}
+
+// txRange is a transaction's range deletion.
+type txRange struct {
+	start, end []byte // end nil: unbounded
+}
+
+func (r txRange) contains(k string) bool {
+	return k >= string(r.start) && (r.end == nil || k < string(r.end))
 }
 
 func (tx *modelTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
@@ -592,11 +634,15 @@ func (tx *modelTx) DeleteRange(ctx context.Context, start, end []byte) error {
 		return err
 	}
 	for k := range tx.writes {
-		if k >= string(start) && k < string(end) {
+		if (txRange{start, end}).contains(k) {
 			delete(tx.writes, k)
 		}
 	}
-	tx.ranges = append(tx.ranges, [2]string{string(start), string(end)})
+	r := txRange{start: slices.Clone(start), end: slices.Clone(end)}
+	if end != nil && r.end == nil {
+		r.end = []byte{}
+	}
+	tx.ranges = append(tx.ranges, r)
 	return nil
 }
 
@@ -611,14 +657,14 @@ func (tx *modelTx) Commit() error {
 	ops := make([]driver.Op, 0, len(tx.ranges)+len(tx.writes))
 	for _, r := range tx.ranges {
 		for k := range s.keys {
-			if k >= r[0] && k < r[1] {
+			if r.contains(k) {
 				if seq := s.lastWrite(k); seq > tx.snap {
 					return fmt.Errorf("model: key %q, in the range [%q, %q) the transaction deleted, was written at "+
-						"sequence %d, after the transaction's snapshot at %d: %w", k, r[0], r[1], seq, tx.snap, driver.ErrConflict)
+						"sequence %d, after the transaction's snapshot at %d: %w", k, r.start, r.end, seq, tx.snap, driver.ErrConflict)
 				}
 			}
 		}
-		ops = append(ops, driver.Op{Kind: driver.OpDeleteRange, Key: []byte(r[0]), Value: []byte(r[1])})
+		ops = append(ops, driver.Op{Kind: driver.OpDeleteRange, Key: r.start, Value: r.end})
 	}
 	for k, w := range tx.writes {
 		if seq := s.lastWrite(k); seq > tx.snap {

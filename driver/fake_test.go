@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -42,6 +43,7 @@ type fakeConn struct {
 	openIters  int
 	openTxs    int
 	openSnaps  int
+	pins       atomic.Int32 // pinned values not yet released
 
 	// getHook, when set, runs at the start of Get (outside mu); tests
 	// use it to block a Get.
@@ -147,7 +149,7 @@ func (c *fakeConn) applyLocked(ops []Op) {
 			delete(c.data, string(op.Key))
 		case OpDeleteRange:
 			for k := range c.data {
-				if k >= string(op.Key) && k < string(op.Value) {
+				if inRange(k, op.Key, op.Value) {
 					delete(c.data, k)
 					c.version[k] = c.seq
 				}
@@ -158,6 +160,12 @@ func (c *fakeConn) applyLocked(ops []Op) {
 		}
 		c.version[string(op.Key)] = c.seq
 	}
+}
+
+// inRange reports whether k is in [start, end), a nil end being unbounded
+// (RangeDeleter's rule).
+func inRange(k string, start, end []byte) bool {
+	return k >= string(start) && (end == nil || k < string(end))
 }
 
 func (c *fakeConn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error) {
@@ -190,6 +198,41 @@ type fullConn struct {
 	stats        *statistics.Statistics
 	txMultiGet   bool // transactions implement TxMultiGetter
 	snapMultiGet bool // snapshots implement SnapshotMultiGetter
+	txRangeDel   bool // transactions implement TxRangeDeleter
+	// txZeroCopy and snapZeroCopy make transactions and snapshots
+	// implement ValueSizer and PinnedGetter (see zeroCopy); zcSkip makes
+	// theirs return ErrSkip.
+	txZeroCopy, snapZeroCopy bool
+	zcSkip                   atomic.Bool
+	// ranges are the range deletions the driver received (DeleteRange, or
+	// a transaction's), as they came: a nil slice stays nil.
+	ranges []rangeCall
+}
+
+// rangeCall is one range deletion a driver received.
+type rangeCall struct {
+	method     string // "DeleteRange" or "Tx.DeleteRange"
+	start, end []byte
+}
+
+// cloneKeepNil copies b, keeping a nil slice nil and an empty one empty.
+func cloneKeepNil(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+func (c *fullConn) recordRange(method string, start, end []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ranges = append(c.ranges, rangeCall{method, cloneKeepNil(start), cloneKeepNil(end)})
+}
+
+func (c *fullConn) rangeCalls() []rangeCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ranges)
 }
 
 var (
@@ -206,6 +249,9 @@ var (
 )
 
 func (c *fullConn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
+	if ctx.Err() == nil {
+		c.recordRange("DeleteRange", start, end)
+	}
 	return c.write(ctx, "DeleteRange", wo, []Op{{Kind: OpDeleteRange, Key: start, Value: end}})
 }
 
@@ -231,8 +277,14 @@ func (c *fullConn) NewSnapshot(ctx context.Context) (DriverSnapshot, error) {
 	for k, v := range c.data {
 		s.data[k] = v
 	}
-	if c.snapMultiGet {
+	switch {
+	case c.snapMultiGet:
 		return &fullSnapshot{s}, nil
+	case c.snapZeroCopy:
+		return &zeroCopySnapshot{s, zeroCopy{zc: c.fakeConn, prefix: "Snapshot.", skip: &c.zcSkip, lookup: func(k []byte) ([]byte, bool) {
+			v, ok := s.data[string(k)]
+			return v, ok
+		}}}, nil
 	}
 	return s, nil
 }
@@ -362,8 +414,19 @@ func (c *fullConn) BeginTx(ctx context.Context, opts TxOptions) (DriverTx, error
 	for k, v := range c.data {
 		tx.snap[k] = v
 	}
-	if c.txMultiGet {
+	switch {
+	case c.txMultiGet:
 		return &fullTx{tx}, nil
+	case c.txRangeDel:
+		return &rangeTx{tx, c}, nil
+	case c.txZeroCopy:
+		return &zeroCopyTx{tx, zeroCopy{zc: c.fakeConn, prefix: "Tx.", skip: &c.zcSkip, lookup: func(k []byte) ([]byte, bool) {
+			if v, ok := tx.writes[string(k)]; ok {
+				return v, v != nil
+			}
+			v, ok := tx.snap[string(k)]
+			return v, ok
+		}}}, nil
 	}
 	return tx, nil
 }
@@ -696,6 +759,8 @@ func openFake(t testing.TB, conn DriverConn) *DB {
 			fc = c
 		case *fullConn:
 			fc = c.fakeConn
+		case *zeroCopyConn:
+			fc = c.fakeConn
 		}
 		if fc != nil {
 			if v := fc.violationList(); len(v) != 0 {
@@ -704,4 +769,143 @@ func openFake(t testing.TB, conn DriverConn) *DB {
 		}
 	})
 	return db
+}
+
+// rangeTx adds TxRangeDeleter to a fakeTx: a range deletion records its
+// ends and deletes, in the write set, every key of the range the
+// transaction sees.
+type rangeTx struct {
+	*fakeTx
+	full *fullConn
+}
+
+var _ TxRangeDeleter = (*rangeTx)(nil)
+
+func (tx *rangeTx) DeleteRange(ctx context.Context, start, end []byte) error {
+	defer tx.enter("DeleteRange")()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx.full.recordRange("Tx.DeleteRange", start, end)
+	for k := range tx.view() {
+		if inRange(k, start, end) {
+			tx.writes[k] = nil
+		}
+	}
+	return nil
+}
+
+// zeroCopy implements ValueSizer and PinnedGetter over lookup, which returns
+// a value without copying it. It records its calls on zc as prefix+method,
+// and returns ErrSkip without recording when skip is set. Its pins are
+// counted on zc.pins until their Close.
+type zeroCopy struct {
+	zc     *fakeConn
+	prefix string
+	skip   *atomic.Bool
+	lookup func(key []byte) ([]byte, bool)
+	// nilCloser makes GetPinned return a nil Closer (nothing to release).
+	nilCloser bool
+}
+
+func (z zeroCopy) ValueSize(ctx context.Context, req ioctx.ReadRequest, key []byte) (int, error) {
+	if z.skip.Load() {
+		return 0, ErrSkip
+	}
+	z.zc.record(z.prefix+"ValueSize", req, key)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	v, ok := z.lookup(key)
+	if !ok {
+		return 0, notFound(key)
+	}
+	return len(v), nil
+}
+
+func (z zeroCopy) GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, io.Closer, error) {
+	if z.skip.Load() {
+		return nil, nil, ErrSkip
+	}
+	z.zc.record(z.prefix+"GetPinned", req, key)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	v, ok := z.lookup(key)
+	if !ok {
+		return nil, nil, notFound(key)
+	}
+	if z.nilCloser {
+		return v, nil, nil
+	}
+	z.zc.pins.Add(1)
+	return v, &pinCloser{c: z.zc}, nil
+}
+
+// pinCloser releases one pin: its first Close returns nil, later ones an
+// error matching ErrClosed, as PinnedGetter requires.
+type pinCloser struct {
+	c      *fakeConn
+	closed atomic.Bool
+}
+
+func (p *pinCloser) Close() error {
+	if p.closed.Swap(true) {
+		return fmt.Errorf("fake: pinned value already released: %w", ErrClosed)
+	}
+	p.c.pins.Add(-1)
+	return nil
+}
+
+// zeroCopyConn is a fullConn with ValueSizer and PinnedGetter.
+type zeroCopyConn struct {
+	*fullConn
+	zeroCopy
+}
+
+var (
+	_ ValueSizer   = (*zeroCopyConn)(nil)
+	_ PinnedGetter = (*zeroCopyConn)(nil)
+)
+
+func newZeroCopyConn() *zeroCopyConn {
+	full := newFullConn()
+	return &zeroCopyConn{full, zeroCopy{zc: full.fakeConn, skip: &full.zcSkip, lookup: func(k []byte) ([]byte, bool) {
+		full.mu.Lock()
+		defer full.mu.Unlock()
+		v, ok := full.data[string(k)]
+		return v, ok
+	}}}
+}
+
+// zeroCopyTx and zeroCopySnapshot are a fakeTx and a fakeSnapshot with
+// ValueSizer and PinnedGetter.
+type zeroCopyTx struct {
+	*fakeTx
+	zeroCopy
+}
+
+type zeroCopySnapshot struct {
+	*fakeSnapshot
+	zeroCopy
+}
+
+var (
+	_ ValueSizer   = (*zeroCopyTx)(nil)
+	_ PinnedGetter = (*zeroCopySnapshot)(nil)
+)
+
+// fixedZeroCopyConn is a fixedConn with ValueSizer and PinnedGetter that do
+// not allocate: the façade's own cost of Has, ValueSize and GetPinned.
+type fixedZeroCopyConn struct {
+	fixedConn
+	closer io.Closer
+}
+
+func (c *fixedZeroCopyConn) ValueSize(context.Context, ioctx.ReadRequest, []byte) (int, error) {
+	return len(c.value), nil
+}
+
+func (c *fixedZeroCopyConn) GetPinned(context.Context, ioctx.ReadRequest, []byte) ([]byte, io.Closer, error) {
+	return c.value, c.closer, nil
 }

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -105,4 +106,91 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, FormatSize(n), back, err)
 		}
 	})
+}
+
+// FuzzBatch checks the batch's encoding: the writes a script of bytes
+// describes read back in order, exactly as they were appended (a nil range
+// end as a nil Value, a nil start as an empty Key, empty and inverted
+// ranges dropped), through Reader and through a Replay into another batch,
+// across chunk boundaries. The script is a sequence of (kind, key length,
+// value length) triples whose bytes come from the script's tail.
+func FuzzBatch(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 'a', 'b'})
+	f.Add([]byte{2, 1, 0xff, 'b'})            // DeleteRange("b", nil)
+	f.Add([]byte{2, 0xff, 0xff})              // DeleteRange(nil, nil)
+	f.Add([]byte{2, 0xff, 1, 'a', 2, 1, 0})   // DeleteRange(nil, "a"), DeleteRange(x, "") dropped
+	f.Add([]byte{2, 1, 1, 'c', 'b', 1, 1, 0}) // inverted, then a Delete
+	f.Add(bytes.Repeat([]byte{0, 200, 200}, 40))
+	f.Fuzz(func(t *testing.T, script []byte) {
+		if len(script) > 4096 {
+			return
+		}
+		var b Batch
+		var want []Op
+		tail := script
+		take := func(n byte) []byte {
+			if n == 0xff {
+				return nil
+			}
+			m := int(n) % 64 * 37 // lengths up to a few KiB, to cross chunks
+			if m > len(tail) {
+				m = len(tail)
+			}
+			s := append([]byte{}, tail[:m]...)
+			tail = tail[m:]
+			return s
+		}
+		for i := 0; i+2 < len(script) && len(want) < 300; i += 3 {
+			k, v := take(script[i+1]), take(script[i+2])
+			switch script[i] % 3 {
+			case 0:
+				b.Put(k, v)
+				want = append(want, Op{Kind: OpPut, Key: nonNil(k), Value: nonNil(v)})
+			case 1:
+				b.Delete(k)
+				want = append(want, Op{Kind: OpDelete, Key: nonNil(k)})
+			case 2:
+				b.DeleteRange(k, v)
+				if v == nil || bytes.Compare(k, v) < 0 {
+					want = append(want, Op{Kind: OpDeleteRange, Key: nonNil(k), Value: v})
+				}
+			}
+		}
+		check := func(b *Batch, how string) {
+			if b.Len() != len(want) {
+				t.Fatalf("%s: Len %d; want %d", how, b.Len(), len(want))
+			}
+			r := b.Reader()
+			for i := 0; ; i++ {
+				op, ok := r.Next()
+				if !ok {
+					if i != len(want) {
+						t.Fatalf("%s: %d writes read back; want %d", how, i, len(want))
+					}
+					return
+				}
+				w := want[i]
+				if op.Kind != w.Kind || !bytes.Equal(op.Key, w.Key) || op.Key == nil ||
+					!bytes.Equal(op.Value, w.Value) || (op.Value == nil) != (w.Value == nil) && w.Kind != OpDelete {
+					t.Fatalf("%s: write %d = %+v; want %+v", how, i, op, w)
+				}
+			}
+		}
+		check(&b, "Reader")
+		var c Batch
+		b.Replay(&c)
+		check(&c, "Replay into a batch")
+		if c.Size() != b.Size() {
+			t.Fatalf("a replayed batch has Size %d; want %d", c.Size(), b.Size())
+		}
+	})
+}
+
+// nonNil returns b, or an empty slice for nil: what a batch reads back for
+// a key or a put's value.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

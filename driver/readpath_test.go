@@ -427,6 +427,16 @@ func TestCancelledContext(t *testing.T) {
 		calls["Snapshot.MultiGet"] = func() error { _, err := snap.MultiGet(ctx, [][]byte{[]byte("a")}); return err }
 		calls["Snapshot.NewIterator"] = func() error { _, err := snap.NewIterator(ctx, nil); return err }
 		calls["Tx.DeleteRange"] = func() error { return tx.DeleteRange(ctx, []byte("a"), []byte("b")) }
+		for name, h := range map[string]sizer{"DB": db, "Conn": c, "Tx": tx, "Snapshot": snap} {
+			calls[name+".Has"] = func() error { _, err := h.Has(ctx, []byte("a")); return err }
+			calls[name+".ValueSize"] = func() error { _, err := h.ValueSize(ctx, []byte("a")); return err }
+			if p, ok := h.(pinned); ok {
+				calls[name+".GetPinned"] = func() error { _, _, err := p.GetPinned(ctx, []byte("a")); return err }
+			}
+		}
+		calls["DB.Check"] = func() error { return db.Check(ctx) }
+		calls["DB.Resume"] = func() error { return db.Resume(ctx) }
+		calls["DB.DeleteRange/open"] = func() error { return db.DeleteRange(ctx, nil, nil) }
 		calls["Tx.Put"] = func() error { return tx.Put(ctx, []byte("k"), nil) }
 		calls["Tx.Delete"] = func() error { return tx.Delete(ctx, []byte("k")) }
 		for name, f := range calls {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCacheIndexAndFilterBlocksDSN checks the DSN key: parsed into Config
-// and Options, printed only when set, a bad value named.
+// TestCacheIndexAndFilterBlocksDSN checks the DSN key: parsed into
+// Options, printed only when set, a bad value named.
 func TestCacheIndexAndFilterBlocksDSN(t *testing.T) {
 	for _, tc := range []struct {
 		dsn  string
@@ -27,18 +27,15 @@ func TestCacheIndexAndFilterBlocksDSN(t *testing.T) {
 		{"/db?cache_index_and_filter_blocks=1&block_cache_size=16MiB", true,
 			"/db?block_cache_size=16MiB&cache_index_and_filter_blocks=true"},
 	} {
-		c, err := ParseDSN(tc.dsn)
+		dir, c, err := ParseDSN(tc.dsn)
 		require.NoError(t, err, tc.dsn)
 		require.Equal(t, tc.want, c.CacheIndexAndFilterBlocks, tc.dsn)
-		o, err := c.Options()
-		require.NoError(t, err)
-		require.Equal(t, tc.want, o.CacheIndexAndFilterBlocks, tc.dsn)
-		require.Equal(t, tc.str, c.String(), tc.dsn)
-		again, err := ParseDSN(c.String())
+		require.Equal(t, tc.str, FormatDSN(dir, c), tc.dsn)
+		_, again, err := ParseDSN(FormatDSN(dir, c))
 		require.NoError(t, err)
 		require.Equal(t, c, again)
 	}
-	_, err := ParseDSN("/db?cache_index_and_filter_blocks=maybe")
+	_, _, err := ParseDSN("/db?cache_index_and_filter_blocks=maybe")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "cache_index_and_filter_blocks")
 	require.ErrorIs(t, err, ErrInvalidArgument)
@@ -92,9 +89,7 @@ func TestCacheIndexAndFilterBlocksOpen(t *testing.T) {
 		t.Run(fmt.Sprintf("on=%t", on), func(t *testing.T) {
 			dir := t.TempDir()
 			dsn := fmt.Sprintf("%s?cache_index_and_filter_blocks=%t&stats_level=all", dir, on)
-			cfg, err := ParseDSN(dsn)
-			require.NoError(t, err)
-			opts, err := cfg.Options()
+			_, opts, err := ParseDSN(dsn)
 			require.NoError(t, err)
 			require.Equal(t, on, opts.CacheIndexAndFilterBlocks)
 			db, err := openDatabase(dir, opts)

@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -36,7 +37,10 @@ type database struct {
 	opts    Options // resolved
 	fs      vfs.FS
 	stats   *statistics.Statistics
-	cache   *cache.Cache
+	// ownedLimiter is the rate limiter the database created from
+	// Options.RateLimit (also opts.RateLimiter), closed with the database.
+	ownedLimiter *ratelimit.Generic
+	cache        *cache.Cache
 	// pinnedBufs recycles GetPinned's copies of off-heap values (see
 	// pinnedBuf); the DB's own, so that a caller who keeps Data past
 	// Release never sees another database's value in it.

@@ -44,21 +44,22 @@ func (Driver) Open(dsn string) (driver.DriverConn, error) {
 // OpenConnector parses dsn once; the returned Connector opens the database on
 // the façade's first use.
 func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
-	cfg, err := ParseDSN(dsn)
+	dir, opts, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &connector{dir: cfg.Dir, cfg: cfg}, nil
+	return &connector{dir: dir, opts: opts}, nil
 }
 
-// NewConnector returns a Connector for the database in dir with opts (nil
-// for the defaults), for driver.OpenDB. The database is opened on first use
-// and closed by the DB's Close.
+// NewConnector returns a Connector for the database in dir (or MemoryPath)
+// with opts (nil for the defaults), for driver.OpenDB: the way to give the
+// engine typed options a DSN cannot carry, such as an EventListener. opts is
+// copied; it is checked, and the database opened, on the façade's first use
+// (Ping or the first call), and the DB's Close closes it.
 func NewConnector(dir string, opts *Options) driver.Connector {
-	c := &connector{dir: dir}
+	c := &connector{dir: dir, opts: &Options{}}
 	if opts != nil {
-		o := *opts
-		c.opts = &o
+		*c.opts = *opts
 	}
 	return c
 }
@@ -67,8 +68,7 @@ func NewConnector(dir string, opts *Options) driver.Connector {
 // through io.Closer.
 type connector struct {
 	dir  string
-	cfg  *Config  // from a DSN; nil with NewConnector
-	opts *Options // from NewConnector
+	opts *Options // not nil; from ParseDSN or a copy of NewConnector's
 
 	mu sync.Mutex
 	db *database
@@ -83,18 +83,11 @@ func (c *connector) Connect(context.Context) (driver.DriverConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.db == nil {
-		opts := c.opts
-		if c.cfg != nil {
-			var err error
-			if opts, err = c.cfg.Options(); err != nil {
+		opts, dir := c.opts, c.dir
+		if dir == MemoryPath {
+			if err := opts.validateFor(dir); err != nil {
 				return nil, err
 			}
-		}
-		if opts == nil {
-			opts = &Options{}
-		}
-		dir := c.dir
-		if dir == MemoryPath {
 			o := *opts
 			o.FS = vfs.NewMem()
 			opts, dir = &o, "/memory"

@@ -16,17 +16,17 @@ import (
 )
 
 func TestParseDSN(t *testing.T) {
-	c, err := ParseDSN("/var/lib/app/db?stats_level=all&block_cache_size=32MiB&rate_limit=8MiB")
+	dir, c, err := ParseDSN("/var/lib/app/db?stats_level=all&block_cache_size=32MiB&rate_limit=8MiB")
 	require.NoError(t, err)
-	require.Equal(t, "/var/lib/app/db", c.Dir)
-	require.Equal(t, statistics.LevelAll, c.StatsLevel)
+	require.Equal(t, "/var/lib/app/db", dir)
+	require.Equal(t, statistics.LevelAll, *c.StatsLevel)
 	require.Equal(t, int64(32<<20), c.BlockCacheSize)
 	require.Equal(t, int64(8<<20), c.RateLimit)
 
-	def, err := ParseDSN("/db")
+	dir, def, err := ParseDSN("/db")
 	require.NoError(t, err)
-	require.Equal(t, DefaultConfig("/db"), def)
-	require.Equal(t, "/db", def.String(), "a default config prints no parameters")
+	require.Equal(t, &Options{}, def)
+	require.Equal(t, "/db", FormatDSN(dir, def), "default options print no parameters")
 
 	for _, tc := range []struct{ dsn, want string }{
 		{"/db?bogus=1", `unknown key "bogus"`},
@@ -50,8 +50,9 @@ func TestParseDSN(t *testing.T) {
 		{"/db?high_pri_pool_ratio=NaN", "high_pri_pool_ratio"},
 		{"/db?high_pri_pool_ratio=half", `"half" is not a number`},
 		{"", "path"},
+		{":memory:?read_only=true", "read_only with :memory:"},
 	} {
-		_, err := ParseDSN(tc.dsn)
+		_, _, err := ParseDSN(tc.dsn)
 		require.Error(t, err, tc.dsn)
 		require.ErrorIs(t, err, ErrInvalidArgument, tc.dsn)
 		require.Contains(t, err.Error(), tc.want, tc.dsn)
@@ -79,55 +80,52 @@ func TestDSNRoundTrip(t *testing.T) {
 		"/db?wal_recovery_mode=point_in_time_recovery",
 		"/db?wal_recovery_mode=skip_any_corrupted_records",
 	} {
-		c, err := ParseDSN(dsn)
+		dir, c, err := ParseDSN(dsn)
 		require.NoError(t, err, dsn)
-		again, err := ParseDSN(c.String())
-		require.NoError(t, err, c.String())
-		require.Equal(t, c, again, "%s → %s", dsn, c.String())
+		againDir, again, err := ParseDSN(FormatDSN(dir, c))
+		require.NoError(t, err, FormatDSN(dir, c))
+		require.Equal(t, dir, againDir)
+		require.Equal(t, c, again, "%s → %s", dsn, FormatDSN(dir, c))
 	}
-	c, err := ParseDSN("/db?wal_recovery_mode=point_in_time_recovery")
+	dir, c, err := ParseDSN("/db?wal_recovery_mode=point_in_time_recovery")
 	require.NoError(t, err)
 	require.Equal(t, WALRecoveryPointInTime, c.WALRecoveryMode)
-	o, err := c.Options()
-	require.NoError(t, err)
-	require.Equal(t, WALRecoveryPointInTime, o.WALRecoveryMode)
-	require.Equal(t, "/db?wal_recovery_mode=point_in_time_recovery", c.String())
-	def, _ := ParseDSN("/db?wal_recovery_mode=tolerate_corrupted_tail_records")
-	require.Equal(t, "/db", def.String(), "the default mode is not printed")
+	require.Equal(t, "/db?wal_recovery_mode=point_in_time_recovery", FormatDSN(dir, c))
+	dir, def, _ := ParseDSN("/db?wal_recovery_mode=tolerate_corrupted_tail_records")
+	require.Equal(t, "/db", FormatDSN(dir, def), "the default mode is not printed")
 
-	c, err = ParseDSN("/db?partition_index_and_filters=1&metadata_block_size=16384")
+	dir, c, err = ParseDSN("/db?partition_index_and_filters=1&metadata_block_size=16384")
 	require.NoError(t, err)
-	require.Equal(t, "/db?partition_index_and_filters=true&metadata_block_size=16KiB", c.String())
-	o, err = c.Options()
-	require.NoError(t, err)
-	require.True(t, o.PartitionIndexAndFilters)
-	require.Equal(t, 16<<10, o.MetadataBlockSize)
-	def, _ = ParseDSN("/db?partition_index_and_filters=false&metadata_block_size=4KiB")
-	require.Equal(t, "/db", def.String(), "the defaults are not printed")
+	require.Equal(t, "/db?partition_index_and_filters=true&metadata_block_size=16KiB", FormatDSN(dir, c))
+	require.True(t, c.PartitionIndexAndFilters)
+	require.Equal(t, 16<<10, c.MetadataBlockSize)
+	dir, def, _ = ParseDSN("/db?partition_index_and_filters=false&metadata_block_size=4KiB")
+	require.Equal(t, "/db", FormatDSN(dir, def), "the defaults are not printed")
 
-	c, _ = ParseDSN("/db?block_cache_size=33554432")
-	require.Equal(t, "/db?block_cache_size=32MiB", c.String(), "sizes print in the largest exact unit")
+	dir, c, _ = ParseDSN("/db?block_cache_size=33554432")
+	require.Equal(t, "/db?block_cache_size=32MiB", FormatDSN(dir, c), "sizes print in the largest exact unit")
 }
 
-func TestConfigOptions(t *testing.T) {
-	c, err := ParseDSN("/db?stats_level=all&rate_limit=4MiB&rate_limit_mode=writes&block_cache_size=0&bloom_bits_per_key=0")
+func TestDSNOptions(t *testing.T) {
+	dir, o, err := ParseDSN(t.TempDir() + "?stats_level=all&rate_limit=4MiB&rate_limit_mode=writes&block_cache_size=0&bloom_bits_per_key=0")
 	require.NoError(t, err)
-	o, err := c.Options()
+	db, err := openDatabase(dir, o)
 	require.NoError(t, err)
-	require.Equal(t, statistics.LevelAll, o.Statistics.Level())
-	g, ok := o.RateLimiter.(*ratelimit.Generic)
+	require.Equal(t, statistics.LevelAll, db.opts.Statistics.Level())
+	g, ok := db.opts.RateLimiter.(*ratelimit.Generic)
 	require.True(t, ok)
 	require.Equal(t, int64(4<<20), g.BytesPerSecond())
 	require.False(t, g.IsRateLimited(ratelimit.OpRead))
 	require.Negative(t, o.BlockCacheSize, "0 in the DSN disables the cache")
 	require.Negative(t, o.BloomBitsPerKey, "0 in the DSN writes no filter")
-	g.Close()
+	require.NoError(t, db.Close())
 
-	c, _ = ParseDSN("/db?statistics=false")
-	o, err = c.Options()
+	dir, o, _ = ParseDSN(t.TempDir() + "?statistics=false")
+	db, err = openDatabase(dir, o)
 	require.NoError(t, err)
-	require.Nil(t, o.Statistics)
+	require.Nil(t, db.opts.Statistics)
 	require.True(t, o.DisableStatistics)
+	require.NoError(t, db.Close())
 }
 
 // TestDriverRegistered opens databases through the façade, by DSN and by
@@ -223,7 +221,7 @@ func TestDSNValuesThatConfigureNothing(t *testing.T) {
 		"/db?rate_limit_fairness=0",
 	} {
 		key := dsn[len("/db?"):strings.IndexByte(dsn, '=')]
-		_, err := ParseDSN(dsn)
+		_, _, err := ParseDSN(dsn)
 		require.ErrorIs(t, err, ErrInvalidArgument, dsn)
 		require.ErrorContains(t, err, "bad value for "+key, dsn)
 	}
@@ -235,13 +233,13 @@ func TestDSNValuesThatConfigureNothing(t *testing.T) {
 		"/db?max_open_files=-1",
 		"/db?write_buffer_size=64KiB&block_size=256&target_file_size_base=1KiB&max_write_buffer_number=2",
 	} {
-		_, err := ParseDSN(dsn)
+		_, _, err := ParseDSN(dsn)
 		require.NoError(t, err, dsn)
 	}
-	c, err := ParseDSN("/db?bloom_bits_per_key=0")
+	dir, c, err := ParseDSN("/db?bloom_bits_per_key=0")
 	require.NoError(t, err)
 	require.Equal(t, NoBloomFilter, c.BloomBitsPerKey)
-	require.Equal(t, "/db?bloom_bits_per_key=0", c.String())
+	require.Equal(t, "/db?bloom_bits_per_key=0", FormatDSN(dir, c))
 }
 
 // TestOptionsValidateValues is the same through Options, whose zero fields
@@ -283,9 +281,7 @@ func TestHighPriorityPoolRatioOption(t *testing.T) {
 		{"/db?high_pri_pool_ratio=1", 1},
 		{"/db?high_pri_pool_ratio=0", -1},
 	} {
-		c, err := ParseDSN(tc.dsn)
-		require.NoError(t, err, tc.dsn)
-		o, err := c.Options()
+		_, o, err := ParseDSN(tc.dsn)
 		require.NoError(t, err, tc.dsn)
 		require.Equal(t, tc.want, o.EnsureDefaults().HighPriorityPoolRatio, tc.dsn)
 		require.NoError(t, o.Validate(), tc.dsn)

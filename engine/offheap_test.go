@@ -126,12 +126,10 @@ func TestBlockCacheOnGoHeap(t *testing.T) {
 		{"?block_cache_off_heap=false", true},
 	} {
 		t.Run(tc.dsn, func(t *testing.T) {
-			cfg, err := ParseDSN(t.TempDir() + tc.dsn)
-			require.NoError(t, err)
-			opts, err := cfg.Options()
+			dir, opts, err := ParseDSN(t.TempDir() + tc.dsn)
 			require.NoError(t, err)
 			require.Equal(t, tc.goHeap, opts.BlockCacheOnGoHeap)
-			db, err := openDatabase(cfg.Dir, opts)
+			db, err := openDatabase(dir, opts)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, db.Close()) }()
 			if tc.goHeap {

@@ -18,6 +18,7 @@ import (
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -68,10 +69,26 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 		d.stats = nil
 	case o.Statistics != nil:
 		d.stats = o.Statistics
+	case o.StatsLevel != nil:
+		d.stats = statistics.New(*o.StatsLevel)
 	default:
 		d.stats = statistics.New(statistics.DefaultLevel)
 	}
 	d.opts.Statistics = d.stats
+	if o.RateLimiter == nil && o.RateLimit > 0 {
+		mode := ratelimit.ModeAll
+		if o.RateLimitMode != nil {
+			mode = *o.RateLimitMode
+		}
+		l, err := ratelimit.New(ratelimit.Options{
+			BytesPerSecond: o.RateLimit, RefillPeriod: o.RateLimitRefillPeriod, Fairness: o.RateLimitFairness,
+			Mode: mode, AutoTuned: o.RateLimitAutoTuned,
+		})
+		if err != nil {
+			return nil, base.Mark(errors.Wrap(err, "engine: rate limiter"), ErrInvalidArgument)
+		}
+		d.opts.RateLimiter, d.ownedLimiter = l, l
+	}
 	if o.BlockCacheSize > 0 {
 		d.cache = cache.NewWithOptions(o.BlockCacheSize, cache.Options{
 			HighPriorityPoolRatio: max(o.HighPriorityPoolRatio, 0),
@@ -427,6 +444,9 @@ func (d *database) Close() error {
 // closeResources releases what Open acquired, in reverse order.
 func (d *database) closeResources() error {
 	var err error
+	if d.ownedLimiter != nil {
+		d.ownedLimiter.Close()
+	}
 	if d.tables != nil {
 		d.tables.close()
 	}

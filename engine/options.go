@@ -2,6 +2,8 @@ package engine
 
 import (
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -162,18 +164,27 @@ func (m WALRecoveryMode) internal() wal.RecoveryMode {
 // (DSN bloom_bits_per_key=0).
 const NoBloomFilter = -1
 
-// Options configure a database. A nil *Options and a zero Options mean the
-// defaults; each field's default is given in its comment. Open resolves a copy
-// with EnsureDefaults and checks it with Validate; the caller's value is not
-// modified.
+// Options configure a database: the one options type of the engine, for
+// NewConnector and, parsed from a DSN, for driver.Open. A nil *Options and a
+// zero Options mean the defaults; each field's default is given in its
+// comment. Opening resolves a copy with EnsureDefaults and checks it with
+// Validate; the caller's value is not modified.
 //
-// Fields are the DSN keys in Go case. Where a DSN key's default is "true" or
-// its zero value is meaningful, the field is inverted or signed so that the
-// zero Options stays the default: DSN create_if_missing=false is
+// Most fields are the DSN keys in Go case (see DSNKeys); ParseDSN and
+// FormatDSN convert between the two. Where a DSN key's default is "true" or
+// its zero value is meaningful, the field is inverted, signed or a pointer so
+// that the zero Options stays the default: DSN create_if_missing=false is
 // ErrorIfMissing, statistics=false is DisableStatistics, file_checksums=false
 // is DisableFileChecksums, block_cache_size=0 is BlockCacheSize < 0,
-// high_pri_pool_ratio=0 is HighPriorityPoolRatio < 0 and
-// bloom_bits_per_key=0 is BloomBitsPerKey = NoBloomFilter.
+// high_pri_pool_ratio=0 is HighPriorityPoolRatio < 0,
+// bloom_bits_per_key=0 is BloomBitsPerKey = NoBloomFilter, and stats_level
+// and rate_limit_mode are pointers, nil for the default.
+//
+// FS, Logger, Statistics, RateLimiter and EventListener are typed-only: a
+// DSN cannot carry them, and FormatDSN leaves them out. Statistics and
+// RateLimiter have DSN forms that make the database create its own
+// (StatsLevel, DisableStatistics; RateLimit and its settings); setting a
+// typed field with its DSN form is a contradiction that Validate refuses.
 type Options struct {
 	// FS is the filesystem; nil means the operating system's.
 	FS vfs.FS
@@ -188,10 +199,20 @@ type Options struct {
 	// ErrInvalidArgument.
 	ReadOnly bool
 
-	// Statistics receives the database's tickers and histograms. Nil means a
-	// new statistics.Statistics at the default level
-	// (LevelExceptDetailedTimers), unless DisableStatistics is set.
+	// Statistics receives the database's tickers and histograms, for a
+	// program that shares one Statistics between databases or keeps it. Nil
+	// means the database creates its own at StatsLevel, unless
+	// DisableStatistics is set. A DSN cannot set it; Validate refuses it
+	// together with StatsLevel or DisableStatistics, which describe the
+	// statistics the database would create.
 	Statistics *statistics.Statistics
+	// StatsLevel is the level of the statistics the database creates (DSN
+	// stats_level). Nil means statistics.DefaultLevel
+	// (LevelExceptDetailedTimers). It is a pointer because the zero Level,
+	// LevelDisableAll, is a level a DSN can ask for (a statistics object that
+	// records nothing until its level is raised); statistics=false, which
+	// creates none, is DisableStatistics.
+	StatsLevel *statistics.Level
 	// DisableStatistics records no statistics at all (DSN statistics=false).
 	DisableStatistics bool
 
@@ -281,8 +302,33 @@ type Options struct {
 	// PriorityTotal: user reads that ask for it and compaction reads (at
 	// PriorityLow); and, when its mode covers writes, for table writes and
 	// for the WAL bytes of writes whose WriteOptions.RateLimiterPriority is
-	// not Total. Nil charges nothing.
+	// not Total. Nil means the limiter RateLimit describes, if any. A DSN
+	// cannot set it (it can be shared between databases, and the caller
+	// closes it); Validate refuses it together with any of the RateLimit
+	// fields, which describe the limiter the database would create.
 	RateLimiter ratelimit.Limiter
+
+	// RateLimit, when positive, makes the database create a
+	// ratelimit.Generic of RateLimit bytes per second, configured by the
+	// four fields below, and close it when the database closes (DSN
+	// rate_limit). 0, the default, creates none; negative is invalid.
+	RateLimit int64
+	// RateLimitMode is what the created limiter charges (DSN
+	// rate_limit_mode). Nil means ratelimit.ModeAll, reads and writes. It is
+	// a pointer because the zero Mode, ratelimit.ModeReads, is not the
+	// default.
+	RateLimitMode *ratelimit.Mode
+	// RateLimitRefillPeriod is the created limiter's refill period (DSN
+	// rate_limit_refill_period). 0 means ratelimit.DefaultRefillPeriod
+	// (100ms).
+	RateLimitRefillPeriod time.Duration
+	// RateLimitFairness is the created limiter's 1-in-N chance that lower
+	// priorities go first (DSN rate_limit_fairness). 0 means
+	// ratelimit.DefaultFairness (10).
+	RateLimitFairness int
+	// RateLimitAutoTuned lets the created limiter tune its rate between
+	// RateLimit/20 and RateLimit (DSN rate_limit_auto_tuned).
+	RateLimitAutoTuned bool
 
 	// EventListener, when not nil, is told about flushes, compactions,
 	// tables created and deleted, WALs created, write stalls and background
@@ -536,6 +582,49 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxManifestFileSize < 1<<10 {
 		bad("max_manifest_file_size %d is below the minimum of 1KiB", o.MaxManifestFileSize)
+	}
+	if o.StatsLevel != nil && (*o.StatsLevel < statistics.LevelDisableAll || *o.StatsLevel > statistics.LevelAll) {
+		bad("stats_level %s is not a level", *o.StatsLevel)
+	}
+	if o.Statistics != nil && o.StatsLevel != nil {
+		bad("Statistics and StatsLevel are both set: StatsLevel is the level of the statistics the database " +
+			"creates when Statistics is nil (set the level on Statistics instead)")
+	}
+	if o.Statistics != nil && o.DisableStatistics {
+		bad("Statistics and DisableStatistics are both set: record into Statistics or into nothing")
+	}
+	if o.RateLimit < 0 {
+		bad("rate_limit %d is negative", o.RateLimit)
+	}
+	if o.RateLimitMode != nil && *o.RateLimitMode > ratelimit.ModeAll {
+		bad("rate_limit_mode %d is not reads, writes or all", *o.RateLimitMode)
+	}
+	if o.RateLimitRefillPeriod < 0 {
+		bad("rate_limit_refill_period %s is negative", o.RateLimitRefillPeriod)
+	}
+	if o.RateLimitFairness < 0 {
+		bad("rate_limit_fairness %d is negative", o.RateLimitFairness)
+	}
+	if o.RateLimiter != nil {
+		var set []string
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"RateLimit", o.RateLimit != 0},
+			{"RateLimitMode", o.RateLimitMode != nil},
+			{"RateLimitRefillPeriod", o.RateLimitRefillPeriod != 0},
+			{"RateLimitFairness", o.RateLimitFairness != 0},
+			{"RateLimitAutoTuned", o.RateLimitAutoTuned},
+		} {
+			if f.set {
+				set = append(set, f.name)
+			}
+		}
+		if len(set) > 0 {
+			bad("RateLimiter and %s are both set: the RateLimit fields configure the limiter the database "+
+				"creates when RateLimiter is nil (configure RateLimiter itself instead)", strings.Join(set, ", "))
+		}
 	}
 	if len(errs) == 0 {
 		return nil

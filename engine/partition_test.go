@@ -25,10 +25,8 @@ import (
 func TestPartitionIndexAndFilters(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	cfg, err := ParseDSN(dir + "?partition_index_and_filters=true&metadata_block_size=256" +
+	_, opts, err := ParseDSN(dir + "?partition_index_and_filters=true&metadata_block_size=256" +
 		"&cache_index_and_filter_blocks=true&block_cache_size=64KiB&block_size=256&stats_level=all")
-	require.NoError(t, err)
-	opts, err := cfg.Options()
 	require.NoError(t, err)
 	require.Equal(t, 256, opts.MetadataBlockSize)
 	db, err := openDatabase(dir, opts)
@@ -176,9 +174,7 @@ func TestPartitionMixedFormats(t *testing.T) {
 	dir := t.TempDir()
 	open := func(dsn string) *database {
 		t.Helper()
-		cfg, err := ParseDSN(dir + "?block_size=256&stats_level=all&disable_auto_compactions=true" + dsn)
-		require.NoError(t, err)
-		opts, err := cfg.Options()
+		_, opts, err := ParseDSN(dir + "?block_size=256&stats_level=all&disable_auto_compactions=true" + dsn)
 		require.NoError(t, err)
 		db, err := openDatabase(dir, opts)
 		require.NoError(t, err)

@@ -64,6 +64,14 @@ var examples = []struct {
 		`still sees alice=70$`,
 		`^after Rollback: carol not found$`,
 	}},
+	{"zerocopy", []string{
+		`^Has block:1 = true$`,
+		`^Has block:9 = false$`,
+		`^ValueSize block:2 = 262140 bytes$`,
+		`^ValueSize block:9: not found$`,
+		`^GetPinned block:3: 262140 bytes, as written: true; released$`,
+		`^after Delete block:0: Has = false, in the earlier snapshot = true$`,
+	}},
 }
 
 // goTool returns the go command of the toolchain running the test.

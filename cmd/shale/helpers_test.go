@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/engine"
 	"github.com/stretchr/testify/require"
 )
@@ -48,7 +49,19 @@ type dbSpec struct {
 	partitioned bool
 }
 
-// makeDB builds a database in dir with the engine's own API and closes it.
+// openEngine opens the database in dir through the façade with typed
+// options (nil: defaults), connected at once.
+func openEngine(t *testing.T, dir string, opts *engine.Options) *driver.DB {
+	t.Helper()
+	db := driver.OpenDB(engine.NewConnector(dir, opts))
+	if err := db.Ping(context.Background()); err != nil {
+		_ = db.Close()
+		t.Fatalf("opening %s: %v", dir, err)
+	}
+	return db
+}
+
+// makeDB builds a database in dir through the façade and closes it.
 func makeDB(t *testing.T, dir string, spec dbSpec) {
 	t.Helper()
 	ctx := context.Background()
@@ -59,8 +72,7 @@ func makeDB(t *testing.T, dir string, spec dbSpec) {
 	if spec.partitioned {
 		opts.PartitionIndexAndFilters, opts.MetadataBlockSize = true, 256
 	}
-	db, err := engine.Open(dir, opts)
-	require.NoError(t, err)
+	db := openEngine(t, dir, opts)
 	for _, r := range spec.tables {
 		for i := r[0]; i < r[1]; i++ {
 			require.NoError(t, db.Put(ctx, testKey(i), testValue(i)))

@@ -358,16 +358,23 @@ func (b *dsnBuilder) merge(params string) error {
 	return nil
 }
 
+// parsedDSN is a DSN as the engine's parser reads it: the database's
+// directory and its options.
+type parsedDSN struct {
+	Dir string
+	*engine.Options
+}
+
 // build formats the DSN and checks it with the engine's parser, so an
 // unknown key or bad value is a usage error that names it before anything
 // is opened.
-func (b *dsnBuilder) build() (string, *engine.Config, error) {
+func (b *dsnBuilder) build() (string, parsedDSN, error) {
 	dsn := driver.FormatDSN(b.path, b.params)
-	cfg, err := engine.ParseDSN(dsn)
+	dir, opts, err := engine.ParseDSN(dsn)
 	if err != nil {
-		return "", nil, &exitError{code: exitUsage, err: err}
+		return "", parsedDSN{}, &exitError{code: exitUsage, err: err}
 	}
-	return dsn, cfg, nil
+	return dsn, parsedDSN{dir, opts}, nil
 }
 
 // openDB opens dsn through the façade and connects at once (the façade
@@ -391,15 +398,15 @@ func openDB(ctx context.Context, dsn string) (*driver.DB, error) {
 // openReadOnly opens the database d names with read_only=true, for the
 // commands that inspect or copy a database, and returns it with its
 // configuration.
-func openReadOnly(ctx context.Context, d *dsnBuilder) (*driver.DB, *engine.Config, error) {
+func openReadOnly(ctx context.Context, d *dsnBuilder) (*driver.DB, parsedDSN, error) {
 	d.set("read_only", "true")
 	final, cfg, err := d.build()
 	if err != nil {
-		return nil, nil, err
+		return nil, parsedDSN{}, err
 	}
 	db, err := openDB(ctx, final)
 	if err != nil {
-		return nil, nil, err
+		return nil, parsedDSN{}, err
 	}
 	return db, cfg, nil
 }

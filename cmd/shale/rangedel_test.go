@@ -13,8 +13,7 @@ import (
 func TestDumpRangeDeletions(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	db, err := engine.Open(dir, &engine.Options{DisableAutoCompactions: true})
-	require.NoError(t, err)
+	db := openEngine(t, dir, &engine.Options{DisableAutoCompactions: true})
 	require.NoError(t, db.Put(ctx, testKey(1), testValue(1)))
 	require.NoError(t, db.DeleteRange(ctx, testKey(0), testKey(5)))
 	require.NoError(t, db.Close())
@@ -25,8 +24,7 @@ func TestDumpRangeDeletions(t *testing.T) {
 	require.Equal(t, exitOK, r.code, "%s", r)
 	require.Contains(t, r.stdout, `  DELRANGE ["key000000", "key000005")`)
 
-	db, err = engine.Open(dir, &engine.Options{DisableAutoCompactions: true})
-	require.NoError(t, err)
+	db = openEngine(t, dir, &engine.Options{DisableAutoCompactions: true})
 	require.NoError(t, db.Flush(ctx))
 	require.NoError(t, db.Close())
 	tables := filesWithSuffix(t, dir, ".sst")

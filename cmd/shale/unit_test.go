@@ -120,7 +120,9 @@ func TestDSNBuilder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "/db?stats_level=except_timers&block_cache_size=0&read_only=true&sync=true&bloom_bits_per_key=5", dsn)
 	require.True(t, cfg.ReadOnly)
-	require.Equal(t, statistics.LevelExceptTimers, cfg.StatsLevel)
+	require.Equal(t, "/db", cfg.Dir)
+	require.NotNil(t, cfg.StatsLevel)
+	require.Equal(t, statistics.LevelExceptTimers, *cfg.StatsLevel)
 
 	require.Equal(t, exitUsage, exitCode(d.merge("a=%zz")))
 	d.set("nosuch", "1")

@@ -66,7 +66,21 @@
 // matching ErrInvalidArgument that names the limit, before anything is sent.
 //
 // DeleteRange is one etcd DeleteRange RPC of [start, end) within the
-// namespace: one write, whatever the number of keys.
+// namespace: one write, whatever the number of keys. A nil end (every key
+// from start on) becomes the namespace's end, the first etcd key after all
+// of the DB's, and a nil start its first key, so DeleteRange(ctx, nil, nil)
+// empties the namespace and no other; the same holds in a batch and in a
+// transaction.
+//
+// # Reads without a copy
+//
+// DB.Has, DB.ValueSize and DB.GetPinned work, through the façade's copying
+// fallback: the driver implements neither driver.ValueSizer nor
+// driver.PinnedGetter. etcd cannot tell a value's size without sending the
+// value (a Range with count_only says how many keys exist, keys_only drops
+// the value and its size with it), and the value arrives in a gRPC message
+// that the client decodes into memory of its own, so there is nothing to
+// pin: a Get costs what a Has would.
 //
 // # Durability and write options
 //

@@ -193,11 +193,12 @@ func (t *tx) Delete(_ context.Context, key []byte) error {
 	return nil
 }
 
-// DeleteRange records a deletion of [start, end): the transaction's writes
-// in the range are erased, and the snapshot's keys in it hidden from its
-// reads. Nothing is sent before Commit.
+// DeleteRange records a deletion of [start, end) (a nil end: every key
+// from start on): the transaction's writes in the range are erased, and the
+// snapshot's keys in it hidden from its reads. Nothing is sent before
+// Commit.
 func (t *tx) DeleteRange(_ context.Context, start, end []byte) error {
-	if bytes.Compare(start, end) >= 0 {
+	if !belowEnd(start, end) {
 		return nil
 	}
 	for k := range t.writes {
@@ -207,7 +208,12 @@ func (t *tx) DeleteRange(_ context.Context, start, end []byte) error {
 	}
 	// Never nil, even for an empty start: the iterators seek to it, and
 	// a nil SeekLT key means "the last key".
-	t.ranges = mergeRanges(append(t.ranges, keyRange{append([]byte{}, start...), append([]byte{}, end...)}))
+	// A nil end stays nil: unbounded.
+	var e []byte
+	if end != nil {
+		e = append([]byte{}, end...)
+	}
+	t.ranges = mergeRanges(append(t.ranges, keyRange{append([]byte{}, start...), e}))
 	return nil
 }
 
@@ -265,7 +271,7 @@ func (t *tx) Commit() error {
 	for _, rg := range t.ranges {
 		// No key of the range changed since the begin revision; the
 		// failure branch lists the ones that did.
-		ek, eEnd := t.c.key(rg.start), t.c.key(rg.end)
+		ek, eEnd := t.c.key(rg.start), t.c.keyEnd(rg.end)
 		r.Compare = append(r.Compare, &pb.Compare{Key: ek, RangeEnd: eEnd, Target: pb.Compare_MOD,
 			Result: pb.Compare_LESS, TargetUnion: &pb.Compare_ModRevision{ModRevision: t.rev + 1}})
 		r.Failure = append(r.Failure, &pb.RequestOp{Request: &pb.RequestOp_RequestRange{
@@ -348,8 +354,12 @@ func (t *tx) conflict(keys []string, resp *pb.TxnResponse) error {
 			// A range's Range: the keys written in it since begin.
 			rg := t.ranges[i-len(keys)]
 			for _, kv := range r.GetResponseRange().GetKvs() {
-				changed = append(changed, fmt.Sprintf("%q (in the deleted range [%q, %q), written at revision %d)",
-					t.c.userKey(kv.Key), rg.start, rg.end, kv.ModRevision))
+				end := fmt.Sprintf("%q", rg.end)
+				if rg.end == nil {
+					end = "nil"
+				}
+				changed = append(changed, fmt.Sprintf("%q (in the deleted range [%q, %s), written at revision %d)",
+					t.c.userKey(kv.Key), rg.start, end, kv.ModRevision))
 			}
 			continue
 		}
@@ -524,9 +534,13 @@ func (t *txIter) skipRange() bool {
 	if !found {
 		return false
 	}
-	if t.forward {
+	switch {
+	case t.forward && t.ranges[i].end == nil:
+		// The range covers every key after this one.
+		t.snapOK = false
+	case t.forward:
 		t.snapOK = t.snap.SeekGE(t.ranges[i].end)
-	} else {
+	default:
 		t.snapOK = t.snap.SeekLT(t.ranges[i].start)
 	}
 	return true

@@ -27,6 +27,10 @@ import (
 //   - Range deletion. DeleteRange is one etcd DeleteRange RPC of [start,
 //     end) within the namespace; in a batch, a DeleteRange request in the
 //     batch's Txn (see foldOps for how a batch is made acceptable to etcd).
+//     A nil end (every key from start on) is the namespace's end, the first
+//     etcd key after all of the DB's, so the deletion never reaches another
+//     namespace; a nil start reaches here as the empty key, the namespace's
+//     first.
 
 // errDisableWAL is the error of a write asking to skip the WAL.
 var errDisableWAL = newError("etcd: WriteOptions.DisableWAL: etcd cannot skip its write-ahead log (every write "+
@@ -46,17 +50,18 @@ var (
 	_ driver.WALSyncer    = (*conn)(nil)
 )
 
-// DeleteRange deletes the keys in [start, end) with one DeleteRange RPC.
-// The façade answers an empty or inverted range itself; one reaching here is
-// a no-op too.
+// DeleteRange deletes the keys in [start, end) with one DeleteRange RPC; a
+// nil end deletes every key of the namespace from start on. The façade
+// answers an empty or inverted range itself; one reaching here is a no-op
+// too.
 func (c *conn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, end []byte) error {
 	if err := checkWriteOptions(wo); err != nil {
 		return err
 	}
-	if bytes.Compare(start, end) >= 0 {
+	if !belowEnd(start, end) {
 		return nil
 	}
-	r := &pb.DeleteRangeRequest{Key: c.key(start), RangeEnd: c.key(end)}
+	r := &pb.DeleteRangeRequest{Key: c.key(start), RangeEnd: c.keyEnd(end)}
 	return c.write(ctx, "DeleteRange", 1, len(start)+len(end), func(ctx context.Context) error {
 		resp, err := c.kv.DeleteRange(ctx, r, c.callOpts...)
 		if err == nil {
@@ -74,8 +79,34 @@ func (c *conn) SyncWAL(ctx context.Context) error {
 	return err
 }
 
-// keyRange is a range deletion of [start, end) in user keys.
+// keyRange is a range deletion of [start, end) in user keys; a nil end is
+// unbounded (every key from start on).
 type keyRange struct{ start, end []byte }
+
+// belowEnd reports whether k is below the range end end (nil: unbounded).
+func belowEnd(k, end []byte) bool { return end == nil || bytes.Compare(k, end) < 0 }
+
+// compareEnds compares two range ends, nil (unbounded) being the largest.
+func compareEnds(a, b []byte) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	return bytes.Compare(a, b)
+}
+
+// keyEnd returns the etcd range end of the DB's range end end: its etcd
+// key, or for nil (unbounded) the namespace's end.
+func (c *conn) keyEnd(end []byte) []byte {
+	if end == nil {
+		return bytes.Clone(c.end)
+	}
+	return c.key(end)
+}
 
 // foldOps returns the effect of ops, applied in order, as writes etcd
 // accepts in one Txn: etcd refuses a Txn that puts a key twice, or puts a key
@@ -121,7 +152,7 @@ func foldOps(ops []driver.Op) (points []driver.Op, ranges []keyRange) {
 }
 
 func inRange(k string, start, end []byte) bool {
-	return k >= string(start) && k < string(end)
+	return k >= string(start) && (end == nil || k < string(end))
 }
 
 // mergeRanges sorts rs and merges the ranges that overlap or touch.
@@ -130,8 +161,8 @@ func mergeRanges(rs []keyRange) []keyRange {
 	slices.SortFunc(rs, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
 	var out []keyRange
 	for _, r := range rs {
-		if n := len(out); n > 0 && bytes.Compare(r.start, out[n-1].end) <= 0 {
-			if bytes.Compare(r.end, out[n-1].end) > 0 {
+		if n := len(out); n > 0 && compareEnds(r.start, out[n-1].end) <= 0 {
+			if compareEnds(r.end, out[n-1].end) > 0 {
 				out[n-1].end = r.end
 			}
 			continue
@@ -146,7 +177,7 @@ func mergeRanges(rs []keyRange) []keyRange {
 func searchRanges(rs []keyRange, k []byte) (int, bool) {
 	return slices.BinarySearchFunc(rs, k, func(r keyRange, k []byte) int {
 		switch {
-		case bytes.Compare(r.end, k) <= 0:
+		case !belowEnd(k, r.end):
 			return -1
 		case bytes.Compare(r.start, k) > 0:
 			return 1
@@ -170,7 +201,7 @@ func cutRanges(rs []keyRange, points []driver.Op) []keyRange {
 	p := 0
 	for _, r := range rs {
 		start := r.start
-		for ; p < len(points) && bytes.Compare(points[p].Key, r.end) < 0; p++ {
+		for ; p < len(points) && belowEnd(points[p].Key, r.end); p++ {
 			k := points[p].Key
 			if points[p].Kind != driver.OpPut || bytes.Compare(k, start) < 0 {
 				continue
@@ -180,7 +211,7 @@ func cutRanges(rs []keyRange, points []driver.Op) []keyRange {
 			}
 			start = append(slices.Clip(k), 0)
 		}
-		if bytes.Compare(start, r.end) < 0 {
+		if belowEnd(start, r.end) {
 			out = append(out, keyRange{start, r.end})
 		}
 	}
@@ -198,7 +229,7 @@ func (c *conn) txnOps(points []driver.Op, ranges []keyRange) ([]*pb.RequestOp, i
 	}
 	for _, r := range ranges {
 		out = append(out, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{
-			RequestDeleteRange: &pb.DeleteRangeRequest{Key: c.key(r.start), RangeEnd: c.key(r.end)}}})
+			RequestDeleteRange: &pb.DeleteRangeRequest{Key: c.key(r.start), RangeEnd: c.keyEnd(r.end)}}})
 		n += len(r.start) + len(r.end)
 	}
 	return out, n

@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,8 +89,13 @@ func delRange(s, e string) driver.Op {
 	return driver.Op{Kind: driver.OpDeleteRange, Key: []byte(s), Value: []byte(e)}
 }
 
+// delRangeOpen is a deletion of every key from s on (a nil end).
+func delRangeOpen(s string) driver.Op {
+	return driver.Op{Kind: driver.OpDeleteRange, Key: []byte(s)}
+}
+
 // randomOps returns n random writes over keys a..h, a fifth of them range
-// deletions.
+// deletions (one in four of those with a nil end).
 func randomOps(rng *rand.Rand, n int) []driver.Op {
 	k := func() string { return string(rune('a' + rng.IntN(8))) }
 	var ops []driver.Op
@@ -101,6 +105,8 @@ func randomOps(rng *rand.Rand, n int) []driver.Op {
 			ops = append(ops, put(k(), fmt.Sprint(i)))
 		case r < 8:
 			ops = append(ops, del(k()))
+		case r < 9 && rng.IntN(2) == 0:
+			ops = append(ops, delRangeOpen(k()))
 		default:
 			s, e := k(), k()+"\x00"
 			if s >= e {
@@ -143,7 +149,7 @@ func TestFoldOps(t *testing.T) {
 			}
 		}
 		for i := 1; i < len(ranges); i++ {
-			if bytes.Compare(ranges[i-1].end, ranges[i].start) > 0 || bytes.Compare(ranges[i].start, ranges[i].end) >= 0 {
+			if compareEnds(ranges[i-1].end, ranges[i].start) > 0 || !belowEnd(ranges[i].start, ranges[i].end) {
 				t.Fatalf("ops %v: ranges %v are not sorted, disjoint and non-empty", ops, ranges)
 			}
 		}
@@ -160,6 +166,10 @@ func TestFoldOps(t *testing.T) {
 		{"overlapping and touching ranges", []driver.Op{delRange("a", "c"), delRange("b", "d"), delRange("d", "e")}},
 		{"put, range, put, range", []driver.Op{put("b", "1"), delRange("b", "c"), put("b", "2"), delRange("a", "b")}},
 		{"last of a key wins", []driver.Op{put("x", "1"), del("x"), put("x", "2")}},
+		{"open range then puts after it", []driver.Op{put("a", "1"), delRangeOpen("b"), put("c", "2"), put("z", "3")}},
+		{"open range over bounded ones", []driver.Op{delRange("a", "b"), delRangeOpen("c"), delRange("d", "e"), del("x")}},
+		{"open range from the first key", []driver.Op{put("b", "1"), delRangeOpen(""), put("a", "2")}},
+		{"bounded range touching an open one", []driver.Op{delRangeOpen("c"), delRange("a", "c")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { check(t, pre, tc.ops) })
 	}
@@ -214,6 +224,126 @@ func TestDeleteRange(t *testing.T) {
 	}
 	if got := contents(t, other); len(got) != 6 {
 		t.Errorf("namespace %q holds %q after range deletions in namespace %q; want its 6 keys", ns+"x", got, ns)
+	}
+}
+
+// TestDeleteRangeOpen: a nil end deletes every key of the namespace from
+// start on, and a start of the empty key (the façade's nil start) every key
+// of the namespace — never another namespace's, whatever its name.
+func TestDeleteRangeOpen(t *testing.T) {
+	ns := newNamespace(t)
+	c := openConn(t, shared.endpoints()+"/"+ns)
+	others := []*conn{openConn(t, shared.endpoints()+"/"+ns+"x"), openConn(t, shared.endpoints()+"/"+ns+"\x01")}
+	keys := []string{"", "a", "b", "b\x00", "c", "\xff", "\xff\xff\xff"}
+	for _, k := range keys {
+		for _, cc := range append(others, c) {
+			if err := cc.Put(bg, ioctx.WriteOptions{}, []byte(k), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.DeleteRange(bg, ioctx.WriteOptions{}, []byte("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := contents(t, c), []string{"=v", "a=v"}; !slices.Equal(got, want) {
+		t.Errorf("after DeleteRange(b, nil): %q; want %q", got, want)
+	}
+	if err := c.DeleteRange(bg, ioctx.WriteOptions{}, []byte{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, c); len(got) != 0 {
+		t.Errorf("after DeleteRange(\"\", nil): %q; want nothing", got)
+	}
+	for _, o := range others {
+		if got := contents(t, o); len(got) != len(keys) {
+			t.Errorf("another namespace holds %q after open range deletions in namespace %q; want its %d keys",
+				got, ns, len(keys))
+		}
+	}
+	// In a batch, through the façade.
+	cn, err := NewClientConnector(c.client, *c.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := driver.OpenDB(cn)
+	defer db.Close()
+	var b driver.Batch
+	b.Put([]byte("a"), []byte("1"))
+	b.Put([]byte("b"), []byte("1"))
+	b.DeleteRange([]byte("b"), nil)
+	b.Put([]byte("c"), []byte("after"))
+	b.DeleteRange(nil, []byte("a\x00"))
+	if err := db.Write(bg, &b); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := contents(t, c), []string{"c=after"}; !slices.Equal(got, want) {
+		t.Errorf("after a batch put a, b, DeleteRange(b, nil), put c, DeleteRange(nil, a\\x00): %q; want %q", got, want)
+	}
+}
+
+// TestTxDeleteRangeOpen: a transaction's open range hides every key from
+// its start on from the transaction's reads, both ways; Commit applies it
+// within the namespace, and a put into it by another writer since begin is
+// a conflict.
+func TestTxDeleteRangeOpen(t *testing.T) {
+	c := freshConn(t, "")
+	for _, k := range []string{"a", "b", "c", "\xff"} {
+		if err := c.Put(bg, ioctx.WriteOptions{}, []byte(k), []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dt, err := c.BeginTx(bg, driver.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etx := dt.(*tx)
+	if err := etx.Put(bg, []byte("c"), []byte("erased")); err != nil {
+		t.Fatal(err)
+	}
+	if err := etx.DeleteRange(bg, []byte("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := etx.Put(bg, []byte("d"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, reverse := range []bool{false, true} {
+		it, err := dt.NewIterator(bg, ioctx.ReadRequest{}, driver.IterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := scanIter(t, it, reverse), []string{"a=0", "d=1"}; !slices.Equal(got, want) {
+			t.Errorf("scan (reverse %v) after put c, Tx.DeleteRange(b, nil), put d = %q; want %q", reverse, got, want)
+		}
+	}
+	if _, err := dt.Get(bg, ioctx.ReadRequest{}, []byte("\xff")); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("Tx.Get(\\xff) after Tx.DeleteRange(b, nil) = %v; want ErrNotFound", err)
+	}
+	if err := dt.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := contents(t, c), []string{"a=0", "d=1"}; !slices.Equal(got, want) {
+		t.Errorf("after Commit: %q; want %q", got, want)
+	}
+
+	dt, err = c.BeginTx(bg, driver.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dt.(*tx).DeleteRange(bg, []byte("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(bg, ioctx.WriteOptions{}, []byte("zz"), []byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	err = dt.Commit()
+	if !errors.Is(err, driver.ErrConflict) {
+		t.Fatalf("Commit after another writer's put into [b, nil) = %v; want ErrConflict", err)
+	}
+	if !strings.Contains(err.Error(), `["b", nil)`) {
+		t.Errorf("the conflict %q does not name the open range", err)
+	}
+	if got, want := contents(t, c), []string{"a=0", "d=1", "zz=other"}; !slices.Equal(got, want) {
+		t.Errorf("after the conflicting Commit: %q; want %q (nothing applied)", got, want)
 	}
 }
 

@@ -50,6 +50,9 @@ func run() error {
 	}
 	defer db.Close()
 	ctx := context.Background()
+	if err := db.Ping(ctx); err != nil { // Open is lazy: connect now, so a bad DSN fails here
+		return err
+	}
 
 	// Sessions and one account record. A Batch applies its writes
 	// atomically; it can be read back in order before it is written.
@@ -123,6 +126,9 @@ func run() error {
 		return err
 	}
 	defer bdb.Close()
+	if err := bdb.Ping(ctx); err != nil { // Open is lazy: connect now
+		return err
+	}
 	n, err := countPrefix(ctx, bdb, "session:")
 	if err != nil {
 		return err

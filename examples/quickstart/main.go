@@ -133,6 +133,9 @@ func run() error {
 		return err
 	}
 	defer db2.Close()
+	if err := db2.Ping(ctx); err != nil { // Open is lazy: connect now
+		return err
+	}
 	v, err = db2.Get(ctx, []byte("veg:carrot"))
 	if err != nil {
 		return err

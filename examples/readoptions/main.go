@@ -42,6 +42,9 @@ func run() error {
 	}
 	defer db.Close()
 	ctx := context.Background()
+	if err := db.Ping(ctx); err != nil { // Open is lazy: connect now, so a bad DSN fails here
+		return err
+	}
 	key := []byte("k")
 	if err := db.Put(ctx, key, []byte("v")); err != nil {
 		return err

@@ -59,6 +59,9 @@ func run() error {
 	}
 	defer db.Close()
 	ctx := context.Background()
+	if err := db.Ping(ctx); err != nil { // Open is lazy: connect now, so a bad DSN fails here
+		return err
+	}
 	for i := range 1000 {
 		key := fmt.Appendf(nil, "key%04d", i)
 		if err := db.Put(ctx, key, []byte(strings.Repeat("v", 100))); err != nil {

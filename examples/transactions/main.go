@@ -39,6 +39,9 @@ func run() error {
 	}
 	defer db.Close()
 	ctx := context.Background()
+	if err := db.Ping(ctx); err != nil { // Open is lazy: connect now, so a bad DSN fails here
+		return err
+	}
 	if err := db.Put(ctx, alice, []byte("100")); err != nil {
 		return err
 	}

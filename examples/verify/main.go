@@ -57,6 +57,9 @@ func run() error {
 	}
 	defer db.Close()
 	ctx := context.Background()
+	if err := db.Ping(ctx); err != nil { // Open is lazy: connect now, so a bad DSN fails here
+		return err
+	}
 
 	// Random values, so that compression does not shrink the tables the
 	// verification reads.

@@ -54,6 +54,10 @@ func run(ctx context.Context, addr, level string) error {
 		return err
 	}
 	defer db.Close() // on the error paths; a clean exit closes below, reporting the error
+	// Open is lazy, as sql.Open is: connect now, so a bad DSN fails here.
+	if err := db.Ping(ctx); err != nil {
+		return err
+	}
 	keys, err := fill(ctx, db)
 	if err != nil {
 		return err

@@ -56,6 +56,11 @@ func run(dsn string) error {
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Open is lazy, as sql.Open is: connect now, so an unreachable cluster
+	// fails here.
+	if err := db.Ping(ctx); err != nil {
+		return err
+	}
 
 	// Writes: a Put is one RPC, a Batch one etcd Txn.
 	if err := db.Put(ctx, []byte("greeting"), []byte("hello, etcd")); err != nil {

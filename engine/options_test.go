@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/ratelimit"
+	"github.com/shaledb/shale/statistics"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFormatDSNRoundTripsEveryKey sets every DSN-expressible field of
+// Options to a value other than its default and checks that FormatDSN
+// prints every DSN key and that ParseDSN gives the same Options back; the
+// typed-only fields are left out of the DSN.
+func TestFormatDSNRoundTripsEveryKey(t *testing.T) {
+	level, mode := statistics.LevelAll, ratelimit.ModeWrites
+	o := &Options{
+		ErrorIfMissing: true, ReadOnly: true, StatsLevel: &level,
+		BlockCacheSize: -1, WriteBufferSize: 1 << 20, MaxWriteBufferNumber: 3,
+		Level0FileNumCompactionTrigger: 2, Level0SlowdownWritesTrigger: 5, Level0StopWritesTrigger: 9,
+		MaxBytesForLevelBase: 10 << 20, MaxBytesForLevelMultiplier: 8.5,
+		TargetFileSizeBase: 2 << 20, TargetFileSizeMultiplier: 2, MaxOpenFiles: 100,
+		DisableAutoCompactions: true, BlockSize: 16 << 10, BlockRestartInterval: 8,
+		BloomBitsPerKey: NoBloomFilter, OptimizeFiltersForHits: true,
+		Compression: CompressionNone, ChecksumType: ChecksumCRC32C, DisableFileChecksums: true,
+		WALRecoveryMode: WALRecoveryPointInTime, Sync: true,
+		RateLimit: 1 << 20, RateLimitMode: &mode, RateLimitRefillPeriod: 10 * time.Millisecond,
+		RateLimitFairness: 5, RateLimitAutoTuned: true,
+		MmapReads: true, CacheIndexAndFilterBlocks: true, PartitionIndexAndFilters: true,
+		MetadataBlockSize: 8 << 10, HighPriorityPoolRatio: -1, BlockCacheOnGoHeap: true,
+		MaxManifestFileSize: 1 << 20, ParanoidFileChecks: true,
+	}
+	dsn := FormatDSN("/a b/db", o)
+	for _, row := range DSNKeys() {
+		switch row[0] {
+		case "error_if_exists", "statistics":
+			// Contradict read_only and stats_level respectively.
+			continue
+		}
+		require.Contains(t, dsn, row[0]+"=", "FormatDSN prints every key set")
+	}
+	dir, again, err := ParseDSN(dsn)
+	require.NoError(t, err, dsn)
+	require.Equal(t, "/a b/db", dir)
+	require.Equal(t, o, again, dsn)
+
+	// Typed-only fields have no DSN form.
+	typed := &Options{FS: vfs.NewMem(), Logger: slog.Default(), Statistics: statistics.New(statistics.LevelAll),
+		RateLimiter: newTestLimiter(t), EventListener: &EventListener{}}
+	require.Equal(t, "/db", FormatDSN("/db", typed))
+	require.Equal(t, "/db", FormatDSN("/db", nil))
+}
+
+// TestOptionsTypedAndDSNFormContradict: a typed field set with its DSN form
+// is refused by Validate, naming both, marked ErrInvalidArgument; so is
+// opening with such options.
+func TestOptionsTypedAndDSNFormContradict(t *testing.T) {
+	level, mode := statistics.LevelAll, ratelimit.ModeReads
+	lim := newTestLimiter(t)
+	for _, tc := range []struct {
+		o    Options
+		want []string
+	}{
+		{Options{Statistics: statistics.New(statistics.LevelAll), StatsLevel: &level}, []string{"Statistics and StatsLevel"}},
+		{Options{Statistics: statistics.New(statistics.LevelAll), DisableStatistics: true}, []string{"Statistics and DisableStatistics"}},
+		{Options{RateLimiter: lim, RateLimit: 1 << 20}, []string{"RateLimiter and RateLimit"}},
+		{Options{RateLimiter: lim, RateLimitMode: &mode, RateLimitAutoTuned: true},
+			[]string{"RateLimiter and RateLimitMode, RateLimitAutoTuned"}},
+		{Options{RateLimit: -1}, []string{"rate_limit -1 is negative"}},
+	} {
+		err := tc.o.EnsureDefaults().Validate()
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		require.ErrorIs(t, err, driver.ErrInvalidArgument)
+		for _, w := range tc.want {
+			require.ErrorContains(t, err, w)
+		}
+		_, err = openDatabase(t.TempDir(), &tc.o)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+	}
+	// Each form alone is valid.
+	for _, o := range []Options{
+		{Statistics: statistics.New(statistics.LevelAll)},
+		{StatsLevel: &level},
+		{RateLimiter: lim},
+		{RateLimit: 1 << 20, RateLimitMode: &mode},
+	} {
+		require.NoError(t, o.EnsureDefaults().Validate())
+	}
+}
+
+// TestOptionsBuildStatisticsAndLimiter: the database creates its statistics
+// at StatsLevel and a limiter from RateLimit, which it closes with itself.
+func TestOptionsBuildStatisticsAndLimiter(t *testing.T) {
+	level := statistics.LevelDisableAll
+	db, err := openDatabase(t.TempDir(), &Options{StatsLevel: &level, RateLimit: 8 << 20})
+	require.NoError(t, err)
+	require.NotNil(t, db.Statistics())
+	require.Equal(t, statistics.LevelDisableAll, db.Statistics().Level())
+	g := db.opts.RateLimiter.(*ratelimit.Generic)
+	require.Same(t, db.ownedLimiter, g)
+	require.True(t, g.IsRateLimited(ratelimit.OpRead), "the default mode is all")
+	require.True(t, g.IsRateLimited(ratelimit.OpWrite))
+	require.NoError(t, db.Close())
+
+	db, err = openDatabase(t.TempDir(), nil)
+	require.NoError(t, err)
+	require.Equal(t, statistics.DefaultLevel, db.Statistics().Level())
+	require.Nil(t, db.opts.RateLimiter)
+	require.NoError(t, db.Close())
+}
+
+// TestMemoryReadOnlyRefused: read_only with :memory: could never open a
+// database with data in it; the DSN parser and the connector refuse it,
+// naming both.
+func TestMemoryReadOnlyRefused(t *testing.T) {
+	_, _, err := ParseDSN(MemoryPath + "?read_only=true")
+	require.ErrorIs(t, err, driver.ErrInvalidArgument)
+	require.ErrorContains(t, err, "read_only with :memory:")
+
+	db, err := driver.Open(DriverName, MemoryPath+"?read_only=true")
+	require.ErrorIs(t, err, driver.ErrInvalidArgument)
+	require.Nil(t, db)
+
+	db = driver.OpenDB(NewConnector(MemoryPath, &Options{ReadOnly: true}))
+	err = db.Ping(context.Background())
+	require.ErrorIs(t, err, driver.ErrInvalidArgument)
+	require.ErrorContains(t, err, "read_only with :memory:")
+	_ = db.Close()
+}
+
+func newTestLimiter(t *testing.T) *ratelimit.Generic {
+	l, err := ratelimit.New(ratelimit.Options{BytesPerSecond: 1 << 20})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	return l
+}
