@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	flagRounds = flag.Int("rounds", 0, "crash rounds TestCrash runs (0: 6, 3 with -short)")
+	flagRounds = flag.Int("rounds", 0, "crash rounds TestCrash runs (0: 10, 4 with -short)")
 	flagKeys   = flag.Int("keys", 1000, "keyspace size")
 	flagSeed   = flag.Uint64("seed", 0, "seed (0: from the clock, logged)")
 )
@@ -40,9 +40,9 @@ func TestCrashChild(t *testing.T) {
 // (or while opening the database), every other round with filesystem
 // faults injected, and every key is verified after each crash.
 func TestCrash(t *testing.T) {
-	rounds := 6
+	rounds := 10
 	if testing.Short() {
-		rounds = 3
+		rounds = 4
 	}
 	if *flagRounds > 0 {
 		rounds = *flagRounds
@@ -65,7 +65,7 @@ func TestCrash(t *testing.T) {
 				Faults:  true,
 				Sync:    syncAll,
 				MinOps:  100,
-				MaxOps:  3000,
+				MaxOps:  5000,
 				Command: func(env string) *exec.Cmd {
 					cmd := exec.Command(exe, "-test.run=^TestCrashChild$")
 					cmd.Env = append(os.Environ(), env)

@@ -68,6 +68,9 @@ func TestMetamorphic(t *testing.T) {
 			for _, d := range diffs {
 				t.Errorf("seed %d: %s", seed, d.Format(h))
 			}
+			if agree(diffs) && len(diffs) == len(cfgs) {
+				t.Errorf("every configuration printed the same at op %d: the model may be the one that is wrong", diffs[0].Op+1)
+			}
 			t.Fatalf("seed %d failed under %d configurations; history saved to %s (replay: go test ./internal/metamorphic -run TestReplay)",
 				seed, len(diffs), path)
 		}
@@ -103,6 +106,16 @@ func TestReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// agree reports whether every diff is at the same op with the same output.
+func agree(diffs []*Diff) bool {
+	for _, d := range diffs[1:] {
+		if d.Op != diffs[0].Op || d.Got != diffs[0].Got {
+			return false
+		}
+	}
+	return true
 }
 
 // replayConfigs returns the random configuration a saved history's

@@ -27,9 +27,11 @@ import (
 //	iN.first  iN.last  iN.next  iN.prev  iN.seekge K  iN.seeklt K  iN.close
 //	flush    compact L U    syncwal    checkpoint    reopen
 //
-// A bound written "-" is nil (open). A value is a token: "v12" is those
-// bytes, "v12*300" is "v12." repeated to 300 bytes, and ” is empty (see
-// ValueBytes).
+// A bound written "-" is nil (open). A value is a token (see ValueBytes):
+//
+//	v12        the bytes "v12"
+//	v12*300    "v12." repeated to 300 bytes
+//	''         the empty value
 type Op struct {
 	Obj  string
 	Name string
@@ -124,8 +126,8 @@ func ReadHistoryFile(path string) (*History, error) {
 	return ParseHistory(f)
 }
 
-// ValueBytes expands a value token: ” is empty, "vN*L" is "vN." repeated
-// to L bytes, anything else is its own bytes.
+// ValueBytes expands a value token: "vN*L" is "vN." repeated to L bytes,
+// two apostrophes are the empty value, anything else is its own bytes.
 func ValueBytes(tok string) []byte {
 	if tok == "''" {
 		return []byte{}
