@@ -185,9 +185,7 @@ func SaveHistory(dir, name string, h *History, diffs []*Diff) (string, error) {
 	}
 	saved := &History{Comment: append([]string(nil), h.Comment...), Ops: h.Ops}
 	for _, d := range diffs {
-		for _, line := range strings.Split(strings.TrimRight(d.Format(h), "\n"), "\n") {
-			saved.Comment = append(saved.Comment, line)
-		}
+		saved.Comment = append(saved.Comment, strings.Split(strings.TrimRight(d.Format(h), "\n"), "\n")...)
 	}
 	f, err := os.CreateTemp(dir, name+"-*.history")
 	if err != nil {
