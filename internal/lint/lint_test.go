@@ -127,6 +127,11 @@ var rules = []rule{
 	// above the storage formats.
 	{prefix: "internal/readpath", denied: []string{"engine", "driver", "conformance", "examples", "cmd",
 		"internal/compact"}},
+	// The randomized tests sit above the engine: they reach it through the
+	// façade only (engine for its registration and NewConnector), and the
+	// crash test injects faults through errorfs.
+	{prefix: "internal/metamorphic", allowed: []string{"driver", "engine", "ioctx"}},
+	{prefix: "internal/crashtest", allowed: []string{"driver", "engine", "ioctx", "internal/vfs"}},
 	// A new internal package must be placed in the layers above.
 	{prefix: "internal", allowed: []string{}},
 	// The top-level readpath documents the read path and tests it through
