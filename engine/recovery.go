@@ -68,6 +68,8 @@ type recovery struct {
 	// stopped is set when point-in-time recovery met damage: later WALs
 	// are not replayed.
 	stopped bool
+	// newestNum is the newest WAL that holds anything (see newestWAL).
+	newestNum manifest.FileNum
 	// damaged is set when WAL data was dropped because of damage (an
 	// incomplete final record of the newest WAL is not damage).
 	damaged                      bool
@@ -136,6 +138,9 @@ func (r *recovery) replayWALs(ctx context.Context) error {
 	newest, err := r.newestWAL(logs)
 	if err != nil {
 		return err
+	}
+	if len(logs) > 0 {
+		r.newestNum = logs[newest]
 	}
 	for i, num := range logs {
 		var err error
@@ -297,7 +302,11 @@ records:
 			return nil
 		}
 		r.stopped = true
-		return r.dropped(num, corruptSuffix, 1, uint64(size-off), []any{"offset", off, "reason", reason.Error()},
+		recs, err := countRecords(f, size, off, newest)
+		if err != nil {
+			return errors.Wrapf(err, "engine: counting the records of WAL %s", name)
+		}
+		return r.dropped(num, corruptSuffix, recs, uint64(size-off), []any{"offset", off, "reason", reason.Error()},
 			"point-in-time recovery stopped at damage in WAL %s at offset %d, dropping the rest of it and every later WAL",
 			name, off)
 	default: // WALRecoverySkipAnyCorruptedRecords
@@ -362,17 +371,46 @@ func (r *recovery) skipWAL(num manifest.FileNum) error {
 	if err != nil {
 		return errors.Wrapf(err, "engine: stat WAL %s", name)
 	}
-	// Count its records for the report.
-	rd := wal.NewReader(io.NewSectionReader(f, 0, st.Size()), wal.PointInTime)
-	var recs uint64
-	for {
-		if _, err := rd.Next(); err != nil {
-			break
-		}
-		recs++
+	recs, err := countRecords(f, st.Size(), 0, num == r.newestNum)
+	if err != nil {
+		return errors.Wrapf(err, "engine: counting the records of WAL %s", name)
 	}
 	return r.dropped(num, skippedSuffix, recs, uint64(st.Size()), nil,
 		"point-in-time recovery did not replay WAL %s, which follows a damaged one", name)
+}
+
+// countRecords counts the records of the first size bytes of WAL f that end
+// after offset from: what point-in-time recovery drops when it stops at
+// from, without reading further. Where the framing holds (damage inside a
+// chunk's payload, a record whose batch does not decode), every record is
+// counted. Where it does not (a damaged header, whose length cannot be
+// trusted), the reader drops the rest of that block or region as
+// skip_any_corrupted_records does, and each such damaged place counts as
+// one record, though it may have held more: the count is then a lower
+// bound. An incomplete final record of the newest WAL is not counted (a
+// crash's trace, never acknowledged), as elsewhere.
+func countRecords(f io.ReaderAt, size, from int64, newest bool) (uint64, error) {
+	rd := wal.NewReader(io.NewSectionReader(f, 0, size), wal.SkipAnyCorrupted)
+	var recs uint64
+	for {
+		_, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if rd.Offset() > from {
+			recs++
+		}
+	}
+	// Every damaged place lies after from: recovery read a clean log up to
+	// it.
+	places, _ := rd.Dropped()
+	if _, reason := rd.Stopped(); newest && reason != nil && rd.TailIncomplete() {
+		places--
+	}
+	return recs + uint64(places), nil
 }
 
 // dropped records that recovery dropped records and bytes of WAL num because
