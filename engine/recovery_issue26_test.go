@@ -2,9 +2,14 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/statistics"
@@ -98,4 +103,96 @@ func walOf(t *testing.T, n int) (fs *vfs.MemFS, logName string, data []byte, sta
 		require.EqualValues(t, 1, binary.LittleEndian.Uint32(data[s+7+8:]), "record %d holds one key", i)
 	}
 	return mem, logName, data, starts
+}
+
+// TestFailedOpenLeavesNoLock checks, on disk, that an Open that fails on a
+// directory without LOCK (a checkpoint, a copied database) leaves the
+// directory as it found it: the LOCK it created is removed (issue 26). A
+// LOCK that was there before stays.
+func TestFailedOpenLeavesNoLock(t *testing.T) {
+	ctx := context.Background()
+	o := smallOptions(nil)
+	o.FS = nil
+	o.WriteBufferSize = 4 << 20
+	src := filepath.Join(t.TempDir(), "db")
+	db, err := openDatabase(src, o)
+	require.NoError(t, err)
+	recKeys(t, db, 0, 100)
+	cp := filepath.Join(t.TempDir(), "cp")
+	require.NoError(t, db.Checkpoint(ctx, cp))
+	recKeys(t, db, 100, 300) // in the WAL only
+	require.NoError(t, db.Close())
+	require.NoError(t, os.Remove(filepath.Join(src, manifest.LockFileName(""))))
+
+	for _, tc := range []struct {
+		name string
+		// prepare makes a copy of a directory whose Open fails.
+		dir  string
+		mode WALRecoveryMode
+		edit func(t *testing.T, dir string)
+	}{
+		{name: "checkpoint-missing-table", dir: cp, edit: func(t *testing.T, dir string) {
+			tables := recFiles(t, vfs.Default, dir, manifest.FileKindTable)
+			require.NotEmpty(t, tables)
+			require.NoError(t, os.Remove(tables[0]))
+		}},
+		{name: "bad-wal-absolute-consistency", dir: src, mode: WALRecoveryAbsoluteConsistency,
+			edit: func(t *testing.T, dir string) {
+				name := recNewestLog(t, dir)
+				data := recRead(t, vfs.Default, name)
+				starts := recordStarts(t, data)
+				require.Len(t, starts, 200)
+				data[starts[100]+9] ^= 0x01
+				require.NoError(t, os.WriteFile(name, data, 0o644))
+			}},
+	} {
+		for _, hadLock := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/lock=%t", tc.name, hadLock), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "copy")
+				copyDir(t, tc.dir, dir)
+				tc.edit(t, dir)
+				lock := filepath.Join(dir, "LOCK")
+				if hadLock {
+					require.NoError(t, os.WriteFile(lock, []byte("not ours"), 0o644))
+				}
+				before := recDir(t, vfs.Default, dir)
+				_, hasLock := before["LOCK"]
+				require.Equal(t, hadLock, hasLock)
+				o := smallOptions(nil)
+				o.FS = nil
+				o.WALRecoveryMode = tc.mode
+				_, err := openDatabase(dir, o)
+				require.ErrorIs(t, err, ErrCorruption)
+				requireSameDir(t, before, recDir(t, vfs.Default, dir), "a failed Open changes nothing: %v", err)
+			})
+		}
+	}
+}
+
+// recNewestLog returns the newest WAL of the database in dir.
+func recNewestLog(t *testing.T, dir string) string {
+	t.Helper()
+	var newest string
+	var newestNum manifest.FileNum
+	for _, name := range recFiles(t, vfs.Default, dir, manifest.FileKindLog) {
+		if _, num, _ := manifest.ParseFileName(filepath.Base(name)); num >= newestNum {
+			newest, newestNum = name, num
+		}
+	}
+	require.NotEmpty(t, newest)
+	return newest
+}
+
+// copyDir copies the regular files of directory from into a new directory
+// to.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(to, 0o755))
+	entries, err := os.ReadDir(from)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(to, e.Name()), data, 0o644))
+	}
 }
