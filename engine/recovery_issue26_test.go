@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/shaledb/shale/internal/manifest"
@@ -195,4 +196,129 @@ func copyDir(t *testing.T, from, to string) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(to, e.Name()), data, 0o644))
 	}
+}
+
+// TestOpenKeepsTablesItCannotAccountFor checks that Open deletes a table
+// the MANIFEST does not name only when it can show that the table holds
+// nothing the recovered state does not: a table copied in from another
+// database is kept aside as NNNNNN.sst.orphan and logged, whatever its
+// number and sequence numbers (issue 26: numbered at or above the next file
+// number, it was deleted without a word), while the output of an Open that
+// crashed after writing the table of its replayed WAL, and before its
+// MANIFEST edit, is deleted.
+func TestOpenKeepsTablesItCannotAccountFor(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	o := smallOptions(mem)
+	o.DisableAutoCompactions = true
+	o.WriteBufferSize = 4 << 20
+
+	// This database: keys 0..99 in a table (sequence numbers 1..100), keys
+	// 100..299 in the WAL (101..300).
+	db, err := openDatabase("/db", o)
+	require.NoError(t, err)
+	recKeys(t, db, 0, 100)
+	require.NoError(t, db.Flush(ctx))
+	recKeys(t, db, 100, 300)
+	// A range tombstone in the WAL, over keys that were never written: the
+	// table written from the WAL holds it, and the proof must cover it.
+	require.NoError(t, db.DeleteRange(ctx, []byte("zz0"), []byte("zz9")))
+	require.NoError(t, db.Close())
+
+	// Another database, with other values for the same keys: a table of
+	// sequence numbers 1..150 (older than this database's newest table)
+	// and one of 151..250 (within the replayed WAL's).
+	other, err := openDatabase("/other", o)
+	require.NoError(t, err)
+	for i := range 250 {
+		require.NoError(t, other.Put(ctx, key(i), []byte(fmt.Sprintf("foreign-%d", i))))
+		if i == 149 {
+			require.NoError(t, other.Flush(ctx))
+		}
+	}
+	require.NoError(t, other.Flush(ctx))
+	require.NoError(t, other.Close())
+	foreign := recFiles(t, mem, "/other", manifest.FileKindTable)
+	require.Len(t, foreign, 2)
+	require.NoError(t, syncDir(mem, "/db"))
+
+	next := func(fs vfs.FS) manifest.FileNum {
+		vs, err := manifest.Load(fs, "/db")
+		require.NoError(t, err)
+		defer vs.Close()
+		return vs.RecordedNextFileNum()
+	}(mem)
+
+	t.Run("foreign", func(t *testing.T) {
+		fs := mem.CrashClone()
+		var copies []string
+		for i, f := range foreign {
+			for _, num := range []manifest.FileNum{next + 50 + manifest.FileNum(i), 99 + manifest.FileNum(i)} {
+				name := manifest.TableFileName("/db", num)
+				writeAll(t, fs, name, recRead(t, fs, f))
+				copies = append(copies, name)
+			}
+		}
+		require.NoError(t, syncDir(fs, "/db"))
+		var log recLog
+		o := smallOptions(fs)
+		o.Logger = log.logger()
+		db, err := openDatabase("/db", o)
+		require.NoError(t, err)
+		require.Equal(t, slices.Repeat([]bool{true}, 300), recPresent(t, db, 300), "the foreign tables are not read")
+		require.NoError(t, db.Close())
+		for i, name := range copies {
+			require.False(t, recHas(t, fs, name), "%s is set aside", name)
+			require.True(t, bytes.Equal(recRead(t, mem, foreign[i/2]), recRead(t, fs, name+orphanSuffix)),
+				"%s is kept as %s", name, name+orphanSuffix)
+			require.Contains(t, log.String(), name+orphanSuffix)
+		}
+	})
+
+	t.Run("interrupted-recovery", func(t *testing.T) {
+		// An Open that wrote the table of the replayed WAL and crashed
+		// before its MANIFEST edit: run the Open on a copy, and put the
+		// table it wrote into the directory as it was.
+		fs := mem.CrashClone()
+		before := recFiles(t, fs, "/db", manifest.FileKindTable)
+		done := mem.CrashClone()
+		db, err := openDatabase("/db", smallOptions(done))
+		require.NoError(t, err)
+		require.NotZero(t, func() int {
+			v := db.vs.Current()
+			defer v.Unref()
+			n := 0
+			for _, f := range v.Levels[0] {
+				if f.HasRangeDels {
+					n++
+				}
+			}
+			return n
+		}(), "the table written from the WAL holds the range tombstone")
+		require.NoError(t, db.Close())
+		var written []string
+		for _, name := range recFiles(t, done, "/db", manifest.FileKindTable) {
+			if !slices.Contains(before, name) {
+				written = append(written, name)
+				writeAll(t, fs, name, recRead(t, done, name))
+			}
+		}
+		require.Len(t, written, 1)
+		_, num, _ := manifest.ParseFileName(filepath.Base(written[0]))
+		require.GreaterOrEqual(t, num, next)
+		require.NoError(t, syncDir(fs, "/db"))
+
+		var log recLog
+		o := smallOptions(fs)
+		o.Logger = log.logger()
+		db, err = openDatabase("/db", o)
+		require.NoError(t, err)
+		require.Equal(t, slices.Repeat([]bool{true}, 300), recPresent(t, db, 300))
+		require.NoError(t, db.Close())
+		require.False(t, recHas(t, fs, written[0]), "the interrupted output, whose data the WAL holds, is deleted")
+		require.False(t, recHas(t, fs, written[0]+orphanSuffix))
+		require.NotContains(t, log.String(), written[0]+orphanSuffix)
+		require.Contains(t, log.String(), "removing a table the MANIFEST does not name")
+		require.Contains(t, log.String(), written[0])
+	})
 }
