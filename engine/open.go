@@ -42,9 +42,10 @@ var openReadEnv = sstable.ReadEnv{
 // compaction goroutines. A LOCK file keeps a second openDatabase of the same
 // directory, by this process or another, from succeeding until Close.
 //
-// An openDatabase that fails leaves every file as it was (the LOCK file is created
-// if missing): everything is checked before CURRENT changes, and the files
-// made before that are removed. A directory without CURRENT that holds a
+// An openDatabase that fails leaves every file as it was: everything is
+// checked before CURRENT changes, and the files made before that are
+// removed, the LOCK file included if this call created it (one that existed
+// before is left alone). A directory without CURRENT that holds a
 // database's files is refused rather than overwritten. After a recovery
 // that was not clean (a torn MANIFEST tail, WAL data dropped by a lenient
 // mode) nothing is deleted that the recovered state cannot account for:
@@ -102,14 +103,19 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 	d.compactWork = make(chan struct{}, 1)
 	d.setEventListener(o.EventListener)
 
+	// lockCreated: LOCK did not exist before this call took the lock.
+	var lockCreated bool
 	defer func() {
 		if err != nil {
 			d.freeMemTables()
+			if lockCreated {
+				d.removeLock()
+			}
 			d.closeResources()
 			d.closeEvents()
 		}
 	}()
-	if err := d.lockAndLoad(); err != nil {
+	if lockCreated, err = d.lockAndLoad(); err != nil {
 		return nil, err
 	}
 	d.tables = newTableCache(d.fs, dirname, fileio.Options{
@@ -149,44 +155,45 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 
 // lockAndLoad creates or checks the directory, takes the LOCK and loads the
 // MANIFEST (manifest.Load, which writes nothing), or prepares a new database
-// whose MANIFEST the commit creates.
-func (d *database) lockAndLoad() error {
+// whose MANIFEST the commit creates. lockCreated reports, even with an
+// error, that the lock is held on a LOCK file this call created.
+func (d *database) lockAndLoad() (lockCreated bool, err error) {
 	exists, err := d.hasCurrent()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !exists {
 		// Checked before the LOCK is created, so that a refusal changes
 		// nothing, and again under it.
 		if err := d.refuseWithoutCurrent(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	switch {
 	case exists && d.opts.ErrorIfExists:
-		return base.Mark(errors.Newf("engine: database %q already exists (error_if_exists)", d.dirname),
+		return false, base.Mark(errors.Newf("engine: database %q already exists (error_if_exists)", d.dirname),
 			ErrInvalidArgument)
 	case !exists && (d.opts.ErrorIfMissing || d.opts.ReadOnly):
-		return base.Mark(errors.Newf("engine: database %q does not exist (create_if_missing=false)", d.dirname),
+		return false, base.Mark(errors.Newf("engine: database %q does not exist (create_if_missing=false)", d.dirname),
 			ErrInvalidArgument)
 	}
 	if !exists {
 		if err := d.fs.MkdirAll(d.dirname, 0o755); err != nil {
-			return errors.Wrapf(err, "engine: creating %s", d.dirname)
+			return false, errors.Wrapf(err, "engine: creating %s", d.dirname)
 		}
 		// The new directory's own entry must be durable too, or a crash can
 		// take the whole database with it.
 		if err := syncDir(d.fs, filepath.Dir(filepath.Clean(d.dirname))); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if err := d.lock(); err != nil {
-		return err
+	if lockCreated, err = d.lock(); err != nil {
+		return false, err
 	}
 	// Another process may have created the database before the lock was
 	// ours.
 	if exists, err = d.hasCurrent(); err != nil {
-		return err
+		return lockCreated, err
 	}
 	switch {
 	case exists && d.opts.ReadOnly:
@@ -195,16 +202,16 @@ func (d *database) lockAndLoad() error {
 		d.vs, err = manifest.Load(d.fs, d.dirname)
 	default:
 		if err := d.refuseWithoutCurrent(); err != nil {
-			return err
+			return lockCreated, err
 		}
 		d.vs, err = d.newVersionSet()
 	}
 	if err != nil {
-		return errors.Wrapf(err, "engine: loading the MANIFEST of %q", d.dirname)
+		return lockCreated, errors.Wrapf(err, "engine: loading the MANIFEST of %q", d.dirname)
 	}
 	d.vs.SetMaxManifestFileSize(d.opts.MaxManifestFileSize)
 	d.mu.lastSeq = d.vs.LastSeqNum()
-	return nil
+	return lockCreated, nil
 }
 
 // hasCurrent reports whether the directory has a CURRENT file.
@@ -292,26 +299,57 @@ func (d *database) refuseWithoutCurrent() error {
 // read-only filesystem) opens without the lock, as RocksDB's read-only opens
 // always do: it writes nothing, so it cannot harm a writer, though a writer's
 // changes can make its reads fail.
-func (d *database) lock() error {
-	lock, err := d.fs.Lock(manifest.LockFileName(d.dirname))
+//
+// created reports that the lock was taken and LOCK did not exist just
+// before: this Open made it, and removes it if it fails (removeLock). If
+// another opener created LOCK between the check and the lock, and let it
+// go, created may be true of a LOCK that is not this Open's: removing it is
+// still harmless, since nobody else holds it and the next Lock creates it
+// again. A LOCK that existed before the check is never removed.
+func (d *database) lock() (created bool, err error) {
+	name := manifest.LockFileName(d.dirname)
+	_, statErr := d.fs.Stat(name)
+	missing := errors.Is(statErr, os.ErrNotExist)
+	lock, err := d.fs.Lock(name)
 	if err == nil {
 		d.dirLock = lock
-		return nil
+		return missing, nil
 	}
 	denied := errors.Is(err, fs.ErrPermission)
 	readOnlyFS := errors.Is(err, syscall.EROFS)
 	switch {
 	case errors.Is(err, vfs.ErrLocked):
-		return errors.Wrapf(err, "engine: database %q is in use", d.dirname)
+		return false, errors.Wrapf(err, "engine: database %q is in use", d.dirname)
 	case d.opts.ReadOnly && (denied || readOnlyFS):
-		return nil
+		return false, nil
 	case denied:
-		return errors.Wrapf(err, "engine: cannot lock database %q: permission denied", d.dirname)
+		return false, errors.Wrapf(err, "engine: cannot lock database %q: permission denied", d.dirname)
 	case readOnlyFS:
-		return errors.Wrapf(err, "engine: cannot lock database %q: read-only file system (open it with read_only=true)",
+		return false, errors.Wrapf(err, "engine: cannot lock database %q: read-only file system (open it with read_only=true)",
 			d.dirname)
 	}
-	return errors.Wrapf(err, "engine: cannot lock database %q", d.dirname)
+	return false, errors.Wrapf(err, "engine: cannot lock database %q", d.dirname)
+}
+
+// removeLock removes the LOCK file of an Open that created it and failed,
+// so that the failed Open leaves the directory as it found it. It runs while
+// the lock is still held (closeResources releases it afterwards), so no
+// other opener can hold it. The order matters: released first, the file
+// could be locked by another opener between the release and the removal,
+// which would then hold a lock on a file no longer named LOCK while a third
+// opener locks a new one. Removed first, an opener that opened the old file
+// before the removal and locks it after the release holds a lock on an
+// unnamed file too; vfs's Lock checks, once it holds the lock, that the name
+// still leads to the file it locked, and tries again if not.
+func (d *database) removeLock() {
+	if d.dirLock == nil {
+		return
+	}
+	name := manifest.LockFileName(d.dirname)
+	if err := d.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.logger().Warn("engine: a failed Open could not remove the LOCK file it created",
+			"db", d.dirname, "file", name, "error", err.Error())
+	}
 }
 
 // checkTables checks that every table the MANIFEST names exists with the

@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -13,6 +17,9 @@ import (
 	"github.com/shaledb/shale/internal/batch"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/merging"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
@@ -68,16 +75,20 @@ type recovery struct {
 	// stopped is set when point-in-time recovery met damage: later WALs
 	// are not replayed.
 	stopped bool
+	// newestNum is the newest WAL that holds anything (see newestWAL).
+	newestNum manifest.FileNum
 	// damaged is set when WAL data was dropped because of damage (an
 	// incomplete final record of the newest WAL is not damage).
 	damaged                      bool
 	droppedRecords, droppedBytes uint64
 	// notes describe what was dropped or kept aside, for the logger.
 	notes []note
-	// walSeqs are the sequence numbers each replayed WAL held, first to
-	// last: a table whose entries lie within one of them holds nothing the
-	// replay did not recover.
-	walSeqs [][2]base.SeqNum
+	// removed are the tables keepOrphans proved redundant, which
+	// deleteObsoleteFiles removes.
+	removed []string
+	// proof gathers, during the replay, what keepOrphans needs to show that
+	// a table the MANIFEST does not name holds nothing recovery does not.
+	proof unaccountedProof
 }
 
 // note is one thing a recovery dropped or kept, logged as a warning.
@@ -126,6 +137,11 @@ func (r *recovery) replayWALs(ctx context.Context) error {
 	}
 	slices.Sort(logs)
 
+	if !d.opts.ReadOnly {
+		if err := r.proof.init(ctx, d, names); err != nil {
+			return err
+		}
+	}
 	r.mem = d.newMemTable(nil, 0)
 	defer func() {
 		if r.mem != nil {
@@ -136,6 +152,9 @@ func (r *recovery) replayWALs(ctx context.Context) error {
 	newest, err := r.newestWAL(logs)
 	if err != nil {
 		return err
+	}
+	if len(logs) > 0 {
+		r.newestNum = logs[newest]
 	}
 	for i, num := range logs {
 		var err error
@@ -226,9 +245,6 @@ func (r *recovery) replayWAL(ctx context.Context, num manifest.FileNum, newest b
 	var badBatch error
 	var badBatchStart int64
 	var skippedRecs, skippedBytes uint64
-	// seqs are the sequence numbers replayed from this WAL, if any.
-	var seqs [2]base.SeqNum
-	replayed := false
 records:
 	for {
 		start := rd.Offset()
@@ -256,19 +272,10 @@ records:
 					name, start, r.mode))
 			}
 		}
+		r.proof.noteBatch(&b)
 		if err := r.apply(ctx, &b); err != nil {
 			return errors.Wrapf(err, "engine: replaying WAL %s", name)
 		}
-		if n := b.Count(); n > 0 {
-			first, last := b.SeqNum(), b.SeqNum()+base.SeqNum(n)-1
-			if !replayed {
-				seqs, replayed = [2]base.SeqNum{first, last}, true
-			}
-			seqs = [2]base.SeqNum{min(seqs[0], first), max(seqs[1], last)}
-		}
-	}
-	if replayed {
-		r.walSeqs = append(r.walSeqs, seqs)
 	}
 
 	off, reason := rd.Stopped()
@@ -297,7 +304,11 @@ records:
 			return nil
 		}
 		r.stopped = true
-		return r.dropped(num, corruptSuffix, 1, uint64(size-off), []any{"offset", off, "reason", reason.Error()},
+		recs, err := countRecords(f, size, off, newest)
+		if err != nil {
+			return errors.Wrapf(err, "engine: counting the records of WAL %s", name)
+		}
+		return r.dropped(num, corruptSuffix, recs, uint64(size-off), []any{"offset", off, "reason", reason.Error()},
 			"point-in-time recovery stopped at damage in WAL %s at offset %d, dropping the rest of it and every later WAL",
 			name, off)
 	default: // WALRecoverySkipAnyCorruptedRecords
@@ -362,17 +373,46 @@ func (r *recovery) skipWAL(num manifest.FileNum) error {
 	if err != nil {
 		return errors.Wrapf(err, "engine: stat WAL %s", name)
 	}
-	// Count its records for the report.
-	rd := wal.NewReader(io.NewSectionReader(f, 0, st.Size()), wal.PointInTime)
-	var recs uint64
-	for {
-		if _, err := rd.Next(); err != nil {
-			break
-		}
-		recs++
+	recs, err := countRecords(f, st.Size(), 0, num == r.newestNum)
+	if err != nil {
+		return errors.Wrapf(err, "engine: counting the records of WAL %s", name)
 	}
 	return r.dropped(num, skippedSuffix, recs, uint64(st.Size()), nil,
 		"point-in-time recovery did not replay WAL %s, which follows a damaged one", name)
+}
+
+// countRecords counts the records of the first size bytes of WAL f that end
+// after offset from: what point-in-time recovery drops when it stops at
+// from, without reading further. Where the framing holds (damage inside a
+// chunk's payload, a record whose batch does not decode), every record is
+// counted. Where it does not (a damaged header, whose length cannot be
+// trusted), the reader drops the rest of that block or region as
+// skip_any_corrupted_records does, and each such damaged place counts as
+// one record, though it may have held more: the count is then a lower
+// bound. An incomplete final record of the newest WAL is not counted (a
+// crash's trace, never acknowledged), as elsewhere.
+func countRecords(f io.ReaderAt, size, from int64, newest bool) (uint64, error) {
+	rd := wal.NewReader(io.NewSectionReader(f, 0, size), wal.SkipAnyCorrupted)
+	var recs uint64
+	for {
+		_, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if rd.Offset() > from {
+			recs++
+		}
+	}
+	// Every damaged place lies after from: recovery read a clean log up to
+	// it.
+	places, _ := rd.Dropped()
+	if _, reason := rd.Stopped(); newest && reason != nil && rd.TailIncomplete() {
+		places--
+	}
+	return recs + uint64(places), nil
 }
 
 // dropped records that recovery dropped records and bytes of WAL num because
@@ -421,25 +461,35 @@ func (r *recovery) copyFile(from, to string) (err error) {
 	return errors.Wrapf(err, "engine: copying %s to %s", from, to)
 }
 
-// keepOrphans renames aside the tables the recovered state does not hold
-// unless they are provably garbage, so that no Open deletes data that may
-// exist nowhere else; it logs each one. A table is garbage if a replayed
-// edit deleted it, or, after a clean recovery, if redundant says so. After
-// a recovery that was not clean (a torn MANIFEST tail, dropped WAL data)
-// every other table is kept, being perhaps what the lost edit added or the
-// only copy of dropped writes, and so are MANIFESTs newer than the loaded
-// one, which may hold the lost edit. deleteObsoleteFiles deletes the rest.
+// keepOrphans applies, at Open, the one rule for files the MANIFEST cannot
+// account for: never delete what the MANIFEST cannot account for, unless
+// Open can prove that the file is redundant, that is, that everything it
+// holds the recovered state holds too. Every table the recovered state does
+// not name is renamed aside (NNNNNN.sst.orphan) and logged, except:
+//
+//   - a table a replayed MANIFEST edit deleted (a compaction input whose
+//     removal a crash interrupted): the MANIFEST accounts for it;
+//   - after a clean recovery, a table that redundant proves holds only
+//     entries recovery keeps elsewhere: an interrupted flush's or
+//     compaction's output (or one of Open's own, from the WALs).
+//
+// Neither its number nor its sequence numbers alone prove anything: a table
+// copied in from another database may have any number, and its sequence
+// numbers may overlap this database's by chance. After a recovery that was
+// not clean (a torn MANIFEST tail, dropped WAL data) every other table is
+// kept, being perhaps what the lost edit added or the only copy of dropped
+// writes, and so are MANIFESTs newer than the loaded one, which may hold the
+// lost edit. deleteObsoleteFiles deletes what is left unnamed, so this is
+// where the decision is made, and the only place.
 func (r *recovery) keepOrphans(ctx context.Context) error {
 	d := r.d
 	torn := d.vs.TornTail()
 	clean := torn == nil && !r.damaged
 	v := d.vs.Current()
 	live := make(map[manifest.FileNum]bool)
-	var maxLiveSeq base.SeqNum
 	for _, files := range v.Levels {
 		for _, f := range files {
 			live[f.FileNum] = true
-			maxLiveSeq = max(maxLiveSeq, f.LargestSeqNum)
 		}
 	}
 	v.Unref()
@@ -450,13 +500,19 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrapf(err, "engine: listing %s", d.dirname)
 	}
-	why := "the MANIFEST does not name it, and its data may exist nowhere else"
+	why := "the MANIFEST does not name it, and Open cannot show that its data is held elsewhere"
 	switch {
 	case torn != nil:
 		why = "recovery dropped a torn MANIFEST tail: " + torn.Error()
 	case r.damaged:
 		why = "recovery dropped damaged WAL records"
 	}
+	var lv *liveEntries
+	defer func() {
+		if lv != nil {
+			lv.close()
+		}
+	}()
 	for _, name := range names {
 		kind, num, ok := manifest.ParseFileName(name)
 		switch {
@@ -467,11 +523,15 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 				continue
 			}
 			if clean {
-				redundant, err := r.redundant(ctx, num, maxLiveSeq)
+				if lv == nil {
+					lv = newLiveEntries(ctx, d)
+				}
+				redundant, err := r.redundant(ctx, num, lv)
 				if err != nil {
 					return err
 				}
 				if redundant {
+					r.removed = append(r.removed, filepath.Join(d.dirname, name))
 					continue
 				}
 			}
@@ -497,45 +557,40 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 }
 
 // redundant reports whether table num, which the recovered state does not
-// hold, holds nothing that recovery did not keep, after a clean recovery:
-//
-//   - its entries lie within the sequence numbers of one replayed WAL: the
-//     output of a flush a crash interrupted, whose writes were replayed.
-//   - it was made after the MANIFEST's last edit (its number is at or above
-//     the recorded next file number) and either does not open (a table
-//     whose writing a crash cut short) or holds no entry newer than the
-//     newest live table's: the output of a compaction a crash interrupted,
-//     whose inputs are still live. (A flush output is newer than every table
-//     the MANIFEST recorded before it. An older table that is no newer might
-//     be a compaction input whose deletion an older MANIFEST recorded, or a
-//     table a damaged MANIFEST forgot: it is kept.)
-//
-// Anything else, such as a table added by MANIFEST records that were lost
-// whole (which a clean recovery cannot notice), is kept.
-func (r *recovery) redundant(ctx context.Context, num manifest.FileNum, maxLiveSeq base.SeqNum) (bool, error) {
+// hold, provably holds nothing that recovery does not keep: it opens, holds
+// at least one entry, and each of its entries is one recovery keeps, with
+// the same user key, sequence number, kind and value: either one the
+// replayed WALs held (an interrupted flush's output: its writes were
+// replayed; seen as a keyed 64-bit hash, see unaccountedProof) or one a
+// live table holds (an interrupted compaction's output: its inputs are
+// still live). Each of its range tombstones must be covered by tombstones
+// of the same sequence number from those sources. Sequence numbers are
+// unique within a database, so a table of another database fails at its
+// first entry unless it is a copy of this one's data. A table that does not
+// open (cut short by a crash, or not a table) proves nothing and is kept.
+func (r *recovery) redundant(ctx context.Context, num manifest.FileNum, lv *liveEntries) (bool, error) {
 	d := r.d
-	afterLastEdit := num >= d.vs.RecordedNextFileNum()
 	name := manifest.TableFileName(d.dirname, num)
 	f, err := fileio.Open(d.fs, name, fileio.Options{Stats: d.stats})
 	if err != nil {
 		return false, errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", name)
 	}
-	t, err := sstable.Open(ctx, f, openReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats})
+	t, err := sstable.Open(ctx, f, proofReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats})
 	if err != nil {
 		if base.IsCorruption(err) {
-			return afterLastEdit, nil
+			return false, nil
 		}
 		return false, errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", name)
 	}
-	p := t.Properties()
-	lo, hi, n := p.SmallestSeqNum, p.LargestSeqNum, p.NumEntries
-	_ = t.Close()
-	for _, s := range r.walSeqs {
-		if n > 0 && s[0] <= lo && hi <= s[1] {
-			return true, nil
+	defer t.Close()
+	ok, err := r.proof.tableHeldElsewhere(ctx, t, lv)
+	if err != nil {
+		if base.IsCorruption(err) {
+			return false, nil
 		}
+		return false, errors.Wrapf(err, "engine: reading table %s, which the MANIFEST does not name", name)
 	}
-	return afterLastEdit && (n == 0 || lo <= maxLiveSeq), nil
+	return ok, nil
 }
 
 // commit records the recovered state (the loaded version, the tables written
@@ -605,4 +660,325 @@ func (r *recovery) report() {
 	for _, n := range r.notes {
 		d.logger().Warn("engine: "+n.msg, append([]any{"db", d.dirname}, n.attrs...)...)
 	}
+	for _, name := range r.removed {
+		d.logger().Info("engine: removing a table the MANIFEST does not name, whose every entry recovery holds "+
+			"elsewhere (the output of a flush or compaction a crash interrupted)", "db", d.dirname, "file", name)
+	}
+}
+
+// proofReadEnv tags the reads that check a table the MANIFEST does not name
+// (DBOpen) and keeps them out of the block cache.
+var proofReadEnv = sstable.ReadEnv{
+	IO:              ioctx.IOOptions{Activity: ioctx.ActivityDBOpen},
+	VerifyChecksums: true,
+}
+
+// maxProofEntries bounds how many WAL entries the replay keeps hashes of
+// for unaccountedProof (16 bytes each). Past it, nothing is proven from the
+// WALs, and the tables that needed it are kept aside: safe, if wasteful.
+const maxProofEntries = 4 << 20
+
+// unaccountedProof is what keepOrphans needs from the replay to prove that
+// a table the loaded MANIFEST does not name holds only entries the replayed
+// WALs held. Before the replay, init finds those tables and the sequence
+// numbers they hold; during it, noteBatch keeps, for each WAL entry at one of
+// those sequence numbers, a 64-bit hash of its kind, user key and value,
+// keyed by a seed chosen at each Open (so no file can be made to collide on
+// purpose), and a copy of each range deletion. Nothing is kept when there is
+// no such table, which is every Open but one after a crash.
+type unaccountedProof struct {
+	// ranges are the sequence numbers the tables hold, smallest to largest
+	// of each.
+	ranges [][2]base.SeqNum
+	seed   maphash.Seed
+	h      maphash.Hash
+	points []seqHash // sorted by sequence number once sorted is set
+	sorted bool
+	dels   []rangedel.Tombstone
+	// overflow is set when more than maxProofEntries were seen.
+	overflow bool
+}
+
+// seqHash is the hash of the WAL entry at one sequence number.
+type seqHash struct {
+	seq base.SeqNum
+	h   uint64
+}
+
+// init finds, in the directory listing names, the tables the loaded state
+// does not name and a replayed edit did not delete, and notes the sequence
+// numbers they hold. A table that does not open is left out: nothing can
+// prove it redundant.
+func (p *unaccountedProof) init(ctx context.Context, d *database, names []string) error {
+	v := d.vs.Current()
+	live := make(map[manifest.FileNum]bool)
+	for _, files := range v.Levels {
+		for _, f := range files {
+			live[f.FileNum] = true
+		}
+	}
+	v.Unref()
+	for _, name := range names {
+		kind, num, ok := manifest.ParseFileName(name)
+		if !ok || kind != manifest.FileKindTable || live[num] || d.vs.DeletedByEdit(num) {
+			continue
+		}
+		path := manifest.TableFileName(d.dirname, num)
+		f, err := fileio.Open(d.fs, path, fileio.Options{Stats: d.stats})
+		if err != nil {
+			return errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", path)
+		}
+		t, err := sstable.Open(ctx, f, proofReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats})
+		if err != nil {
+			if base.IsCorruption(err) {
+				continue
+			}
+			return errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", path)
+		}
+		props := t.Properties()
+		lo, hi := props.SmallestSeqNum, props.LargestSeqNum
+		if props.NumEntries == 0 {
+			lo, hi = base.MaxSeqNum, 0
+		}
+		for _, tomb := range t.RangeDeletions().Tombstones(nil) {
+			lo, hi = min(lo, tomb.Seq), max(hi, tomb.Seq)
+		}
+		_ = t.Close()
+		if lo <= hi {
+			p.ranges = append(p.ranges, [2]base.SeqNum{lo, hi})
+		}
+	}
+	p.seed = maphash.MakeSeed()
+	p.h.SetSeed(p.seed)
+	return nil
+}
+
+// holdsSeq reports whether one of the tables may hold sequence number s.
+func (p *unaccountedProof) holdsSeq(s base.SeqNum) bool {
+	for _, r := range p.ranges {
+		if r[0] <= s && s <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// hash returns the hash of an entry's kind, user key and value.
+func (p *unaccountedProof) hash(kind base.Kind, key, value []byte) uint64 {
+	p.h.Reset()
+	_ = p.h.WriteByte(byte(kind))
+	var n [binary.MaxVarintLen64]byte
+	_, _ = p.h.Write(n[:binary.PutUvarint(n[:], uint64(len(key)))])
+	_, _ = p.h.Write(key)
+	_, _ = p.h.Write(value)
+	return p.h.Sum64()
+}
+
+// noteBatch notes the entries of replayed batch b that one of the tables
+// may hold. Its records take sequence numbers b.SeqNum(), b.SeqNum()+1, ...
+// in order, range deletions included, as in the memtable.
+func (p *unaccountedProof) noteBatch(b *batch.Batch) {
+	n := b.Count()
+	if len(p.ranges) == 0 || p.overflow || n == 0 {
+		return
+	}
+	first, last := b.SeqNum(), b.SeqNum()+base.SeqNum(n)-1
+	overlaps := false
+	for _, r := range p.ranges {
+		overlaps = overlaps || (r[0] <= last && first <= r[1])
+	}
+	if !overlaps {
+		return
+	}
+	rd := b.Reader()
+	for s := first; ; s++ {
+		kind, key, value, ok, err := rd.Next()
+		if err != nil || !ok {
+			// The replay reports a malformed batch.
+			return
+		}
+		if !p.holdsSeq(s) {
+			continue
+		}
+		if kind == base.KindRangeDelete {
+			p.dels = append(p.dels, rangedel.Tombstone{Start: bytes.Clone(key), End: bytes.Clone(value), Seq: s})
+			continue
+		}
+		if len(p.points) >= maxProofEntries {
+			p.overflow, p.points = true, nil
+			return
+		}
+		p.points = append(p.points, seqHash{seq: s, h: p.hash(kind, key, value)})
+		p.sorted = false
+	}
+}
+
+// walHolds reports whether a replayed WAL held the entry.
+func (p *unaccountedProof) walHolds(k base.InternalKey, value []byte) bool {
+	if p.overflow || len(p.points) == 0 {
+		return false
+	}
+	if !p.sorted {
+		slices.SortFunc(p.points, func(a, b seqHash) int { return cmp.Compare(a.seq, b.seq) })
+		p.sorted = true
+	}
+	i, found := slices.BinarySearchFunc(p.points, k.SeqNum(), func(e seqHash, s base.SeqNum) int {
+		return cmp.Compare(e.seq, s)
+	})
+	return found && p.points[i].h == p.hash(k.Kind(), k.UserKey, value)
+}
+
+// tableHeldElsewhere reports whether table t holds at least one entry, and
+// every entry it holds is one the replayed WALs or the live tables hold too
+// (see recovery.redundant).
+func (p *unaccountedProof) tableHeldElsewhere(ctx context.Context, t *sstable.Reader, lv *liveEntries) (bool, error) {
+	it, err := t.NewIter(ctx, proofReadEnv, nil, nil)
+	if err != nil {
+		return false, err
+	}
+	lv.rewind()
+	entries := 0
+	for kv := it.First(); kv != nil; kv = it.Next() {
+		entries++
+		if p.walHolds(kv.K, kv.V) {
+			continue
+		}
+		held, err := lv.holds(kv.K, kv.V)
+		if err != nil || !held {
+			return false, errors.CombineErrors(err, it.Close())
+		}
+	}
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	tombs := t.RangeDeletions().Tombstones(nil)
+	for _, tomb := range tombs {
+		if covered(tomb, p.dels) {
+			continue
+		}
+		liveDels, err := lv.tombstones()
+		if err != nil {
+			return false, err
+		}
+		if !covered(tomb, liveDels) {
+			return false, nil
+		}
+	}
+	return entries+len(tombs) > 0, nil
+}
+
+// covered reports whether the tombstones of dels at t's sequence number
+// cover all of t's span.
+func covered(t rangedel.Tombstone, dels []rangedel.Tombstone) bool {
+	var same []rangedel.Tombstone
+	for _, d := range dels {
+		if d.Seq == t.Seq {
+			same = append(same, d)
+		}
+	}
+	slices.SortFunc(same, func(a, b rangedel.Tombstone) int { return bytes.Compare(a.Start, b.Start) })
+	cur := t.Start
+	for _, d := range same {
+		if bytes.Compare(d.Start, cur) > 0 {
+			break
+		}
+		if bytes.Compare(d.End, cur) > 0 {
+			cur = d.End
+		}
+		if bytes.Compare(cur, t.End) >= 0 {
+			return true
+		}
+	}
+	return bytes.Compare(cur, t.End) >= 0
+}
+
+// liveEntries looks entries up in the live tables of the loaded state, for
+// recovery.redundant: a merged iterator over every level, moved forward as
+// the table being checked is read in order.
+type liveEntries struct {
+	ctx context.Context
+	d   *database
+	v   *manifest.Version
+	it  base.InternalIterator // nil when there is no live table
+	cur *base.InternalKV
+	// positioned: cur is where the iterator is (false before the first
+	// seek of each table checked).
+	positioned bool
+	dels       []rangedel.Tombstone
+	delsRead   bool
+}
+
+func newLiveEntries(ctx context.Context, d *database) *liveEntries {
+	l := &liveEntries{ctx: ctx, d: d, v: d.vs.Current()}
+	var iters []base.InternalIterator
+	for level, files := range l.v.Levels {
+		switch {
+		case len(files) == 0:
+		case level == 0:
+			for i := range files {
+				iters = append(iters, readpath.NewCompactionIter(ctx, proofReadEnv, d.tables, 0, files[i:i+1]))
+			}
+		default:
+			iters = append(iters, readpath.NewCompactionIter(ctx, proofReadEnv, d.tables, level, files))
+		}
+	}
+	if len(iters) > 0 {
+		l.it = merging.NewIter(iters...)
+	}
+	return l
+}
+
+// rewind makes the next holds seek: a new table is being checked.
+func (l *liveEntries) rewind() { l.positioned = false }
+
+// holds reports whether a live table holds the entry k with value v. The
+// keys asked about must increase between rewinds.
+func (l *liveEntries) holds(k base.InternalKey, v []byte) (bool, error) {
+	if l.it == nil {
+		return false, nil
+	}
+	if !l.positioned || l.cur == nil || !bytes.Equal(l.cur.K.UserKey, k.UserKey) || base.CompareInternal(l.cur.K, k) > 0 {
+		l.cur, l.positioned = l.it.SeekGE(k.UserKey), true
+	}
+	for l.cur != nil && base.CompareInternal(l.cur.K, k) < 0 {
+		l.cur = l.it.Next()
+	}
+	if l.cur == nil {
+		return false, l.it.Error()
+	}
+	return base.CompareInternal(l.cur.K, k) == 0 && bytes.Equal(l.cur.V, v), nil
+}
+
+// tombstones returns the range tombstones of the live tables.
+func (l *liveEntries) tombstones() ([]rangedel.Tombstone, error) {
+	if l.delsRead {
+		return l.dels, nil
+	}
+	l.delsRead = true
+	for level, files := range l.v.Levels {
+		for _, f := range files {
+			if !f.HasRangeDels {
+				continue
+			}
+			ref, err := l.d.tables.Acquire(l.ctx, proofReadEnv, f, level)
+			if err != nil {
+				return nil, err
+			}
+			n := len(l.dels)
+			l.dels = ref.Reader.RangeDeletions().Tombstones(l.dels)
+			for j := n; j < len(l.dels); j++ {
+				l.dels[j].Start = bytes.Clone(l.dels[j].Start)
+				l.dels[j].End = bytes.Clone(l.dels[j].End)
+			}
+			ref.Release()
+		}
+	}
+	return l.dels, nil
+}
+
+func (l *liveEntries) close() {
+	if l.it != nil {
+		_ = l.it.Close()
+	}
+	l.v.Unref()
 }

@@ -472,7 +472,8 @@ func TestPointInTimeSkipsLaterWALs(t *testing.T) {
 			}
 			recs := o.Statistics.TickerCount(statistics.WALRecoveryDroppedRecords)
 			if tc.mode == WALRecoveryPointInTime {
-				require.Equal(t, uint64(1+200), recs, "the damage, and the records of the WAL not replayed")
+				require.Equal(t, uint64(100+200), recs,
+					"every record not replayed: the damaged one and those after it, and the later WAL's")
 			} else {
 				require.Equal(t, uint64(1), recs)
 			}
@@ -713,11 +714,12 @@ func TestWALRecoveryModeOption(t *testing.T) {
 }
 
 // TestOpenDeletesOnlyRedundantTables checks what a clean Open does with
-// tables the MANIFEST does not name: it deletes what holds nothing it did
-// not recover otherwise (an interrupted flush's output, whose WAL it
-// replayed; an interrupted compaction's, whose inputs are live; an
-// unreadable table made after the MANIFEST's last edit) and keeps the rest
-// as *.orphan, such as a table whose MANIFEST records were lost whole.
+// tables the MANIFEST does not name: it deletes what it can show holds
+// nothing it did not recover otherwise (an interrupted flush's output, whose
+// WAL it replayed; an interrupted compaction's, whose inputs are live) and
+// keeps the rest as *.orphan, such as a table whose MANIFEST records were
+// lost whole, or an unreadable one, whatever its number (it may be a crash's
+// half-written table, or anything else).
 func TestOpenDeletesOnlyRedundantTables(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewMem()
@@ -781,6 +783,8 @@ func TestOpenDeletesOnlyRedundantTables(t *testing.T) {
 	require.Equal(t, slices.Repeat([]bool{true}, 250), recPresent(t, db, 250))
 	require.NoError(t, db.Close())
 	require.False(t, recHas(t, fs, copyName), "an interrupted compaction's output is deleted")
-	require.False(t, recHas(t, fs, partial), "a table cut short after the last edit is deleted")
+	require.False(t, recHas(t, fs, copyName+orphanSuffix))
+	require.True(t, recHas(t, fs, partial+orphanSuffix),
+		"an unreadable table after the last edit is kept: nothing proves it a crash's half-written table")
 	require.True(t, recHas(t, fs, old+orphanSuffix), "an unreadable table from before the last edit is kept")
 }

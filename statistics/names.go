@@ -90,10 +90,15 @@ const (
 	RateLimiterDelayedRequestsWrite
 	// WALRecoveryDroppedRecords and WALRecoveryDroppedBytes count what
 	// opening the database dropped from its WALs because of damage, under a
-	// lenient wal_recovery_mode: records (a lower bound where a damaged
-	// header hides how many there were) and bytes of WAL not replayed. An
-	// incomplete final record, the trace of a crash during a write, is not
-	// counted. They are shale's own; RocksDB has no such tickers.
+	// lenient wal_recovery_mode: WAL records (each one write batch, of any
+	// number of keys) and bytes of WAL not replayed. Point-in-time recovery
+	// counts every record from the damage on, including those after it that
+	// it does not replay and those of every later WAL. The record count is
+	// exact where the framing after the damage holds (a damaged payload) and
+	// a lower bound where a damaged header hides how many records there
+	// were: each region that cannot be framed counts as one. An incomplete
+	// final record, the trace of a crash during a write, is not counted.
+	// They are shale's own; RocksDB has no such tickers.
 	WALRecoveryDroppedRecords
 	WALRecoveryDroppedBytes
 	// BlockCacheIndexMiss, BlockCacheFilterMiss and BlockCacheFilterHit

@@ -82,6 +82,14 @@ func (diskFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 // Lock from this process fail with a clear error on every platform, whatever
 // the OS lock's semantics between descriptors of one process; the OS lock
 // (flock where available, see lockFile) stops other processes.
+//
+// The holder of a lock may remove the file before releasing it (a failed
+// engine Open removes the LOCK file it created). The OS lock belongs to the
+// file, not to its name, so a Lock that opened the file before the removal
+// and locks it after the release would hold a lock on a file no longer
+// named, while another Lock creates and locks a new one. So once it holds
+// the lock, Lock checks that name still leads to the file it locked, and
+// otherwise lets it go and tries again.
 func (diskFS) Lock(name string) (io.Closer, error) {
 	key, err := filepath.Abs(name)
 	if err != nil {
@@ -90,20 +98,61 @@ func (diskFS) Lock(name string) (io.Closer, error) {
 	if !processLocks.acquire(key) {
 		return nil, base.Mark(errors.Newf("vfs: lock %s: already held by this process", name), ErrLocked)
 	}
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		processLocks.release(key)
-		return nil, errors.Wrapf(err, "vfs: lock %s", name)
-	}
-	if err := lockFile(f); err != nil {
-		_ = f.Close()
-		processLocks.release(key)
-		if errors.Is(err, ErrLocked) {
-			return nil, errors.Wrapf(err, "vfs: lock %s: held by another process", name)
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			processLocks.release(key)
+			return nil, errors.Wrapf(err, "vfs: lock %s", name)
 		}
-		return nil, errors.Wrapf(err, "vfs: lock %s", name)
+		if hook := lockOpenedHook; hook != nil {
+			hook(name)
+		}
+		if err := lockFile(f); err != nil {
+			_ = f.Close()
+			processLocks.release(key)
+			if errors.Is(err, ErrLocked) {
+				return nil, errors.Wrapf(err, "vfs: lock %s: held by another process", name)
+			}
+			return nil, errors.Wrapf(err, "vfs: lock %s", name)
+		}
+		same, err := namesFile(name, f)
+		if err == nil && same {
+			return &diskLock{f: f, key: key}, nil
+		}
+		_ = f.Close()
+		if err == nil && attempt >= maxLockAttempts {
+			err = errors.Newf("the file was removed or replaced %d times while being locked", attempt+1)
+		}
+		if err != nil {
+			processLocks.release(key)
+			return nil, errors.Wrapf(err, "vfs: lock %s", name)
+		}
 	}
-	return &diskLock{f: f, key: key}, nil
+}
+
+// maxLockAttempts bounds how many times Lock tries again after finding the
+// file it locked removed or replaced.
+const maxLockAttempts = 100
+
+// lockOpenedHook, when a test sets it, runs in Lock between opening the file
+// and locking it.
+var lockOpenedHook func(name string)
+
+// namesFile reports whether name leads to the open file f. A name that
+// leads nowhere is not an error: the file was removed.
+func namesFile(name string, f *os.File) (bool, error) {
+	held, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	named, err := os.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(held, named), nil
 }
 
 // lockRegistry holds the absolute names of the files this process has
