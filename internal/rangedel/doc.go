@@ -8,7 +8,7 @@
 // key space they cover cut at every start and end into non-overlapping
 // [Fragment]s, sorted by Start, each carrying the sequence numbers of every
 // tombstone that covers all of it, highest first. Empty and inverted
-// tombstones (Start >= End) delete nothing and are dropped. Adjacent
+// tombstones (Start >= End, End not empty) delete nothing and are dropped. Adjacent
 // fragments with the same sequence numbers are merged, so a Set is the
 // smallest such cover. A Set is immutable once built and safe for concurrent
 // readers; a nil *Set has no tombstones, and every method accepts it, so "no
@@ -47,10 +47,11 @@
 // are numbered above s, which no tombstone numbered s deletes, wherever
 // they are; and no entry ever gets a lower number (shale neither ingests
 // tables nor zeroes sequence numbers in compactions: either would break
-// this argument, and would have to clamp differently). So [Start, L+"\x00")
-// and [Start, +infinity) delete the same entries for every reader at every
-// sequence number, from the flush on; keys after L covered only by the
-// clamped-off part, or deleted by neither, read the same.
+// this argument, and would have to clamp differently). So, from the flush
+// on, [Start, L+"\x00") deletes for every reader at every sequence number
+// exactly the entries [Start, +infinity) deletes: no key after L holds an
+// entry numbered below s. (The same goes for a clamp that leaves a
+// tombstone reaching a little past L+"\x00", as [Set.ClampEnd] may.)
 //
 // Clamping keeps infinity out of everything downstream of the memtable: the
 // table's range-deletion block and its format, the smallest and largest keys
@@ -62,8 +63,8 @@
 // about it: this package, the batch encoding (an empty end in a DeleteRange
 // record), a memtable's Set (through this package), the read path's seeks
 // past covering fragments and its conflict check for an unbounded range, a
-// transaction's index of its own range deletions, and the flush that
-// clamps. Clamping at write time instead would keep it out of the WAL too,
+// transaction's index of its own range deletions and its iterator's seek
+// past them, and the flush that clamps. Clamping at write time instead would keep it out of the WAL too,
 // but would need the largest key of every write numbered below s on the
 // commit path, where concurrent writers are still applying theirs; at flush
 // the memtable is immutable and every write before it has been applied.
