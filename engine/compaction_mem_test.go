@@ -86,7 +86,7 @@ func TestFlushDropsWriter(t *testing.T) {
 			for i := range 1000 {
 				require.NoError(t, mem.Add(base.SeqNum(i+1), base.KindSet, key(i), []byte("value")))
 			}
-			tw, err := d.flushMemTable(ctx, mem, ioctx.ActivityFlush, nil)
+			tw, err := d.flushMemTable(ctx, mem, ioctx.ActivityFlush, nil, nil)
 			require.NoError(t, err)
 			require.NotNil(t, tw)
 			defer tw.abandon()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
 )
@@ -17,12 +19,18 @@ import (
 // dropping versions no snapshot can see, and opens and checks it with activity (Flush in the background,
 // DBOpen during recovery). It returns the table's writer, whose reservation
 // the caller ends once the version edit naming the table is applied (or
-// failed); nil means mem held nothing to write.
-func (d *database) flushMemTable(ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum) (*tableWriter, error) {
+// failed); nil means mem held nothing to write. mem must be the oldest
+// memtable not yet in a table, and pending the tables written before it that
+// the current version does not name yet (recovery's).
+func (d *database) flushMemTable(
+	ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum, pending []*manifest.FileMetadata,
+) (*tableWriter, error) {
 	it := compact.NewIter(mem.NewIter(nil, nil), snapshots, nil)
-	// The memtable's range tombstones go to the table as they are; the
-	// points they cover are dropped by compactions, which see every source.
-	tw, err := d.writeTableFrom(ctx, it, mem.RangeDeletions().Fragments(), ioctx.PriorityHigh)
+	// The memtable's range tombstones go to the table as they are, but
+	// for the unbounded one, clamped; the points they cover are dropped by
+	// compactions, which see every source.
+	dels := d.clampRangeDels(mem, pending)
+	tw, err := d.writeTableFrom(ctx, it, dels.Fragments(), ioctx.PriorityHigh)
 	if err = errors.CombineErrors(err, it.Close()); err == nil && tw != nil {
 		err = d.openAndCheckTable(ctx, tw.meta, 0, activity, ioctx.PriorityTotal)
 	}
@@ -36,6 +44,43 @@ func (d *database) flushMemTable(ctx context.Context, mem *memtable.MemTable, ac
 		d.stats.RecordTick(statistics.FlushWriteBytes, tw.meta.Size)
 	}
 	return tw, nil
+}
+
+// clampRangeDels returns mem's range tombstones as its table holds them:
+// with the unbounded fragment of DeleteRange(start, nil), if any, ended just
+// after the largest user key in the tree, that of mem's last entry or of any
+// table's largest key (the current version's, and pending). That is exact
+// (package rangedel says why): those tombstones delete only entries
+// numbered below them, which, mem being the oldest memtable left, are in
+// mem or in those tables; every later write is numbered above them. Tables
+// thus never hold an unbounded tombstone, and their bounds stay finite.
+func (d *database) clampRangeDels(mem *memtable.MemTable, pending []*manifest.FileMetadata) *rangedel.Set {
+	dels := mem.RangeDeletions()
+	if !dels.Unbounded() {
+		return dels
+	}
+	var largest []byte
+	grow := func(k []byte) {
+		if bytes.Compare(k, largest) > 0 {
+			largest = k
+		}
+	}
+	it := mem.NewIter(nil, nil)
+	if kv := it.Last(); kv != nil {
+		largest = bytes.Clone(kv.K.UserKey)
+	}
+	_ = it.Close()
+	v := d.vs.Current()
+	defer v.Unref()
+	for _, files := range v.Levels {
+		for _, f := range files {
+			grow(f.Largest.UserKey)
+		}
+	}
+	for _, f := range pending {
+		grow(f.Largest.UserKey)
+	}
+	return dels.ClampEnd(append(bytes.Clone(largest), 0))
 }
 
 // flushOne flushes the oldest immutable memtable, for the flush loop. It
@@ -78,7 +123,7 @@ func (d *database) flushOldest(ctx context.Context) (bool, error) {
 	fe := d.startFlushEvent(mem.MemTable)
 
 	sw := d.stats.StartStopWatch(statistics.FlushTime, statistics.HistogramNone)
-	tw, err := d.flushMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots)
+	tw, err := d.flushMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots, nil)
 	if err == nil {
 		err = d.applyFlush(mem, tw)
 	}

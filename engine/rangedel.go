@@ -16,11 +16,13 @@ import (
 
 // DeleteRange adds a deletion of every key in [start, end): one range
 // tombstone, applied atomically with the rest of the batch. It covers the
-// keys put earlier in the batch and none put after it. An empty or inverted
-// range (start >= end) is a no-op, as in Pebble, and adds nothing. start and
-// end are copied.
+// keys put earlier in the batch and none put after it. A nil end means
+// "after every key": every key >= start is deleted (the façade's contract,
+// driver.RangeDeleter; the tombstone's end is empty, see package rangedel).
+// An empty or inverted range (start >= end, end not nil) is a no-op, as in
+// Pebble, and adds nothing. start and end are copied.
 func (b *writeBatch) DeleteRange(start, end []byte) {
-	if bytes.Compare(start, end) >= 0 {
+	if end != nil && bytes.Compare(start, end) >= 0 {
 		return
 	}
 	b.b.DeleteRange(start, end)
@@ -28,8 +30,9 @@ func (b *writeBatch) DeleteRange(start, end []byte) {
 
 // DeleteRange deletes every key in [start, end) with one write, whatever the
 // number of keys: a range tombstone that reads, flushes and compactions
-// honour. An empty or inverted range writes nothing and returns nil (after
-// the checks every write makes: a closed or read-only database, a done ctx).
+// honour. A nil end deletes every key >= start. An empty or inverted range
+// writes nothing and returns nil (after the checks every write makes: a
+// closed or read-only database, a done ctx).
 func (d *database) DeleteRange(ctx context.Context, start, end []byte) error {
 	return d.deleteRangeImpl(ctx, ioctx.WriteOptionsFrom(ctx), start, end)
 }
@@ -45,23 +48,23 @@ func (d *database) deleteRangeImpl(ctx context.Context, wo writeOptions, start, 
 	return err
 }
 
-// DeleteRange buffers a deletion of every key in [start, end). The
-// transaction's own reads stop seeing the range at once (except keys it
-// writes again afterwards), and Commit fails with ErrConflict if anything
-// was written in the range since the transaction began. An empty or
-// inverted range is a no-op.
+// DeleteRange buffers a deletion of every key in [start, end), or of every
+// key >= start when end is nil. The transaction's own reads stop seeing the
+// range at once (except keys it writes again afterwards), and Commit fails
+// with ErrConflict if anything was written in the range since the
+// transaction began. An empty or inverted range is a no-op.
 func (tx *txn) DeleteRange(ctx context.Context, start, end []byte) error {
 	if err := tx.checkWrite(ctx); err != nil {
 		return err
 	}
-	if bytes.Compare(start, end) < 0 {
+	if end == nil || bytes.Compare(start, end) < 0 {
 		tx.b.DeleteRange(start, end)
 	}
 	return nil
 }
 
 // rangeDels returns the transaction's range deletions as a Set of copies, or
-// nil when it has none.
+// nil when it has none (an unbounded one keeps its empty end).
 func (tx *txn) rangeDels() *rangedel.Set {
 	if tx.index.NumRangeDeletions() == 0 {
 		return nil
@@ -76,11 +79,15 @@ func (tx *txn) rangeDels() *rangedel.Set {
 
 // checkRangeConflict checks one record of the transaction against the
 // writes committed since it began: for a range deletion, any write in its
-// range; for a point write, any write of the key, range deletions included.
+// range (from its start on, for an unbounded one); for a point write, any
+// write of the key, range deletions included.
 func (tx *txn) checkRangeConflict(v *readpath.View, kind base.Kind, key, value []byte) error {
 	start, end := key, value
-	if kind != base.KindRangeDelete {
+	switch {
+	case kind != base.KindRangeDelete:
 		end = append(append(make([]byte, 0, len(key)+1), key...), 0)
+	case len(end) == 0:
+		end = nil // unbounded: WrittenAfter's nil end
 	}
 	found, err := readpath.WrittenAfter(context.Background(), v, conflictCheckReadEnv, start, end, tx.snap.seq)
 	if err != nil {
@@ -105,9 +112,14 @@ func (t *txnIterator) skipDeletedRange() bool {
 	if f == nil {
 		return false
 	}
-	if t.forward {
+	switch {
+	case t.forward && f.Unbounded():
+		// Every snapshot key from here on is deleted: the snapshot side
+		// is done (a turn back re-seeks it).
+		t.dbOK = false
+	case t.forward:
 		t.dbOK = t.db.SeekGE(f.End)
-	} else {
+	default:
 		t.dbOK = t.db.SeekLT(f.Start)
 	}
 	return true

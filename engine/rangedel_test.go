@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rdModel applies a range deletion to the model.
+// deleteRange applies a range deletion to the model; a nil end is
+// unbounded.
 func (m model) deleteRange(start, end []byte) {
 	for k := range m {
-		if string(start) <= k && k < string(end) {
+		if string(start) <= k && (end == nil || k < string(end)) {
 			delete(m, k)
 		}
 	}
@@ -125,7 +126,8 @@ func closeSnaps(snaps []modelSnap) {
 }
 
 // TestRangeDeleteModel runs random puts, deletes and range deletions (alone
-// and in batches with puts before and after them) across flushes,
+// and in batches with puts before and after them, bounded and unbounded,
+// in transactions too) across flushes,
 // compactions, reopens and snapshots, and checks every read API against a
 // map after each step.
 func TestRangeDeleteModel(t *testing.T) {
@@ -153,10 +155,15 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 	m := model{}
 	var snaps []modelSnap
 	defer func() { closeSnaps(snaps) }()
+	// randRange returns a range to delete: sometimes inverted, sometimes
+	// unbounded (a nil end, after every key).
 	randRange := func() ([]byte, []byte) {
 		a, b := rng.IntN(nkeys), rng.IntN(nkeys+1)
 		if rng.IntN(8) != 0 && a > b {
 			a, b = b, a
+		}
+		if rng.IntN(6) == 0 {
+			return key(a), nil
 		}
 		return key(a), key(b)
 	}
@@ -201,7 +208,7 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 			m[string(k)] = "tx"
 			require.NoError(t, tx.DeleteRange(ctx, s, e))
 			m.deleteRange(s, e)
-			if _, err := tx.Get(ctx, s); bytes.Compare(s, e) < 0 {
+			if _, err := tx.Get(ctx, s); e == nil || bytes.Compare(s, e) < 0 {
 				require.True(t, errors.Is(err, ErrNotFound), "step %d: Tx Get inside its deleted range: %v", step, err)
 			}
 			require.NoError(t, tx.Commit())
@@ -209,7 +216,7 @@ func runRangeDeleteModel(t *testing.T, seed uint64, steps int) {
 			require.NoError(t, db.Flush(ctx))
 		case op < 76:
 			s, e := randRange()
-			if bytes.Compare(s, e) > 0 {
+			if e != nil && bytes.Compare(s, e) > 0 {
 				s, e = e, s
 			}
 			if rng.IntN(3) == 0 {

@@ -209,7 +209,7 @@ func (r *recovery) flush(ctx context.Context) error {
 		r.mem = d.newMemTable(nil, 0)
 		return nil
 	}
-	tw, err := d.flushMemTable(ctx, r.mem.MemTable, ioctx.ActivityDBOpen, nil)
+	tw, err := d.flushMemTable(ctx, r.mem.MemTable, ioctx.ActivityDBOpen, nil, r.tables.metas())
 	if err != nil {
 		return err
 	}

@@ -68,11 +68,12 @@ func (b *Batch) Delete(key []byte) {
 }
 
 // DeleteRange appends a record that deletes every key in [start, end): a
-// range tombstone with key start and value end (end is exclusive). It covers
-// the keys written earlier in the batch, whose sequence numbers are lower,
-// and none written after it. The batch copies start and end; it does not
-// check their order (the engine drops empty and inverted ranges before they
-// reach a batch). It panics if start or end is 4 GiB or longer.
+// range tombstone with key start and value end (end is exclusive; an empty
+// or nil end is unbounded, deleting every key >= start). It covers the keys
+// written earlier in the batch, whose sequence numbers are lower, and none
+// written after it. The batch copies start and end; it does not check their
+// order (the engine drops empty and inverted ranges before they reach a
+// batch). It panics if start or end is 4 GiB or longer.
 func (b *Batch) DeleteRange(start, end []byte) {
 	b.appendTwoFields(base.KindRangeDelete, start, end)
 }
@@ -348,7 +349,8 @@ type Reader struct {
 // an error. key and value point into the batch's buffer: they are valid as
 // long as the batch is (until it is Reset or given another encoding) and must
 // not be modified. value is nil for a Delete; for a range deletion
-// (base.KindRangeDelete) key is the start and value the exclusive end.
+// (base.KindRangeDelete) key is the start and value the exclusive end, empty
+// (not nil) when unbounded.
 //
 // A batch built with Set, Delete and DeleteRange, or accepted by SetRepr, never makes Next
 // fail. A Reader over bytes that were not checked returns an error marked

@@ -30,10 +30,21 @@
 // A DeleteRange record (RocksDB's kTypeRangeDeletion, same byte) is a range
 // tombstone: when applied at sequence number s it deletes every key k with
 // start <= k < end written at a sequence number below s, so it covers the
-// batch's earlier records and none of its later ones. The decoder does not
-// check start < end; an empty or inverted range deletes nothing. The kind came
-// with range deletions; WALs written before it hold only Set and Delete
-// records and decode as before.
+// batch's earlier records and none of its later ones. An empty end (end
+// length 0) is unbounded: the record deletes every k >= start, as
+// DeleteRange(start, nil) asks (see package rangedel). The decoder does not
+// check start < end; a non-empty end at or below start deletes nothing. The
+// kind came with range deletions; WALs written before it hold only Set and
+// Delete records and decode as before.
+//
+// The empty end's meaning is newer than the kind. Writers before it never
+// wrote an empty end (the engine dropped a range with start >= end before it
+// reached a batch), so no older WAL changes meaning. An older shale reading a
+// newer WAL, however, takes an unbounded record for an empty range and
+// deletes nothing: the encoding has no version to refuse it by. Downgrading
+// is safe once such records are flushed (a table never holds an unbounded
+// tombstone: the flush clamps it to a bounded one, see package rangedel);
+// Flush before opening a database with an older release.
 //
 // # Use
 //

@@ -23,6 +23,9 @@ func FuzzBatchDecode(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 1, 'a', 1, 'b'})
 	f.Add(build(5, set("a", "1"), rdel("a", "c"), set("b", "2"), rdel("", "")).Repr())
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x0F, 1, 'a', 5, 'b'})
+	// Unbounded range deletions (an empty end): every key from the start.
+	f.Add(build(7, set("a", "1"), set("m", "2"), rdel("b", ""), set("z", "3")).Repr())
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x0F, 1, 'a', 0})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var b Batch
@@ -92,7 +95,7 @@ func FuzzBatchDecode(f *testing.F) {
 			}
 			ranges = append(ranges, o)
 			for k := range model {
-				if o.key <= k && k < o.value {
+				if o.key <= k && (o.value == "" || k < o.value) { // "" is unbounded
 					model[k] = del(k)
 				}
 			}
@@ -111,7 +114,7 @@ func FuzzBatchDecode(f *testing.F) {
 			}
 		}
 		for _, r := range ranges {
-			if _, ok := model[r.key]; ok || r.key >= r.value {
+			if _, ok := model[r.key]; ok || (r.value != "" && r.key >= r.value) {
 				continue
 			}
 			if _, kind, found := x.Get([]byte(r.key)); !found || kind != base.KindDelete {

@@ -120,15 +120,16 @@ func (x *Index) indexRangeDelete(rec record) {
 	}
 }
 
-// covers reports whether r's range holds key.
+// covers reports whether r's range holds key; an empty end is unbounded.
 func (x *Index) covers(r indexRange, key []byte) bool {
 	data := x.b.data
 	return bytes.Compare(data[r.startOff:r.startOff+r.startLen], key) <= 0 &&
-		bytes.Compare(key, data[r.endOff:r.endOff+r.endLen]) < 0
+		(r.endLen == 0 || bytes.Compare(key, data[r.endOff:r.endOff+r.endLen]) < 0)
 }
 
 // RangeDeletions calls fn with the start and end of each range deletion in
-// the batch, in batch order, until fn returns false. The slices point into
+// the batch, in batch order, until fn returns false; an empty end is
+// unbounded. The slices point into
 // the batch's buffer and must not be modified or retained past the batch's
 // next change. A reader merging the index over a snapshot treats every
 // snapshot key they cover as deleted; keys the batch wrote after a range

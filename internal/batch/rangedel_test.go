@@ -70,3 +70,66 @@ func TestIndexRangeDelete(t *testing.T) {
 	_, _, found := x.Get([]byte("bb"))
 	require.False(t, found)
 }
+
+// TestDeleteRangeUnbounded checks an unbounded range deletion: encoded with
+// an empty end (a nil end and an empty one alike), read back with an empty,
+// non-nil value, and covering every key from its start in the Index.
+func TestDeleteRangeUnbounded(t *testing.T) {
+	for _, end := range [][]byte{nil, {}} {
+		b := New()
+		b.SetSeqNum(9)
+		b.Set([]byte("a"), []byte("1"))
+		b.Set([]byte("m"), []byte("2"))
+		b.DeleteRange([]byte("b"), end)
+		b.Set([]byte("z"), []byte("3"))
+		require.Equal(t, []byte{9, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0,
+			0x01, 1, 'a', 1, '1',
+			0x01, 1, 'm', 1, '2',
+			0x0F, 1, 'b', 0,
+			0x01, 1, 'z', 1, '3'}, b.Repr())
+
+		var c Batch
+		require.NoError(t, c.SetRepr(append([]byte(nil), b.Repr()...)))
+		r := c.Reader()
+		for range 2 {
+			_, _, _, ok, err := r.Next()
+			require.True(t, ok)
+			require.NoError(t, err)
+		}
+		kind, key, value, ok, err := r.Next()
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, base.KindRangeDelete, kind)
+		require.Equal(t, "b", string(key))
+		require.NotNil(t, value)
+		require.Empty(t, value)
+
+		x := NewIndex(&c)
+		for _, tc := range []struct {
+			key   string
+			value string
+			kind  base.Kind
+			found bool
+		}{
+			{"", "", 0, false},                       // before the start
+			{"a", "1", base.KindSet, true},           // before the start
+			{"b", "", base.KindDelete, true},         // the start, never written
+			{"m", "", base.KindDelete, true},         // written before the deletion
+			{"y\xff\xff", "", base.KindDelete, true}, // never written, far on
+			{"z", "3", base.KindSet, true},           // written after the deletion
+			{"zz", "", base.KindDelete, true},        // after the last write
+		} {
+			v, kind, found := x.Get([]byte(tc.key))
+			require.Equal(t, tc.found, found, "%q", tc.key)
+			require.Equal(t, tc.kind, kind, "%q", tc.key)
+			require.Equal(t, tc.value, string(v), "%q", tc.key)
+		}
+		require.Equal(t, []op{set("a", "1"), del("m"), set("z", "3")}, scan(t, x.NewIter(nil, nil)))
+		var got [][2]string
+		x.RangeDeletions(func(start, end []byte) bool {
+			got = append(got, [2]string{string(start), string(end)})
+			return true
+		})
+		require.Equal(t, [][2]string{{"b", ""}}, got)
+	}
+}

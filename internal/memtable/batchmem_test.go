@@ -263,6 +263,15 @@ func FuzzNewFromBatch(f *testing.F) {
 		b.SetSeqNum(0)
 		f.Add(bytes.Clone(b.Repr()))
 	}
+	// Range deletions, one of them unbounded (an empty end).
+	b := batch.New()
+	b.Set([]byte("a"), []byte("1"))
+	b.DeleteRange([]byte("b"), []byte("d"))
+	b.Set([]byte("m"), []byte("2"))
+	b.DeleteRange([]byte("c"), nil)
+	b.Set([]byte("z"), []byte("3"))
+	b.SetSeqNum(0)
+	f.Add(bytes.Clone(b.Repr()))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var b batch.Batch
 		if b.SetRepr(bytes.Clone(data)) != nil || b.Count() > 5000 {

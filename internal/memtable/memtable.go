@@ -176,8 +176,8 @@ func (l *rangeDelList) fragments() *rangedel.Set {
 }
 
 // AddRangeDelete adds a range tombstone deleting the keys in [start, end)
-// below seq. The keys are copied. An empty or inverted range is kept (it
-// deletes nothing), so that a flush writes what the WAL holds.
+// below seq; an empty end is unbounded (every key >= start). The keys are
+// copied. An empty or inverted range is kept (it deletes nothing).
 func (m *MemTable) AddRangeDelete(seq base.SeqNum, start, end []byte) error {
 	if seq > base.MaxSeqNum {
 		return base.InvalidArgumentf("memtable: sequence number %d above the maximum %d", seq, base.MaxSeqNum)

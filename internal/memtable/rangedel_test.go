@@ -81,3 +81,36 @@ func TestRangeDeletionsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyRangeDeleteUnbounded checks that an unbounded range deletion (an
+// empty end), whichever way it arrives (one record, a batch of several, a
+// batch made a memtable), covers every key from its start.
+func TestApplyRangeDeleteUnbounded(t *testing.T) {
+	b := batch.New()
+	b.Set([]byte("a"), []byte("1"))
+	b.DeleteRange([]byte("b"), nil)
+	b.Set([]byte("z"), []byte("2"))
+	one := batch.New()
+	one.DeleteRange([]byte("b"), nil)
+	for name, apply := range map[string]func(m *MemTable) (base.SeqNum, error){
+		"batch":  func(m *MemTable) (base.SeqNum, error) { return 11, m.Apply(b, 10) },
+		"single": func(m *MemTable) (base.SeqNum, error) { return 10, m.Apply(one, 10) },
+		"direct": func(m *MemTable) (base.SeqNum, error) { return 10, m.AddRangeDelete(10, []byte("b"), nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := New(1 << 16)
+			want, err := apply(m)
+			require.NoError(t, err)
+			s := m.RangeDeletions()
+			require.True(t, s.Unbounded())
+			for key, seq := range map[string]base.SeqNum{"a": 0, "b": want, "z": want, "zzzz\xff": want} {
+				got, _ := s.Covering([]byte(key), base.MaxSeqNum)
+				require.Equal(t, seq, got, "%q", key)
+			}
+		})
+	}
+	bm, err := NewFromBatch(b, 10)
+	require.NoError(t, err)
+	got, _ := bm.RangeDeletions().Covering([]byte("zzzz"), base.MaxSeqNum)
+	require.Equal(t, base.SeqNum(11), got, "a batch made a memtable")
+}

@@ -9,22 +9,48 @@ import (
 )
 
 // Tombstone deletes the keys in [Start, End) written below sequence number
-// Seq.
+// Seq; an empty End is unbounded (see the package doc).
 type Tombstone struct {
 	Start, End []byte
 	Seq        base.SeqNum
 }
 
+// Unbounded reports whether t deletes every key from Start on.
+func (t *Tombstone) Unbounded() bool { return len(t.End) == 0 }
+
 // Fragment is a piece [Start, End) of the key space and the sequence numbers
-// of the tombstones covering it, highest first.
+// of the tombstones covering it, highest first; an empty End is unbounded.
 type Fragment struct {
 	Start, End []byte
 	Seqs       []base.SeqNum
 }
 
+// Unbounded reports whether f reaches past every key.
+func (f *Fragment) Unbounded() bool { return len(f.End) == 0 }
+
 // Contains reports whether key is in [f.Start, f.End).
 func (f *Fragment) Contains(key []byte) bool {
-	return bytes.Compare(f.Start, key) <= 0 && bytes.Compare(key, f.End) < 0
+	return bytes.Compare(f.Start, key) <= 0 && Before(key, f.End)
+}
+
+// Before reports whether key is below end, an exclusive end of a tombstone
+// or fragment: always when end is empty (unbounded). Before(start, end) is
+// whether [start, end) holds any key.
+func Before(key, end []byte) bool {
+	return len(end) == 0 || bytes.Compare(key, end) < 0
+}
+
+// compareEnds orders two exclusive ends, an empty (unbounded) one last.
+func compareEnds(a, b []byte) int {
+	switch {
+	case len(a) == 0 && len(b) == 0:
+		return 0
+	case len(a) == 0:
+		return 1
+	case len(b) == 0:
+		return -1
+	}
+	return bytes.Compare(a, b)
 }
 
 // Visible returns the highest sequence number of f's tombstones that is at
@@ -46,11 +72,18 @@ type Set struct {
 // New fragments ts, leaving ts itself unchanged; the
 // Set refers to the tombstones' key bytes. Its cost is O(b log b + c) for b
 // boundaries and c (fragment, covering tombstone) pairs, which is O(n²) only
-// for n tombstones that all nest.
+// for n tombstones that all nest. Unbounded tombstones cover the last
+// fragment, [the largest boundary, unbounded), and each one before it from
+// their starts on.
 func New(ts []Tombstone) *Set {
 	bounds := make([][]byte, 0, 2*len(ts))
-	for _, t := range ts {
-		if bytes.Compare(t.Start, t.End) < 0 {
+	open := false // whether some tombstone is unbounded
+	for i := range ts {
+		t := &ts[i]
+		switch {
+		case t.Unbounded():
+			bounds, open = append(bounds, t.Start), true
+		case bytes.Compare(t.Start, t.End) < 0:
 			bounds = append(bounds, t.Start, t.End)
 		}
 	}
@@ -59,14 +92,26 @@ func New(ts []Tombstone) *Set {
 	}
 	slices.SortFunc(bounds, bytes.Compare)
 	bounds = slices.CompactFunc(bounds, bytes.Equal)
-	// seqs[i] collects the tombstones covering [bounds[i], bounds[i+1]).
-	seqs := make([][]base.SeqNum, len(bounds)-1)
-	for _, t := range ts {
-		if bytes.Compare(t.Start, t.End) >= 0 {
+	// seqs[i] collects the tombstones covering [bounds[i], end(i)), where
+	// end(i) is bounds[i+1], or unbounded for the last piece when open.
+	n := len(bounds) - 1
+	if open {
+		n++
+	}
+	end := func(i int) []byte {
+		if i+1 < len(bounds) {
+			return bounds[i+1]
+		}
+		return nil
+	}
+	seqs := make([][]base.SeqNum, n)
+	for i := range ts {
+		t := &ts[i]
+		if !Before(t.Start, t.End) {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(bounds, t.Start, bytes.Compare)
-		for ; bytes.Compare(bounds[i], t.End) < 0; i++ {
+		for ; i < n && Before(bounds[i], t.End); i++ {
 			seqs[i] = append(seqs[i], t.Seq)
 		}
 	}
@@ -78,10 +123,10 @@ func New(ts []Tombstone) *Set {
 		slices.SortFunc(sq, func(a, b base.SeqNum) int { return compareDesc(a, b) })
 		sq = slices.Compact(sq)
 		if n := len(s.frags); n > 0 && bytes.Equal(s.frags[n-1].End, bounds[i]) && slices.Equal(s.frags[n-1].Seqs, sq) {
-			s.frags[n-1].End = bounds[i+1]
+			s.frags[n-1].End = end(i)
 			continue
 		}
-		s.frags = append(s.frags, Fragment{Start: bounds[i], End: bounds[i+1], Seqs: sq})
+		s.frags = append(s.frags, Fragment{Start: bounds[i], End: end(i), Seqs: sq})
 	}
 	return s
 }
@@ -100,17 +145,17 @@ func compareDesc(a, b base.SeqNum) int {
 // non-overlapping and each well formed (as DecodeFragment checks), e.g. the
 // ones a table's range-deletion block holds. It does not copy frags. It
 // returns nil for none and an error marked base.ErrCorruption when frags
-// are out of order or overlap.
+// are out of order or overlap (an unbounded fragment can only be the last).
 func FromFragments(frags []Fragment) (*Set, error) {
 	if len(frags) == 0 {
 		return nil, nil
 	}
 	for i := range frags {
 		f := &frags[i]
-		if bytes.Compare(f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
+		if !Before(f.Start, f.End) || len(f.Seqs) == 0 {
 			return nil, base.CorruptionErrorf("rangedel: fragment %d [%q, %q) is empty", i, f.Start, f.End)
 		}
-		if i > 0 && bytes.Compare(frags[i-1].End, f.Start) > 0 {
+		if i > 0 && !frags[i-1].endsBy(f.Start) {
 			return nil, base.CorruptionErrorf("rangedel: fragment %d [%q, %q) overlaps or precedes [%q, %q)",
 				i, f.Start, f.End, frags[i-1].Start, frags[i-1].End)
 		}
@@ -137,13 +182,49 @@ func (s *Set) Fragments() []Fragment {
 	return s.frags
 }
 
+// endsBy reports whether f ends at or before key (never when unbounded).
+func (f *Fragment) endsBy(key []byte) bool {
+	return len(f.End) != 0 && bytes.Compare(f.End, key) <= 0
+}
+
+// Unbounded reports whether the set's last fragment is unbounded: the Set
+// holds an unbounded tombstone.
+func (s *Set) Unbounded() bool {
+	return s != nil && len(s.frags) > 0 && s.frags[len(s.frags)-1].Unbounded()
+}
+
+// ClampEnd returns the Set with its unbounded fragment, if any, ended at
+// end: cut to [Start, end), or left out when end <= Start. Only the last
+// fragment can be unbounded, and only unbounded tombstones cover it; each
+// of them then ends at end, or at the last fragment's start when that is
+// larger. A flush calls it with an end above every key the tombstones can
+// delete, where the clamped Set deletes exactly what s does (see the package
+// doc). The result refers to end and shares s's fragments, which it does
+// not modify.
+func (s *Set) ClampEnd(end []byte) *Set {
+	if !s.Unbounded() {
+		return s
+	}
+	n := len(s.frags)
+	last := s.frags[n-1]
+	if bytes.Compare(last.Start, end) < 0 {
+		frags := slices.Clone(s.frags)
+		frags[n-1].End = end
+		return &Set{frags: frags}
+	}
+	if n == 1 {
+		return nil
+	}
+	return &Set{frags: s.frags[: n-1 : n-1]}
+}
+
 // firstEndingAfter returns the index of the first fragment whose end is
 // above key, or len(s.frags): the only fragment that can contain key.
 func (s *Set) firstEndingAfter(key []byte) int {
 	i, j := 0, len(s.frags)
 	for i < j {
 		h := int(uint(i+j) >> 1)
-		if bytes.Compare(s.frags[h].End, key) <= 0 {
+		if s.frags[h].endsBy(key) {
 			i = h + 1
 		} else {
 			j = h
@@ -182,7 +263,7 @@ func (s *Set) Covering(key []byte, readSeq base.SeqNum) (seq base.SeqNum, f *Fra
 
 // Gap reports whether key is in no fragment and, if so, the gap of the key
 // space around it that no fragment touches: [lo, hi), a nil bound being
-// unbounded. A reader moving through keys in order caches the gap and skips
+// unbounded. (lo is never an unbounded fragment's end: no key follows it.) A reader moving through keys in order caches the gap and skips
 // the search for every key still inside it.
 func (s *Set) Gap(key []byte) (lo, hi []byte, ok bool) {
 	if s == nil {
@@ -210,7 +291,7 @@ func (s *Set) Overlapping(lo, hi []byte) []Fragment {
 	i := 0
 	if lo != nil {
 		i, _ = slices.BinarySearchFunc(s.frags, lo, func(f Fragment, k []byte) int {
-			if bytes.Compare(f.End, k) <= 0 {
+			if f.endsBy(k) {
 				return -1
 			}
 			return 1
@@ -245,7 +326,8 @@ func (s *Set) Tombstones(dst []Tombstone) []Tombstone {
 }
 
 // AppendValue appends the encoding of f's End and sequence numbers (the
-// value of f's block entry, see the package doc) to dst.
+// value of f's block entry, see the package doc) to dst. f must be bounded:
+// an unbounded fragment is never stored (its empty End would not decode).
 func AppendValue(dst []byte, f *Fragment) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(f.End)))
 	dst = append(dst, f.End...)
@@ -258,8 +340,9 @@ func AppendValue(dst []byte, f *Fragment) []byte {
 
 // DecodeFragment decodes the block entry (start, value) of a fragment. The
 // result refers to start and value (Seqs is newly allocated). A malformed
-// value, an empty range or sequence numbers that are not strictly decreasing
-// give an error marked base.ErrCorruption.
+// value, an empty range, an empty End (unbounded fragments are never stored)
+// or sequence numbers that are not strictly decreasing give an error marked
+// base.ErrCorruption.
 func DecodeFragment(start, value []byte) (Fragment, error) {
 	n, w := binary.Uvarint(value)
 	if w <= 0 || n > uint64(len(value)-w) {
@@ -267,6 +350,9 @@ func DecodeFragment(start, value []byte) (Fragment, error) {
 	}
 	f := Fragment{Start: start, End: value[w : w+int(n) : w+int(n)]}
 	value = value[w+int(n):]
+	if len(f.End) == 0 {
+		return Fragment{}, base.CorruptionErrorf("rangedel: fragment %q has no end: an unbounded fragment is never stored", f.Start)
+	}
 	if bytes.Compare(f.Start, f.End) >= 0 {
 		return Fragment{}, base.CorruptionErrorf("rangedel: fragment [%q, %q) is empty", f.Start, f.End)
 	}

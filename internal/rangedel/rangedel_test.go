@@ -18,7 +18,7 @@ func ts(start, end string, seq base.SeqNum) Tombstone {
 func modelCovering(tss []Tombstone, key []byte, readSeq base.SeqNum) base.SeqNum {
 	var best base.SeqNum
 	for _, t := range tss {
-		if t.Seq <= readSeq && bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 {
+		if t.Seq <= readSeq && bytes.Compare(t.Start, key) <= 0 && (len(t.End) == 0 || bytes.Compare(key, t.End) < 0) {
 			best = max(best, t.Seq)
 		}
 	}
@@ -72,7 +72,11 @@ func TestFragmentModel(t *testing.T) {
 	for range 300 {
 		var tss []Tombstone
 		for i := range rng.IntN(8) {
-			tss = append(tss, Tombstone{Start: key(), End: key(), Seq: base.SeqNum(i + 1)})
+			end := key()
+			if rng.IntN(5) == 0 {
+				end = nil // unbounded
+			}
+			tss = append(tss, Tombstone{Start: key(), End: end, Seq: base.SeqNum(i + 1)})
 		}
 		checkSet(t, tss, New(tss))
 	}
@@ -84,8 +88,11 @@ func checkSet(t testing.TB, tss []Tombstone, s *Set) {
 	frags := s.Fragments()
 	for i := range frags {
 		f := &frags[i]
-		if bytes.Compare(f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
+		if !Before(f.Start, f.End) || len(f.Seqs) == 0 {
 			t.Fatalf("bad fragment %q %q %v", f.Start, f.End, f.Seqs)
+		}
+		if f.Unbounded() && i != len(frags)-1 {
+			t.Fatalf("unbounded fragment %d of %d is not the last", i, len(frags))
 		}
 		if i > 0 && bytes.Compare(frags[i-1].End, f.Start) > 0 {
 			t.Fatalf("fragments overlap")
@@ -99,7 +106,13 @@ func checkSet(t testing.TB, tss []Tombstone, s *Set) {
 	var decoded []Fragment
 	for i := range frags {
 		f, err := DecodeFragment(frags[i].Start, AppendValue(nil, &frags[i]))
-		if err != nil {
+		if frags[i].Unbounded() {
+			// Never stored: a table holds clamped tombstones only.
+			if !base.IsCorruption(err) {
+				t.Fatalf("an unbounded fragment decoded: %v", err)
+			}
+			f = frags[i]
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		decoded = append(decoded, f)
@@ -110,7 +123,7 @@ func checkSet(t testing.TB, tss []Tombstone, s *Set) {
 	}
 	var keys [][]byte
 	for _, x := range tss {
-		keys = append(keys, x.Start, x.End, append(bytes.Clone(x.Start), 0))
+		keys = append(keys, x.Start, x.End, append(bytes.Clone(x.Start), 0), append(bytes.Clone(x.End), 0xff))
 	}
 	for _, k := range keys {
 		if _, _, inGap := s.Gap(k); inGap != (modelCovering(tss, k, base.MaxSeqNum) == 0) {
@@ -131,6 +144,37 @@ func checkSet(t testing.TB, tss []Tombstone, s *Set) {
 	}
 	if r := New(s.Tombstones(nil)); r.Len() != s.Len() {
 		t.Fatalf("refragmenting gave %d fragments, want %d", r.Len(), s.Len())
+	}
+	checkClamp(t, tss, s, keys)
+}
+
+// checkClamp checks that s clamped just above every key of keys (as a flush
+// clamps above every key of the tree) covers each of them as s does, and is
+// bounded.
+func checkClamp(t testing.TB, tss []Tombstone, s *Set, keys [][]byte) {
+	var largest string
+	for _, k := range keys {
+		largest = max(largest, string(k)) // string order is bytewise
+	}
+	end := append([]byte(largest), 0)
+	c := s.ClampEnd(end)
+	if c.Unbounded() {
+		t.Fatalf("clamped set is unbounded")
+	}
+	if !s.Unbounded() && c != s {
+		t.Fatalf("clamping a bounded set changed it")
+	}
+	for _, f := range c.Fragments() {
+		if len(f.End) == 0 || bytes.Compare(f.Start, f.End) >= 0 {
+			t.Fatalf("clamped fragment [%q, %q)", f.Start, f.End)
+		}
+	}
+	for _, k := range keys {
+		for _, rs := range []base.SeqNum{1, 5, base.MaxSeqNum} {
+			if got, _ := c.Covering(k, rs); got != modelCovering(tss, k, rs) {
+				t.Fatalf("clamped at %q: Covering(%q, %d) = %d, want %d", end, k, rs, got, modelCovering(tss, k, rs))
+			}
+		}
 	}
 }
 
@@ -169,6 +213,8 @@ func TestDecodeFragmentCorrupt(t *testing.T) {
 func FuzzDecodeFragment(f *testing.F) {
 	f.Add([]byte("a"), AppendValue(nil, &Fragment{End: []byte("b"), Seqs: []base.SeqNum{9, 1}}))
 	f.Add([]byte(""), []byte{0, 1, 1})
+	// An unbounded fragment: never stored, so corruption.
+	f.Add([]byte("a"), AppendValue(nil, &Fragment{Start: []byte("a"), Seqs: []base.SeqNum{7}}))
 	f.Fuzz(func(t *testing.T, start, value []byte) {
 		fr, err := DecodeFragment(start, value)
 		if err != nil {
@@ -190,11 +236,17 @@ func FuzzDecodeFragment(f *testing.F) {
 // result against the brute-force model.
 func FuzzFragmenter(f *testing.F) {
 	f.Add([]byte{1, 5, 3, 9, 2, 7, 0, 0, 1})
+	// With unbounded tombstones (an end byte of 0xf0 or more).
+	f.Add([]byte{1, 5, 3, 4, 0xff, 5, 9, 0xf0, 2, 2, 7, 7})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var tss []Tombstone
 		for i := 0; i+2 < len(data) && len(tss) < 64; i += 3 {
+			end := []byte{data[i+1] % 16}
+			if data[i+1] >= 0xf0 {
+				end = nil
+			}
 			tss = append(tss, Tombstone{
-				Start: []byte{data[i] % 16}, End: []byte{data[i+1] % 16}, Seq: base.SeqNum(data[i+2]%8) + 1,
+				Start: []byte{data[i] % 16}, End: end, Seq: base.SeqNum(data[i+2]%8) + 1,
 			})
 		}
 		checkSet(t, tss, New(tss))
@@ -223,4 +275,101 @@ func TestGap(t *testing.T) {
 	require.True(t, ok)
 	require.Nil(t, lo)
 	require.Nil(t, hi)
+}
+
+// frags renders a Set's fragments, "inf" for an unbounded end.
+func frags(s *Set) (out []string) {
+	for _, f := range s.Fragments() {
+		end := string(f.End)
+		if f.Unbounded() {
+			end = "inf"
+		}
+		out = append(out, fmt.Sprintf("[%s,%s)%v", f.Start, end, f.Seqs))
+	}
+	return out
+}
+
+// TestUnbounded checks tombstones with an empty (nil or not) End, which
+// delete every key from Start on.
+func TestUnbounded(t *testing.T) {
+	open := func(start string, seq base.SeqNum) Tombstone {
+		return Tombstone{Start: []byte(start), Seq: seq}
+	}
+	for _, tc := range []struct {
+		name string
+		in   []Tombstone
+		want []string
+	}{
+		{"alone", []Tombstone{open("c", 4)}, []string{"[c,inf)[4]"}},
+		{"empty start", []Tombstone{open("", 4)}, []string{"[,inf)[4]"}},
+		{"non-nil empty end", []Tombstone{{Start: []byte("c"), End: []byte{}, Seq: 2}}, []string{"[c,inf)[2]"}},
+		{"bounded inside", []Tombstone{open("c", 4), ts("d", "f", 6)},
+			[]string{"[c,d)[4]", "[d,f)[6 4]", "[f,inf)[4]"}},
+		{"bounded before, touching", []Tombstone{ts("a", "c", 4), open("c", 4)}, []string{"[a,inf)[4]"}},
+		{"bounded before, apart", []Tombstone{ts("a", "b", 4), open("c", 5)}, []string{"[a,b)[4]", "[c,inf)[5]"}},
+		{"bounded across the start", []Tombstone{ts("a", "e", 3), open("c", 5)},
+			[]string{"[a,c)[3]", "[c,e)[5 3]", "[e,inf)[5]"}},
+		{"two unbounded", []Tombstone{open("e", 2), open("c", 7)}, []string{"[c,e)[7]", "[e,inf)[7 2]"}},
+		{"same seq twice", []Tombstone{open("e", 7), open("c", 7)}, []string{"[c,inf)[7]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(tc.in)
+			require.Equal(t, tc.want, frags(s))
+			require.True(t, s.Unbounded())
+			keys := [][]byte{{}, []byte("a"), []byte("c"), []byte("d"), []byte("e"), []byte("z"), []byte("zzzz\xff\xff")}
+			for _, k := range keys {
+				for _, rs := range []base.SeqNum{1, 4, 6, base.MaxSeqNum} {
+					got, f := s.Covering(k, rs)
+					require.Equal(t, modelCovering(tc.in, k, rs), got, "Covering(%q, %d)", k, rs)
+					if got != 0 {
+						require.True(t, f.Contains(k))
+					}
+				}
+				_, _, inGap := s.Gap(k)
+				got, _ := s.Covering(k, base.MaxSeqNum)
+				require.Equal(t, got == 0, inGap, "Gap(%q)", k)
+			}
+			// Past every bound: only the unbounded fragment overlaps.
+			last := s.Fragments()[s.Len()-1:]
+			require.Equal(t, last, s.Overlapping([]byte("y"), nil))
+			require.Equal(t, last, s.Overlapping([]byte("y"), []byte("z")))
+			require.Equal(t, s.Fragments(), s.Overlapping(nil, nil))
+			r, err := FromFragments(s.Fragments())
+			require.NoError(t, err)
+			require.Equal(t, tc.want, frags(r))
+			require.Equal(t, tc.want, frags(New(s.Tombstones(nil))), "refragmented")
+			checkSet(t, tc.in, s)
+		})
+	}
+}
+
+func TestClampEnd(t *testing.T) {
+	open := func(start string, seq base.SeqNum) Tombstone {
+		return Tombstone{Start: []byte(start), Seq: seq}
+	}
+	for _, tc := range []struct {
+		name string
+		in   []Tombstone
+		end  string
+		want []string
+	}{
+		{"bounded unchanged", []Tombstone{ts("a", "c", 1)}, "b", []string{"[a,c)[1]"}},
+		{"cut", []Tombstone{open("c", 4)}, "m\x00", []string{"[c,m\x00)[4]"}},
+		{"at the start: nothing left", []Tombstone{open("c", 4)}, "c", nil},
+		{"below the start: nothing left", []Tombstone{open("c", 4)}, "b", nil},
+		{"only the last fragment", []Tombstone{open("c", 4), ts("d", "f", 6)}, "x",
+			[]string{"[c,d)[4]", "[d,f)[6 4]", "[f,x)[4]"}},
+		{"last fragment dropped", []Tombstone{open("c", 4), ts("d", "f", 6)}, "e",
+			[]string{"[c,d)[4]", "[d,f)[6 4]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(tc.in)
+			before := frags(s)
+			c := s.ClampEnd([]byte(tc.end))
+			require.Equal(t, tc.want, frags(c))
+			require.False(t, c.Unbounded())
+			require.Equal(t, before, frags(s), "the Set clamped is unchanged")
+		})
+	}
+	require.Nil(t, (*Set)(nil).ClampEnd([]byte("a")))
 }

@@ -284,6 +284,10 @@ type lsmConfig struct {
 	// rangeDelRatio is the share of operations that are range deletions
 	// (of a few keys); 0 writes none.
 	rangeDelRatio float64
+	// unboundedRatio is the share of range deletions that are unbounded
+	// (every key from the start on). A table gets them clamped above every
+	// key, as the engine's flush clamps them.
+	unboundedRatio float64
 }
 
 func defaultLSMConfig() lsmConfig {
@@ -321,6 +325,9 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 			if rng.Float64() < cfg.rangeDelRatio {
 				i := rng.IntN(cfg.keySpace)
 				t := rangedel.Tombstone{Start: []byte(testKey(i)), End: []byte(testKey(i + 1 + rng.IntN(8))), Seq: seq}
+				if rng.Float64() < cfg.unboundedRatio {
+					t.End = nil
+				}
 				partDels = append(partDels, t)
 				db.rangeDels = append(db.rangeDels, t)
 				continue
@@ -353,9 +360,12 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 		return o
 	}
 
+	// Every key written is below clampEnd: a table holds unbounded
+	// tombstones clamped there.
+	clampEnd := []byte(testKey(cfg.keySpace))
 	for level := cfg.levels; level >= 1; level-- {
 		kvs := part()
-		dels := rangedel.New(partDels).Fragments()
+		dels := rangedel.New(partDels).ClampEnd(clampEnd).Fragments()
 		// Split the level into files at user-key boundaries.
 		for len(kvs) > 0 {
 			n := min(len(kvs), 1+rng.IntN(cfg.opsPerPart/2+1))
@@ -381,7 +391,7 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 	}
 	for range cfg.l0 {
 		kvs := part()
-		f := writeTableDels(t, fs, nextFile, opts(), kvs, rangedel.New(partDels).Fragments())
+		f := writeTableDels(t, fs, nextFile, opts(), kvs, rangedel.New(partDels).ClampEnd(clampEnd).Fragments())
 		nextFile++
 		vers.Levels[0] = append([]*manifest.FileMetadata{f}, vers.Levels[0]...)
 	}

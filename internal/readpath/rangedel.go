@@ -25,7 +25,8 @@ import (
 // entry deletes it, and every other entry of the child up to the
 // tombstone's end, so the child seeks past the covering fragment (forward to
 // its end, backward before its start) instead of stepping through what it
-// deletes. A tombstone of the child's own source deletes only the entries
+// deletes. Going forward into an unbounded fragment (a memtable's
+// DeleteRange(start, nil), see package rangedel), the child is exhausted. A tombstone of the child's own source deletes only the entries
 // below its sequence number, which the child steps over one by one.
 //
 // A view without tombstones (no memtable has one and no table of the
@@ -79,6 +80,12 @@ outer:
 		}
 		for i := range f.newer {
 			if tseq, fr := f.newer[i].covering(kv.K.UserKey, f.seq); tseq > p {
+				if fr.Unbounded() {
+					// Everything after kv is deleted too: the child is
+					// exhausted (the merging iterator restarts it with
+					// Last, never steps it, when it turns back).
+					return nil
+				}
 				kv = f.iter.SeekGE(fr.End)
 				continue outer
 			}
@@ -195,7 +202,8 @@ func HasRangeDels(v *View) bool { return viewHasRangeDels(v) }
 
 // WrittenAfter reports whether anything was written in the user-key range
 // [start, end) at a sequence number above after: a point entry (value or
-// tombstone) or a range tombstone that intersects the range. It serves an
+// tombstone) or a range tombstone that intersects the range. A nil end is
+// unbounded (a transaction's DeleteRange(start, nil)). It serves an
 // optimistic transaction's conflict check for its range deletions (and for
 // its point writes once range tombstones exist, as a concurrent range
 // deletion over a key is a write of it). It reads every memtable entry in

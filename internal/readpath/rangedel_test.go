@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/statistics"
 	"github.com/stretchr/testify/require"
 )
 
@@ -81,7 +84,7 @@ func (db *lsm) valueAt(key string, seq base.SeqNum) ([]byte, bool) {
 		return nil, false
 	}
 	for _, t := range db.rangeDels {
-		if t.Seq <= seq && t.Seq > e.seq && string(t.Start) <= key && key < string(t.End) {
+		if t.Seq <= seq && t.Seq > e.seq && string(t.Start) <= key && rangedel.Before([]byte(key), t.End) {
 			return nil, false
 		}
 	}
@@ -105,14 +108,24 @@ func (db *lsm) visibleAt(seq base.SeqNum, lower, upper []byte) (keys []string, v
 // TestRangeDelModel reads random LSMs holding range tombstones in every
 // kind of source (memtables, L0 tables, tables of deeper levels cut at
 // their boundaries) with Get, MultiGet and iterators driven by random
-// operations within random bounds, at random snapshots, against the model.
+// operations within random bounds, at random snapshots, against the model;
+// with and without unbounded range deletions.
 func TestRangeDelModel(t *testing.T) {
+	for _, unbounded := range []float64{0, 0.15} {
+		t.Run(fmt.Sprintf("unbounded=%v", unbounded), func(t *testing.T) { testRangeDelModel(t, unbounded) })
+	}
+}
+
+// testRangeDelModel is TestRangeDelModel with unboundedRatio unbounded of
+// the range deletions unbounded.
+func testRangeDelModel(t *testing.T, unboundedRatio float64) {
 	ctx := context.Background()
 	for s := range uint64(8) {
 		rng := rand.New(rand.NewPCG(s, 77))
 		cfg := defaultLSMConfig()
 		cfg.keySpace, cfg.opsPerPart = 60, 50
 		cfg.rangeDelRatio = 0.08
+		cfg.unboundedRatio = unboundedRatio
 		db := buildLSM(t, rng, cfg)
 		require.NotEmpty(t, db.rangeDels)
 		for range 20 {
@@ -176,6 +189,7 @@ func FuzzIteratorOpsRangeDel(f *testing.F) {
 	cfg := defaultLSMConfig()
 	cfg.keySpace, cfg.opsPerPart = 30, 40
 	cfg.rangeDelRatio = 0.1
+	cfg.unboundedRatio = 0.1
 	db := buildLSM(f, rng, cfg)
 
 	f.Add([]byte{0, 0, 0, 0, 2, 2, 3, 3, 1, 3, 2})
@@ -206,4 +220,106 @@ func FuzzIteratorOpsRangeDel(f *testing.F) {
 		}()
 		runIterOps(t, it, m, cfg, data[3:])
 	})
+}
+
+// TestDelFilterUnbounded: an older source's entries under a newer source's
+// unbounded tombstone end the child going forward without a seek (there is
+// no end to seek to), and are skipped with one seek before its start going
+// backward; at a read sequence number below the tombstone they survive.
+func TestDelFilterUnbounded(t *testing.T) {
+	m := memtable.New(1 << 20)
+	for i := range 100 {
+		require.NoError(t, m.Add(base.SeqNum(i+1), base.KindSet, fmt.Appendf(nil, "k%04d", i), []byte("v")))
+	}
+	newer := rangedel.New([]rangedel.Tombstone{
+		{Start: []byte("k0010"), End: []byte("k0020"), Seq: 150},
+		{Start: []byte("k0050"), Seq: 200},
+	})
+	for _, tc := range []struct {
+		name      string
+		readSeq   base.SeqNum
+		lo, hi    []int // the ranges of keys seen, inclusive
+		fwdSeeks  int
+		backSeeks int
+	}{
+		{"both visible", base.MaxSeqNum, []int{0, 20}, []int{9, 49}, 1, 2},
+		{"only the bounded one", 199, []int{0, 20}, []int{9, 99}, 1, 1},
+		{"neither", 120, []int{0}, []int{99}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []string
+			for j := range tc.lo {
+				for i := tc.lo[j]; i <= tc.hi[j]; i++ {
+					want = append(want, fmt.Sprintf("k%04d", i))
+				}
+			}
+			c := &countingIter{InternalIterator: m.NewIter(nil, nil)}
+			f := &delFilter{iter: c, seq: tc.readSeq, newer: []tombstones{{set: newer}}}
+			var keys []string
+			for kv := f.First(); kv != nil; kv = f.Next() {
+				keys = append(keys, string(kv.K.UserKey))
+			}
+			require.Equal(t, want, keys)
+			require.Equal(t, tc.fwdSeeks, c.seeks, "forward seeks")
+			c.seeks, keys = 0, nil
+			for kv := f.Last(); kv != nil; kv = f.Prev() {
+				keys = append([]string{string(kv.K.UserKey)}, keys...)
+			}
+			require.Equal(t, want, keys)
+			require.Equal(t, tc.backSeeks, c.seeks, "backward seeks")
+		})
+	}
+}
+
+// TestWrittenAfterUnbounded checks the conflict check of an unbounded range
+// deletion (a nil end) and of bounded ones, over a memtable and a table:
+// any point or tombstone at or after start, above after, is a write in it.
+func TestWrittenAfterUnbounded(t *testing.T) {
+	fs := vfs.NewMem()
+	stats := statistics.New(statistics.LevelAll)
+	src := newTestSource(t, fs, nil, stats)
+	defer src.closeAll()
+	vers := &manifest.Version{}
+	kv := func(k string, seq base.SeqNum) tableKV {
+		return tableKV{k: base.MakeInternalKey([]byte(k), seq, base.KindSet), v: []byte("v")}
+	}
+	// L1: points b@1, d@5, f@2 and a tombstone [h, j)@6.
+	vers.Levels[1] = []*manifest.FileMetadata{writeTableDels(t, fs, 1, defaultLSMConfig().writerOpts,
+		[]tableKV{kv("b", 1), kv("d", 5), kv("f", 2)},
+		[]rangedel.Fragment{{Start: []byte("h"), End: []byte("j"), Seqs: []base.SeqNum{6}}})}
+	src.expectLevels(vers)
+	m := memtable.New(1 << 16)
+	require.NoError(t, m.Add(10, base.KindSet, []byte("m"), []byte("v")))
+	require.NoError(t, m.AddRangeDelete(12, []byte("p"), nil))
+	view := &View{Version: vers, Tables: src, Stats: stats, Mems: []*memtable.MemTable{m}}
+
+	for _, tc := range []struct {
+		start, end string
+		unbounded  bool
+		after      base.SeqNum
+		want       bool
+	}{
+		{start: "a", unbounded: true, after: 0, want: true},
+		{start: "a", unbounded: true, after: 12, want: false},
+		{start: "z", unbounded: true, after: 11, want: true}, // the memtable's unbounded tombstone
+		{start: "z", unbounded: true, after: 12, want: false},
+		{start: "n", unbounded: true, after: 11, want: true},
+		{start: "n", end: "o", after: 0, want: false},
+		{start: "p0", end: "q", after: 11, want: true}, // inside the unbounded tombstone
+		{start: "k", unbounded: true, after: 10, want: true},
+		{start: "k", unbounded: true, after: 9, want: true}, // m@10
+		{start: "e", unbounded: true, after: 5, want: true}, // [h, j)@6
+		{start: "e", end: "h", after: 4, want: false},       // f@2 only
+		{start: "c", end: "h", after: 4, want: true},        // d@5
+		{start: "", unbounded: true, after: 0, want: true},
+		{start: "j", end: "m", after: 0, want: false},
+	} {
+		var end []byte
+		if !tc.unbounded {
+			end = []byte(tc.end)
+		}
+		got, err := WrittenAfter(context.Background(), view, readEnv(), []byte(tc.start), end, tc.after)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "[%q, %q) unbounded %v after %d", tc.start, tc.end, tc.unbounded, tc.after)
+	}
 }

@@ -147,6 +147,17 @@
 // FormatVersion 1. A table may hold tombstones and no point entry (its
 // index block is then empty).
 //
+// A fragment's end is never empty: a table holds no unbounded tombstone.
+// The engine's DeleteRange(start, nil), "every key >= start", is unbounded
+// only in memory and in the WAL (an empty end, see packages rangedel and
+// batch); the flush that writes it to a table clamps it to end just after
+// the largest user key in the tree, which deletes exactly the same entries
+// (package rangedel says why). So unbounded deletions changed nothing in
+// this format, no format version was needed for them, and every reader,
+// older ones included, reads a table that came from one exactly. A reader
+// takes an empty end for corruption (rangedel.DecodeFragment), and the
+// Writer refuses to write one.
+//
 // A table's smallest and largest keys, which the writer reports and the
 // MANIFEST records, cover its tombstones: the first fragment's start
 // contributes (start, its highest seq, KindRangeDelete) and the last one's

@@ -141,3 +141,38 @@ func TestRangeDelBlockCorrupt(t *testing.T) {
 	require.True(t, base.IsCorruption(err), "%v", err)
 	require.Contains(t, err.Error(), "range deletion")
 }
+
+// unboundedRangeDelTable returns a table whose range deletion block holds a
+// fragment with an empty end, which the Writer refuses to write (a table
+// never holds an unbounded tombstone: the engine's flush clamps it), made
+// by slipping the fragment past AddRangeDeletion's checks.
+func unboundedRangeDelTable(t testing.TB, ck checksum.Type) []byte {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, WriterOptions{BlockSize: 32, Checksum: ck})
+	require.NoError(t, w.AddRangeDeletion(frag("a", "c", 4)))
+	w.rangeDels = append(w.rangeDels, rangedel.Fragment{Start: []byte("m"), Seqs: []base.SeqNum{7}})
+	require.NoError(t, w.Add(base.MakeInternalKey([]byte("b"), 1, base.KindSet), []byte("v")))
+	_, err := w.Close()
+	require.NoError(t, err)
+	return buf.Bytes()
+}
+
+// TestRangeDelBlockUnbounded: the Writer refuses an unbounded fragment (an
+// empty end), and a reader takes a block holding one for corruption rather
+// than reading it as an empty range.
+func TestRangeDelBlockUnbounded(t *testing.T) {
+	w := NewWriter(&bytes.Buffer{}, WriterOptions{})
+	add := func() error { return w.AddRangeDeletion(rangedel.Fragment{Start: []byte("m"), Seqs: []base.SeqNum{7}}) }
+	if invariants.Enabled {
+		require.Panics(t, func() { _ = add() })
+	} else {
+		err := add()
+		require.True(t, errors.IsAssertionFailure(err), "%v", err)
+		require.Contains(t, err.Error(), "unbounded")
+	}
+	for _, ck := range []checksum.Type{checksum.None, checksum.CRC32C} {
+		_, err := tryOpen(memWith(t, unboundedRangeDelTable(t, ck)), openConfig{})
+		require.True(t, base.IsCorruption(err), "checksum %v: %v", ck, err)
+		require.Contains(t, err.Error(), "no end")
+	}
+}

@@ -203,6 +203,9 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		require.NoError(t, err)
 		seeds = append(seeds, buf.Bytes())
 	}
+	// A range deletion block with an unbounded fragment (an empty end),
+	// which no writer writes: corruption.
+	seeds = append(seeds, unboundedRangeDelTable(t, checksum.None))
 	return seeds
 }
 

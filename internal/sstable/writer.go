@@ -238,6 +238,9 @@ func (w *Writer) AddRangeDeletion(f rangedel.Fragment) error {
 	if w.err != nil {
 		return w.err
 	}
+	if len(f.End) == 0 {
+		return base.AssertionFailedf("sstable: unbounded range deletion from %q: a flush clamps it first", f.Start)
+	}
 	if bytes.Compare(f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
 		return base.AssertionFailedf("sstable: empty range deletion [%q, %q) %v", f.Start, f.End, f.Seqs)
 	}

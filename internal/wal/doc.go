@@ -2,7 +2,10 @@
 // records, framed exactly as in LevelDB's and RocksDB's log format (non-
 // recyclable variant), so a log written here is a valid LevelDB log and vice
 // versa. The engine stores write batches in it; the MANIFEST uses the same
-// framing. What a record contains is not this package's business.
+// framing. What a record contains is not this package's business: package
+// batch documents the engine's records, including what an older release
+// makes of a newer one's (an unbounded range deletion, whose empty end it
+// reads as an empty range).
 //
 // # Format
 //
