@@ -75,8 +75,28 @@ func (b *Batch) Delete(key []byte) {
 // order (the engine drops empty and inverted ranges before they reach a
 // batch). It panics if start or end is 4 GiB or longer.
 func (b *Batch) DeleteRange(start, end []byte) {
+	if len(end) == 0 {
+		// Its own kind, without an end field: a release that predates
+		// unbounded deletions refuses the record as an unknown kind
+		// (corruption, naming the offset) rather than reading an empty
+		// end as an empty range and bringing deleted keys back.
+		checkFieldLen(len(start))
+		b.ensureHeader()
+		b.grow(1 + maxVarint32Len + len(start))
+		b.data = append(b.data, byte(kindRangeDeleteOpen))
+		b.data = binary.AppendUvarint(b.data, uint64(len(start)))
+		b.data = append(b.data, start...)
+		b.addCount(1)
+		return
+	}
 	b.appendTwoFields(base.KindRangeDelete, start, end)
 }
+
+// kindRangeDeleteOpen is the record kind of an unbounded range deletion: a
+// start field and no end. It exists only in the batch (and so the WAL)
+// encoding: readers return it as base.KindRangeDelete with an empty end. It
+// is part of the WAL format: do not change it.
+const kindRangeDeleteOpen base.Kind = 0x1F
 
 // appendTwoFields appends a record of kind with two length-prefixed fields:
 // a Set's key and value, a range deletion's start and end.
@@ -401,7 +421,10 @@ func (r *Reader) Offset() int { return r.off }
 func DecodeAt(data []byte, off uint32) (kind base.Kind, key, value []byte) {
 	kind = base.Kind(data[off])
 	key, end := fieldAt(data, off+1)
-	if HasValue(kind) {
+	switch {
+	case kind == kindRangeDeleteOpen:
+		return base.KindRangeDelete, key, data[end:end:end]
+	case HasValue(kind):
 		value, _ = fieldAt(data, end)
 	}
 	return kind, key, value
@@ -443,7 +466,8 @@ type record struct {
 // a record is at least two bytes long.
 func decodeRecord(data []byte, off int, num uint32) (record, error) {
 	rec := record{kind: base.Kind(data[off])}
-	if rec.kind != base.KindSet && rec.kind != base.KindDelete && rec.kind != base.KindRangeDelete {
+	if rec.kind != base.KindSet && rec.kind != base.KindDelete && rec.kind != base.KindRangeDelete &&
+		rec.kind != kindRangeDeleteOpen {
 		return record{}, base.CorruptionErrorf("batch: record %d at offset %d: unknown kind %d", num, off, data[off])
 	}
 	var err error
@@ -451,6 +475,12 @@ func decodeRecord(data []byte, off int, num uint32) (record, error) {
 		return record{}, err
 	}
 	rec.end = rec.keyOff + rec.keyLen
+	if rec.kind == kindRangeDeleteOpen {
+		// An unbounded range deletion: a range deletion with an empty
+		// end to every reader of the record.
+		rec.kind, rec.valOff = base.KindRangeDelete, rec.end
+		return rec, nil
+	}
 	if HasValue(rec.kind) {
 		if rec.valOff, rec.valLen, err = decodeField(data, rec.end, num, "value"); err != nil {
 			return record{}, err

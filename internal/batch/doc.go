@@ -15,12 +15,13 @@
 // (record i gets seqnum+i-1 when the batch is applied) and the number of
 // records, count. Each record is
 //
-//	Set:         kind=0x01 | varint32 key length | key | varint32 value length | value
-//	Delete:      kind=0x00 | varint32 key length | key
-//	DeleteRange: kind=0x0F | varint32 start length | start | varint32 end length | end
+//	Set:                  kind=0x01 | varint32 key length | key | varint32 value length | value
+//	Delete:               kind=0x00 | varint32 key length | key
+//	DeleteRange:          kind=0x0F | varint32 start length | start | varint32 end length | end
+//	DeleteRange, no end:  kind=0x1F | varint32 start length | start
 //
 // where kind is the base.Kind byte (base.KindSet, base.KindDelete,
-// base.KindRangeDelete) and
+// base.KindRangeDelete), or 0x1F, which exists only here, and
 // varint32 is an unsigned LEB128 varint of at most 5 bytes whose value fits
 // in 32 bits. An encoding is valid when it has exactly count records, no
 // bytes after the last one, and seqnum+count-1 <= base.MaxSeqNum; anything
@@ -30,21 +31,21 @@
 // A DeleteRange record (RocksDB's kTypeRangeDeletion, same byte) is a range
 // tombstone: when applied at sequence number s it deletes every key k with
 // start <= k < end written at a sequence number below s, so it covers the
-// batch's earlier records and none of its later ones. An empty end (end
-// length 0) is unbounded: the record deletes every k >= start, as
-// DeleteRange(start, nil) asks (see package rangedel). The decoder does not
+// batch's earlier records and none of its later ones. The decoder does not
 // check start < end; a non-empty end at or below start deletes nothing. The
 // kind came with range deletions; WALs written before it hold only Set and
 // Delete records and decode as before.
 //
-// The empty end's meaning is newer than the kind. Writers before it never
-// wrote an empty end (the engine dropped a range with start >= end before it
-// reached a batch), so no older WAL changes meaning. An older shale reading a
-// newer WAL, however, takes an unbounded record for an empty range and
-// deletes nothing: the encoding has no version to refuse it by. Downgrading
-// is safe once such records are flushed (a table never holds an unbounded
-// tombstone: the flush clamps it to a bounded one, see package rangedel);
-// Flush before opening a database with an older release.
+// A DeleteRange record without an end (kind 0x1F) is unbounded: it deletes
+// every k >= start, as DeleteRange(start, nil) asks (see package rangedel).
+// Readers return it as a DeleteRange with an empty end, which no bounded
+// record can have. It has a kind of its own, rather than an empty end under
+// 0x0F, so that a release that predates it refuses the record as an unknown
+// kind — Open fails naming the WAL and offset — instead of reading an empty
+// range and bringing deleted keys back. (Such a release opens the database
+// once the records are flushed: a table never holds an unbounded tombstone,
+// the flush clamps it to a bounded one.) A 0x0F record with an empty end,
+// which no release writes, reads as unbounded too.
 //
 // # Use
 //

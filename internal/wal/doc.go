@@ -3,9 +3,8 @@
 // recyclable variant), so a log written here is a valid LevelDB log and vice
 // versa. The engine stores write batches in it; the MANIFEST uses the same
 // framing. What a record contains is not this package's business: package
-// batch documents the engine's records, including what an older release
-// makes of a newer one's (an unbounded range deletion, whose empty end it
-// reads as an empty range).
+// batch documents the engine's records, including the one an older release
+// refuses as an unknown kind (an unbounded range deletion).
 //
 // # Format
 //
