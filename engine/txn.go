@@ -116,15 +116,29 @@ func (tx *txn) checkWrite(ctx context.Context) error {
 	return nil
 }
 
-// getImpl reads key with the caller's tag.
+// getImpl reads key with the caller's tag and returns a copy of its value.
 func (tx *txn) getImpl(call *readCall, key []byte) ([]byte, error) {
+	v, err := tx.getPinnedImpl(call, key)
+	if err != nil {
+		return nil, err
+	}
+	out := append(make([]byte, 0, len(v.Data)), v.Data...)
+	v.Release()
+	return out, nil
+}
+
+// getPinnedImpl reads key with the caller's tag, without a copy: the
+// transaction's own latest write of key, from its batch (valid until the
+// transaction's next write), else the snapshot's value, pinned (see
+// database.getImpl). Release the result.
+func (tx *txn) getPinnedImpl(call *readCall, key []byte) (pinnedValue, error) {
 	if v, kind, ok := tx.index.Get(key); ok {
 		if kind == base.KindDelete {
-			return nil, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
+			return pinnedValue{}, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
 		}
-		return append(make([]byte, 0, len(v)), v...), nil
+		return pinnedValue{Data: v}, nil
 	}
-	return tx.db.getCopyImpl(call, key, tx.snap.seq)
+	return tx.db.getImpl(call, key, tx.snap.seq)
 }
 
 func (tx *txn) multiGetImpl(call *readCall, keys [][]byte) ([][]byte, error) {
