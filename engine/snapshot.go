@@ -96,7 +96,7 @@ func (s *snapshot) Close() error {
 }
 
 // startRead checks the snapshot and the database and starts a read with
-// the resolved request (the driver adapter's reads: the façade resolved it).
+// the resolved request (the driver snapshot's reads: the façade resolved it).
 func (s *snapshot) startRead(ctx context.Context, call *readCall) error {
 	if s.released.Load() {
 		return errSnapshotClosed

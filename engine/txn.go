@@ -246,7 +246,7 @@ func (tx *txn) checkConflicts() error {
 }
 
 // Rollback discards the transaction's writes. Rolling back a finished
-// transaction returns ErrTxDone.
+// transaction returns errTxDone.
 func (tx *txn) Rollback() error {
 	if err := tx.check(); err != nil {
 		return err
