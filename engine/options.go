@@ -102,8 +102,8 @@ const (
 	// short by EOF, or zeros to EOF, as a crash during a write leaves. Any
 	// other damage (a checksum mismatch in a complete record, overwritten
 	// blocks, damage followed by more records, or any damage in an older WAL)
-	// fails Open with an error marked ErrCorruption that names the file and
-	// offset, and changes nothing.
+	// fails the open with an error matching driver.ErrCorruption that names
+	// the file and offset, and changes nothing.
 	WALRecoveryTolerateCorruptedTailRecords WALRecoveryMode = iota
 	// WALRecoveryAbsoluteConsistency (kAbsoluteConsistency, DSN
 	// absolute_consistency) fails Open on any damage, even an incomplete
@@ -196,7 +196,7 @@ type Options struct {
 	ErrorIfExists bool
 	// ReadOnly opens the database without writing to it: no WAL replay into
 	// new tables, no flushes, no compactions; writes fail with
-	// ErrInvalidArgument.
+	// driver.ErrInvalidArgument.
 	ReadOnly bool
 
 	// Statistics receives the database's tickers and histograms, for a
@@ -506,7 +506,7 @@ func (o *Options) EnsureDefaults() *Options {
 }
 
 // Validate checks options that EnsureDefaults has resolved and returns every
-// problem in one error marked ErrInvalidArgument.
+// problem in one error matching driver.ErrInvalidArgument.
 func (o *Options) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
