@@ -79,9 +79,6 @@ func (d *database) NewSnapshot() (*snapshot, error) {
 	return s, nil
 }
 
-// SeqNum returns the sequence number the snapshot reads at.
-func (s *snapshot) SeqNum() uint64 { return uint64(s.seq) }
-
 // Close releases the snapshot. Closing twice returns an error marked
 // ErrClosed.
 func (s *snapshot) Close() error {
