@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/manifest"
@@ -14,16 +15,20 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// Error classes returned by the engine; test with errors.Is. They are the
-// very values of ioctx (and so of internal/base and of the driver package):
-// one errors.Is check works at every layer, and the driver adapter passes
-// the engine's errors through unchanged.
+// The engine's error names, from when it had an API of its own. Its errors
+// reach programs through the driver façade, and match the driver package's
+// sentinels with errors.Is.
 var (
-	ErrNotFound        = base.ErrNotFound
-	ErrCorruption      = base.ErrCorruption
-	ErrInvalidArgument = base.ErrInvalidArgument
-	ErrClosed          = base.ErrClosed
-	ErrConflict        = base.ErrConflict
+	// Deprecated: use driver.ErrNotFound, the same value.
+	ErrNotFound = driver.ErrNotFound
+	// Deprecated: use driver.ErrCorruption, the same value.
+	ErrCorruption = driver.ErrCorruption
+	// Deprecated: use driver.ErrInvalidArgument, the same value.
+	ErrInvalidArgument = driver.ErrInvalidArgument
+	// Deprecated: use driver.ErrClosed, the same value.
+	ErrClosed = driver.ErrClosed
+	// Deprecated: use driver.ErrConflict, the same value.
+	ErrConflict = driver.ErrConflict
 )
 
 // database is an open database. It is safe for concurrent use by many goroutines.

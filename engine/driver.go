@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"io"
 	"sync"
+	"sync/atomic"
 
+	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
@@ -113,9 +117,11 @@ func (c *connector) Close() error {
 	return err
 }
 
-// conn adapts a DB to driver.DriverConn. The façade has already checked and
-// tagged each read's options, so conn calls the engine's implementations
-// directly with them (never the exported, checking, read methods).
+// conn is the engine's driver connection, the one way programs reach a
+// database: the façade has already resolved each read's options (checked,
+// merged, tagged; ioctx.ReadRequest) and each write's, and conn runs the
+// engine's implementations with them. Every conn of a connector shares its
+// database. Safe for concurrent use.
 type conn struct {
 	db *database
 	// owner is set on a connection from Driver.Open, which has no
@@ -135,6 +141,10 @@ var (
 	_ driver.WALSyncer     = (*conn)(nil)
 	_ driver.Snapshotter   = (*conn)(nil)
 	_ driver.Checkpointer  = (*conn)(nil)
+	_ driver.ValueSizer    = (*conn)(nil)
+	_ driver.PinnedGetter  = (*conn)(nil)
+	_ driver.Checker       = (*conn)(nil)
+	_ driver.Resumer       = (*conn)(nil)
 )
 
 func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
@@ -145,6 +155,38 @@ func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]by
 	defer call.done()
 	return c.db.getCopyImpl(&call, key, readLatest)
 }
+
+// ValueSize looks key's value up pinned, takes its length and releases it:
+// no copy, and no allocation when the value is found in a cached block or a
+// memtable.
+func (c *conn) ValueSize(ctx context.Context, req ioctx.ReadRequest, key []byte) (int, error) {
+	call := readCall{env: req}
+	if err := c.db.startRead(ctx, &call); err != nil {
+		return 0, err
+	}
+	defer call.done()
+	return c.db.valueSizeImpl(&call, key, readLatest)
+}
+
+// GetPinned returns key's value without copying it where it can stay put
+// (see getPinnedImpl), with a Closer that releases it. The value stays
+// valid until the Closer's Close, also after the database's Close.
+func (c *conn) GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, io.Closer, error) {
+	call := readCall{env: req}
+	if err := c.db.startRead(ctx, &call); err != nil {
+		return nil, nil, err
+	}
+	defer call.done()
+	return newPinnedCloser(c.db.getPinnedImpl(&call, key, readLatest))
+}
+
+// Check verifies the database's structure and every block (see
+// database.Check).
+func (c *conn) Check(ctx context.Context) error { return c.db.Check(ctx) }
+
+// Resume retries the background work whose failure stopped writes (see
+// database.Resume).
+func (c *conn) Resume(ctx context.Context) error { return c.db.Resume(ctx) }
 
 func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byte) ([][]byte, error) {
 	call := readCall{env: req}
@@ -211,14 +253,38 @@ func (c *conn) NewSnapshot(ctx context.Context) (driver.DriverSnapshot, error) {
 	return driverSnapshot{s}, nil
 }
 
-// driverSnapshot adapts a Snapshot; its reads take the façade's resolved
-// requests and call the implementations at the snapshot's sequence number.
+// driverSnapshot is the engine's driver snapshot: its reads take the
+// façade's resolved requests and run the implementations at the snapshot's
+// sequence number.
 type driverSnapshot struct{ s *snapshot }
 
 var (
 	_ driver.DriverSnapshot      = driverSnapshot{}
 	_ driver.SnapshotMultiGetter = driverSnapshot{}
+	_ driver.ValueSizer          = driverSnapshot{}
+	_ driver.PinnedGetter        = driverSnapshot{}
 )
+
+// ValueSize is conn.ValueSize at the snapshot.
+func (ds driverSnapshot) ValueSize(ctx context.Context, req ioctx.ReadRequest, key []byte) (int, error) {
+	call := readCall{env: req}
+	if err := ds.s.startRead(ctx, &call); err != nil {
+		return 0, err
+	}
+	defer call.done()
+	return ds.s.db.valueSizeImpl(&call, key, ds.s.seq)
+}
+
+// GetPinned is conn.GetPinned at the snapshot. The value stays valid until
+// the Closer's Close, also after the snapshot's and the database's.
+func (ds driverSnapshot) GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, io.Closer, error) {
+	call := readCall{env: req}
+	if err := ds.s.startRead(ctx, &call); err != nil {
+		return nil, nil, err
+	}
+	defer call.done()
+	return newPinnedCloser(ds.s.db.getPinnedImpl(&call, key, ds.s.seq))
+}
 
 func (ds driverSnapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
 	call := readCall{env: req}
@@ -311,7 +377,8 @@ func (c *conn) Close() error {
 	return nil
 }
 
-// driverTx adapts a Tx; its reads take the façade's resolved requests.
+// driverTx is the engine's driver transaction: its reads take the
+// façade's resolved requests.
 type driverTx struct {
 	tx *txn
 }
@@ -320,7 +387,29 @@ var (
 	_ driver.DriverTx       = (*driverTx)(nil)
 	_ driver.TxMultiGetter  = (*driverTx)(nil)
 	_ driver.TxRangeDeleter = (*driverTx)(nil)
+	_ driver.ValueSizer     = (*driverTx)(nil)
 )
+
+// ValueSize is the size of key's value as the transaction sees it: its own
+// latest write of key, found in its batch, else the snapshot's value,
+// looked up pinned. No copy either way.
+func (t *driverTx) ValueSize(ctx context.Context, req ioctx.ReadRequest, key []byte) (int, error) {
+	if err := t.tx.check(); err != nil {
+		return 0, err
+	}
+	call := readCall{env: req}
+	if err := t.tx.db.startRead(ctx, &call); err != nil {
+		return 0, err
+	}
+	defer call.done()
+	v, err := t.tx.getPinnedImpl(&call, key)
+	if err != nil {
+		return 0, err
+	}
+	n := len(v.Data)
+	v.Release()
+	return n, nil
+}
 
 func (t *driverTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
 	if err := t.tx.check(); err != nil {
@@ -370,3 +459,33 @@ func (t *driverTx) DeleteRange(ctx context.Context, start, end []byte) error {
 func (t *driverTx) Commit() error { return t.tx.Commit() }
 
 func (t *driverTx) Rollback() error { return t.tx.Rollback() }
+
+// pinnedCloser is the Closer of a value GetPinned handed out. It is
+// allocated per call and never recycled: a caller may call Close again at
+// any time, and must then get an error matching ErrClosed, not release
+// another read's value.
+type pinnedCloser struct {
+	v      pinnedValue
+	closed atomic.Bool
+}
+
+// newPinnedCloser returns v's value and a Closer that releases it, or err.
+func newPinnedCloser(v pinnedValue, err error) ([]byte, io.Closer, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &pinnedCloser{v: v}
+	return p.v.Data, p, nil
+}
+
+// Close releases the value. Closing again returns an error marked ErrClosed
+// and releases nothing.
+func (p *pinnedCloser) Close() error {
+	if p.closed.Swap(true) {
+		return errPinnedClosed
+	}
+	p.v.Release()
+	return nil
+}
+
+var errPinnedClosed = base.Mark(errors.New("engine: pinned value already closed"), ErrClosed)

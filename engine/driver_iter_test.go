@@ -22,7 +22,7 @@ func TestDriverNewIteratorErrorIsNil(t *testing.T) {
 	db, err := openDatabase("/db", opts)
 	require.NoError(t, err)
 	c := &conn{db: db}
-	req, err := ioctx.ReadOptions{Activity: ioctx.ActivityDBIterator}.Resolve(context.Background())
+	req, err := ioctx.ResolveRead(context.Background(), nil, "NewIterator", ioctx.ActivityDBIterator)
 	require.NoError(t, err)
 	// Drop the read state while the database still counts as open, so
 	// that startRead passes and newIteratorImpl fails.

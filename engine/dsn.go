@@ -359,8 +359,8 @@ var dsnKeys = []dsnKey{
 // field zero (the default): ParseDSN("/db") returns a zero Options. An
 // unknown key, a bad value or an invalid combination (read_only with
 // :memory:, which would open an empty database that can never be written)
-// is an error marked ErrInvalidArgument that names it. See DSNKeys for the
-// table.
+// is an error matching driver.ErrInvalidArgument that names it. See DSNKeys
+// for the table.
 func ParseDSN(dsn string) (dir string, opts *Options, err error) {
 	d, err := driver.ParseDSN(dsn)
 	if err != nil {

@@ -36,16 +36,16 @@ import (
 // listener hears of an event: a table reported created may already be
 // compacted away.
 type EventListener struct {
-	FlushBegin      func(FlushInfo)
-	FlushEnd        func(FlushInfo)
-	CompactionBegin func(CompactionInfo)
-	CompactionEnd   func(CompactionInfo)
-	TableCreated    func(TableInfo)
-	TableDeleted    func(TableDeleteInfo)
-	WALCreated      func(WALCreateInfo)
-	WriteStallBegin func(WriteStallBeginInfo)
-	WriteStallEnd   func(WriteStallEndInfo)
-	BackgroundError func(BackgroundErrorInfo)
+	FlushBegin      func(FlushInfo)           // a flush starts
+	FlushEnd        func(FlushInfo)           // a flush ends, written or failed
+	CompactionBegin func(CompactionInfo)      // a compaction starts
+	CompactionEnd   func(CompactionInfo)      // a compaction ends, installed or failed
+	TableCreated    func(TableInfo)           // a flush or compaction wrote a table
+	TableDeleted    func(TableDeleteInfo)     // an obsolete table file was deleted
+	WALCreated      func(WALCreateInfo)       // a new WAL file was created
+	WriteStallBegin func(WriteStallBeginInfo) // a write starts waiting for background work
+	WriteStallEnd   func(WriteStallEndInfo)   // that wait ends
+	BackgroundError func(BackgroundErrorInfo) // background work failed
 	// EventsDropped is called with the number of events dropped since the
 	// last call because the queue was full (see Delivery).
 	EventsDropped func(n uint64)
@@ -59,10 +59,10 @@ const EventQueueLen = 1024
 // bytes. In a TableCreated event, Reason says what wrote it ("flush" or
 // "compaction"); elsewhere it is empty.
 type TableInfo struct {
-	FileNum uint64
-	Level   int
-	Size    uint64
-	Reason  string
+	FileNum uint64 // the NNNNNN of NNNNNN.sst
+	Level   int    // 0 to 6
+	Size    uint64 // the file's size in bytes
+	Reason  string // "flush" or "compaction" in TableCreated; else empty
 }
 
 // FlushInfo describes a flush of one immutable memtable. FlushBegin gets
@@ -70,19 +70,19 @@ type TableInfo struct {
 type FlushInfo struct {
 	// InputBytes is the memtable's size and InputEntries its entries.
 	InputBytes   uint64
-	InputEntries uint64
+	InputEntries uint64 // the memtable's entries
 	// Output is the table written, if the memtable held anything to write
 	// and the flush succeeded; nil otherwise.
 	Output   *TableInfo
-	Duration time.Duration
-	Err      error
+	Duration time.Duration // FlushEnd: how long the flush took
+	Err      error         // FlushEnd: why the flush failed; nil on success
 }
 
 // CompactionInfo describes a compaction from Level into OutputLevel.
 // CompactionBegin gets the inputs; CompactionEnd the outputs, bytes,
 // duration and error too.
 type CompactionInfo struct {
-	Level, OutputLevel int
+	Level, OutputLevel int // the input level and the output level
 	// Inputs are the tables read, from Level then from OutputLevel.
 	Inputs []TableInfo
 	// Outputs are the tables written (none for a trivial move, which only
@@ -94,33 +94,33 @@ type CompactionInfo struct {
 	// BytesRead and BytesWritten are the input and output bytes (0 for a
 	// trivial move).
 	BytesRead, BytesWritten uint64
-	Manual                  bool
-	Duration                time.Duration
-	Err                     error
+	Manual                  bool          // started by Compact, not by the engine
+	Duration                time.Duration // CompactionEnd: how long it took
+	Err                     error         // CompactionEnd: why it failed; nil on success
 }
 
 // TableDeleteInfo describes a table file deleted because no version names
 // it any more. Err is the deletion's error, if it failed.
 type TableDeleteInfo struct {
-	FileNum uint64
-	Err     error
+	FileNum uint64 // the NNNNNN of NNNNNN.sst
+	Err     error  // the deletion's error; nil when the file is gone
 }
 
 // WALCreateInfo describes a new WAL file.
 type WALCreateInfo struct {
-	FileNum uint64
+	FileNum uint64 // the NNNNNN of NNNNNN.log
 }
 
 // WriteStallBeginInfo describes a write that had to wait for background
 // work, and why ("memtables wait for a flush", "L0 has too many tables").
 type WriteStallBeginInfo struct {
-	Reason string
+	Reason string // why the write waits
 }
 
 // WriteStallEndInfo describes the end of one write-stall wait.
 type WriteStallEndInfo struct {
-	Reason   string
-	Duration time.Duration
+	Reason   string        // why the write waited, as in WriteStallBeginInfo
+	Duration time.Duration // how long it waited
 }
 
 // BackgroundErrorInfo describes a failure of background work: Reason is
@@ -128,9 +128,9 @@ type WriteStallEndInfo struct {
 // stops ("soft": compactions pause; "hard": writes stop until a retry
 // succeeds; "fatal": writes stop until the database is reopened).
 type BackgroundErrorInfo struct {
-	Reason   string
-	Severity string
-	Err      error
+	Reason   string // the work that failed
+	Severity string // "soft", "hard" or "fatal"
+	Err      error  // the failure
 }
 
 // eventQueue delivers one database's events to its listener.

@@ -8,7 +8,6 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/internal/readpath"
-	"github.com/shaledb/shale/ioctx"
 )
 
 // iterOptions bound an iterator to the user keys [LowerBound, UpperBound);
@@ -44,19 +43,6 @@ type iterator struct {
 	// once a move found it passed.
 	deadline time.Time
 	expired  error
-}
-
-// NewIterator returns an iterator over the latest state of the database.
-// The context's ReadOptions apply to every read the iterator makes; their
-// activity must be Unknown or DBIterator. The context is also checked
-// before each table block read, so cancelling it stops a long scan (the
-// iterator then reports the context's error).
-func (d *database) NewIterator(ctx context.Context, opts *iterOptions) (*iterator, error) {
-	var call readCall
-	if err := d.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
-		return nil, err
-	}
-	return d.newIteratorImpl(&call, opts, readLatest)
 }
 
 // newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
@@ -163,46 +149,4 @@ func (i *iterator) Close() error {
 		i.cancel()
 	}
 	return err
-}
-
-// Get, MultiGet and NewIterator on a Snapshot read the database as of the
-// snapshot. Their activity checks are those of the DB methods.
-
-// beginRead is DB.beginRead for a read of the snapshot, which must not be
-// closed: a closed snapshot no longer holds back compaction, so its sequence
-// number may no longer see what it saw.
-func (s *snapshot) beginRead(ctx context.Context, api string, want ioctx.Activity, call *readCall) error {
-	if err := ioctx.ResolveReadInto(ctx, nil, api, want, &call.env); err != nil {
-		return err
-	}
-	return s.startRead(ctx, call)
-}
-
-// Get returns a copy of the value of key as of the snapshot.
-func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
-	var call readCall
-	if err := s.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
-		return nil, err
-	}
-	defer call.done()
-	return s.db.getCopyImpl(&call, key, s.seq)
-}
-
-// MultiGet returns the values of keys as of the snapshot.
-func (s *snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	var call readCall
-	if err := s.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
-		return nil, err
-	}
-	defer call.done()
-	return s.db.multiGetImpl(&call, keys, s.seq)
-}
-
-// NewIterator returns an iterator over the database as of the snapshot.
-func (s *snapshot) NewIterator(ctx context.Context, opts *iterOptions) (*iterator, error) {
-	var call readCall
-	if err := s.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
-		return nil, err
-	}
-	return s.db.newIteratorImpl(&call, opts, s.seq)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // pinnedBuf is the Go heap copy of a pinned value that lives off the Go heap
-// (see PinnedValue). Recycled through its DB's pinnedBufs, so that GetPinned
+// (see pinnedValue). Recycled through its database's pinnedBufs, so that GetPinned
 // of a cached block allocates nothing once warm, as it did before the
 // cache's blocks left the Go heap. A buffer reused after Release shows a
 // caller who kept Data too long another value of the same database, as a
@@ -17,8 +17,8 @@ import (
 type pinnedBuf struct {
 	b    []byte
 	pool *sync.Pool
-	// gen changes at every release. A PinnedValue records it, so that a
-	// second Release (of a copy of the PinnedValue), which would pool the
+	// gen changes at every release. A pinnedValue records it, so that a
+	// second Release (of a copy of the pinnedValue), which would pool the
 	// buffer twice and hand it to two readers at once, is caught even
 	// after the buffer went to another reader.
 	gen atomic.Uint32
@@ -46,7 +46,7 @@ func newPinnedBuf(pool *sync.Pool, v []byte) (*pinnedBuf, uint32) {
 // release takes the buffer back from the holder of generation gen.
 func (pb *pinnedBuf) release(gen uint32) {
 	if !pb.gen.CompareAndSwap(gen, gen+1) {
-		panic(base.AssertionFailedf("engine: PinnedValue released twice"))
+		panic(base.AssertionFailedf("engine: pinned value released twice"))
 	}
 	if cap(pb.b) > maxPinnedBuf {
 		pb.b = nil

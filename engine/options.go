@@ -102,8 +102,8 @@ const (
 	// short by EOF, or zeros to EOF, as a crash during a write leaves. Any
 	// other damage (a checksum mismatch in a complete record, overwritten
 	// blocks, damage followed by more records, or any damage in an older WAL)
-	// fails Open with an error marked ErrCorruption that names the file and
-	// offset, and changes nothing.
+	// fails the open with an error matching driver.ErrCorruption that names
+	// the file and offset, and changes nothing.
 	WALRecoveryTolerateCorruptedTailRecords WALRecoveryMode = iota
 	// WALRecoveryAbsoluteConsistency (kAbsoluteConsistency, DSN
 	// absolute_consistency) fails Open on any damage, even an incomplete
@@ -196,7 +196,7 @@ type Options struct {
 	ErrorIfExists bool
 	// ReadOnly opens the database without writing to it: no WAL replay into
 	// new tables, no flushes, no compactions; writes fail with
-	// ErrInvalidArgument.
+	// driver.ErrInvalidArgument.
 	ReadOnly bool
 
 	// Statistics receives the database's tickers and histograms, for a
@@ -292,10 +292,10 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Sync makes every write wait until its WAL record is durable (fsync),
-	// as if each asked for WriteOptions.Sync (DisableWAL writes excepted).
+	// as if each asked for ioctx.WriteOptions.Sync (DisableWAL writes excepted).
 	// Without it, only writes that ask for Sync, and the writes before them,
 	// are durable when acknowledged: a crash can lose the latest other
-	// acknowledged writes, never older ones. DB.SyncWAL syncs on demand.
+	// acknowledged writes, never older ones. driver.DB.SyncWAL syncs on demand.
 	Sync bool
 
 	// RateLimiter is charged for file reads made at a priority other than
@@ -401,8 +401,9 @@ type Options struct {
 	// copy: keys and values an iterator or GetPinned hands out from a
 	// cached block are copied into Go heap buffers first (about 10-20 ns
 	// for a 256-byte value), since a caller may keep them after the cache
-	// is gone. Set it (DSN block_cache_off_heap=false) to trade memory for
-	// those copies.
+	// is gone; a GetPinned copy of more than 64 KiB is also an allocation.
+	// Set it (DSN block_cache_off_heap=false) to trade memory for those
+	// copies.
 	BlockCacheOnGoHeap bool
 
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten as a
@@ -505,7 +506,7 @@ func (o *Options) EnsureDefaults() *Options {
 }
 
 // Validate checks options that EnsureDefaults has resolved and returns every
-// problem in one error marked ErrInvalidArgument.
+// problem in one error matching driver.ErrInvalidArgument.
 func (o *Options) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {

@@ -10,15 +10,14 @@ import (
 	"github.com/shaledb/shale/statistics"
 )
 
-// Public reads follow one pattern (RocksDB #11444): the call's ReadOptions
-// are resolved once, at the API boundary, by ioctx.ResolveRead — taken from
-// the context, checked (the activity must be Unknown or the API's own) and
-// tagged, the deadline turned into the IO timeout — and the unexported
-// implementation runs with the resulting request. The engine's own Go API
-// resolves in beginRead; the driver adapter receives the façade's resolved
-// request and only starts the call (startRead). Internal callers
-// (transactions, conflict checks) call the implementations with their own
-// caller's request and never an exported read method.
+// Reads follow one pattern (RocksDB #11444): the call's ReadOptions are
+// resolved once, at the API boundary, by the façade (ioctx.ResolveRead) —
+// taken from the context, checked (the activity must be Unknown or the
+// API's own) and tagged, the deadline turned into the IO timeout — and the
+// driver connection (conn, driverSnapshot, driverTx) receives the resulting
+// request, starts the call (startRead) and runs the implementation with it.
+// Internal callers (transactions, conflict checks) call the implementations
+// with their own caller's request.
 
 // readLatest asks an implementation to read at the latest visible write. It
 // is above every real sequence number, so a snapshot at 0 (an empty
@@ -41,17 +40,6 @@ func (r *readCall) done() {
 	}
 }
 
-// beginRead resolves the context's ReadOptions for the engine's public API
-// api, whose own activity is want, into call, and starts the read. The call
-// is filled in place: copying it and its request by value through three
-// frames was a measurable part of a Get that misses.
-func (d *database) beginRead(ctx context.Context, api string, want ioctx.Activity, call *readCall) error {
-	if err := ioctx.ResolveReadInto(ctx, nil, api, want, &call.env); err != nil {
-		return err
-	}
-	return d.startRead(ctx, call)
-}
-
 // startRead starts a read whose request, call.env, is resolved: the
 // database must be open, and a deadline the context does not carry gets a
 // context of its own, so that long reads stop at block granularity. Only
@@ -72,18 +60,6 @@ func (d *database) checkOpen() error {
 		return base.Mark(errors.New("engine: database is closed"), ErrClosed)
 	}
 	return nil
-}
-
-// Get returns a copy of the newest value of key, or an error marked
-// ErrNotFound. The context's ReadOptions apply; their activity must be
-// Unknown or Get.
-func (d *database) Get(ctx context.Context, key []byte) ([]byte, error) {
-	var call readCall
-	if err := d.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
-		return nil, err
-	}
-	defer call.done()
-	return d.getCopyImpl(&call, key, readLatest)
 }
 
 // getCopyImpl is getImpl returning a copy of the value, the one allocation
@@ -129,18 +105,29 @@ func (p *pinnedValue) Release() {
 	p.Data = nil
 }
 
-// GetPinned is Get without the copy: the value stays pinned until Release.
-// A value found in a memtable's mapped arena or in the block cache's
-// off-heap region (where the platform has one, 64-bit unix) is copied into
-// a recycled Go heap buffer (see PinnedValue): the cost of the copy, but no
-// allocation once warm.
-func (d *database) GetPinned(ctx context.Context, key []byte) (pinnedValue, error) {
-	var call readCall
-	if err := d.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
-		return pinnedValue{}, err
+// valueSizeImpl is the size of key's value at seq, read pinned and
+// released: no copy, and no allocation on a cached hit.
+func (d *database) valueSizeImpl(call *readCall, key []byte, seq base.SeqNum) (int, error) {
+	v, err := d.getImpl(call, key, seq)
+	if err != nil {
+		return 0, err
 	}
-	defer call.done()
-	v, err := d.getImpl(&call, key, readLatest)
+	n := len(v.Data)
+	v.Release()
+	return n, nil
+}
+
+// getPinnedImpl is getImpl for a value handed out pinned, beyond the
+// engine's control: a value found in memory outside the Go heap that the
+// engine unmaps on its own schedule (a memtable's mapped arena, the block
+// cache's off-heap region; see readState.offHeap) is copied into a Go heap
+// buffer recycled through the database's pinnedBufs, so that the value
+// stays valid until Release, also after the database is closed. Other
+// values stay where they are: a block on the Go heap, kept alive by the
+// value itself, or a memory-mapped table, which the value's table
+// reference and read state keep mapped.
+func (d *database) getPinnedImpl(call *readCall, key []byte, seq base.SeqNum) (pinnedValue, error) {
+	v, err := d.getImpl(call, key, seq)
 	if err != nil || !v.rs.offHeap(v.Data) {
 		return v, err
 	}
@@ -177,21 +164,6 @@ func (d *database) getImpl(call *readCall, key []byte, seq base.SeqNum) (pinnedV
 		return pinnedValue{}, err
 	}
 	return pinnedValue{Data: v.Data, v: v, rs: rs}, nil
-}
-
-// MultiGet returns the values of keys in their order; a nil entry means the
-// key was not found and an empty value is a non-nil empty slice. The values
-// are the caller's; small ones share allocations of up to 64 KiB, each
-// value's capacity ending at its length. The
-// context's activity must be Unknown or MultiGet. A per-key read error fails
-// the call (the first one is returned, naming the key).
-func (d *database) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	var call readCall
-	if err := d.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
-		return nil, err
-	}
-	defer call.done()
-	return d.multiGetImpl(&call, keys, readLatest)
 }
 
 func (d *database) multiGetImpl(call *readCall, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
@@ -267,19 +239,6 @@ func copyValues(results []readpath.Result, out [][]byte) {
 // disabled.
 func (d *database) Statistics() *statistics.Statistics { return d.stats }
 
-// VerifyChecksum reads every block of every table and checks its checksum,
-// opening each table anew with the caller's IO options. The context's
-// activity must be Unknown or VerifyDBChecksum; its priority charges the
-// rate limiter, so a background verification can be throttled.
-func (d *database) VerifyChecksum(ctx context.Context) error {
-	var call readCall
-	if err := d.beginRead(ctx, "VerifyChecksum", ioctx.ActivityVerifyDBChecksum, &call); err != nil {
-		return err
-	}
-	defer call.done()
-	return d.verifyChecksumImpl(&call)
-}
-
 func (d *database) verifyChecksumImpl(call *readCall) error {
 	rs, err := d.loadReadState()
 	if err != nil {
@@ -287,18 +246,6 @@ func (d *database) verifyChecksumImpl(call *readCall) error {
 	}
 	defer rs.unref()
 	return readpath.VerifyChecksum(call.ctx, d.readEnv(), &rs.view, call.env)
-}
-
-// VerifyFileChecksums reads every table whole and compares its CRC32C with
-// the one the MANIFEST recorded when the table was written. The context's
-// activity must be Unknown or VerifyFileChecksums.
-func (d *database) VerifyFileChecksums(ctx context.Context) error {
-	var call readCall
-	if err := d.beginRead(ctx, "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums, &call); err != nil {
-		return err
-	}
-	defer call.done()
-	return d.verifyFileChecksumsImpl(&call)
 }
 
 func (d *database) verifyFileChecksumsImpl(call *readCall) error {

@@ -79,9 +79,6 @@ func (d *database) NewSnapshot() (*snapshot, error) {
 	return s, nil
 }
 
-// SeqNum returns the sequence number the snapshot reads at.
-func (s *snapshot) SeqNum() uint64 { return uint64(s.seq) }
-
 // Close releases the snapshot. Closing twice returns an error marked
 // ErrClosed.
 func (s *snapshot) Close() error {
@@ -96,7 +93,7 @@ func (s *snapshot) Close() error {
 }
 
 // startRead checks the snapshot and the database and starts a read with
-// the resolved request (the driver adapter's reads: the façade resolved it).
+// the resolved request (the driver snapshot's reads: the façade resolved it).
 func (s *snapshot) startRead(ctx context.Context, call *readCall) error {
 	if s.released.Load() {
 		return errSnapshotClosed

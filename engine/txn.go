@@ -116,46 +116,29 @@ func (tx *txn) checkWrite(ctx context.Context) error {
 	return nil
 }
 
-// Get returns the value of key as the transaction sees it: its own latest
-// write of key if any, else the snapshot's. The context's activity must be
-// Unknown or Get.
-func (tx *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if err := tx.check(); err != nil {
+// getImpl reads key with the caller's tag and returns a copy of its value.
+func (tx *txn) getImpl(call *readCall, key []byte) ([]byte, error) {
+	v, err := tx.getPinnedImpl(call, key)
+	if err != nil {
 		return nil, err
 	}
-	var call readCall
-	if err := tx.db.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
-		return nil, err
-	}
-	defer call.done()
-	return tx.getImpl(&call, key)
+	out := append(make([]byte, 0, len(v.Data)), v.Data...)
+	v.Release()
+	return out, nil
 }
 
-// getImpl reads key with the caller's tag.
-func (tx *txn) getImpl(call *readCall, key []byte) ([]byte, error) {
+// getPinnedImpl reads key with the caller's tag, without a copy: the
+// transaction's own latest write of key, from its batch (valid until the
+// transaction's next write), else the snapshot's value, pinned (see
+// database.getImpl). Release the result.
+func (tx *txn) getPinnedImpl(call *readCall, key []byte) (pinnedValue, error) {
 	if v, kind, ok := tx.index.Get(key); ok {
 		if kind == base.KindDelete {
-			return nil, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
+			return pinnedValue{}, base.Mark(errors.Newf("engine: key %q deleted in this transaction", key), ErrNotFound)
 		}
-		return append(make([]byte, 0, len(v)), v...), nil
+		return pinnedValue{Data: v}, nil
 	}
-	return tx.db.getCopyImpl(call, key, tx.snap.seq)
-}
-
-// MultiGet returns the values of keys as the transaction sees them. The
-// context's activity must be Unknown or MultiGet, and every read it makes is
-// tagged MultiGet (keys the transaction has not written are read with one
-// multiGetImpl call, never with a Get per key).
-func (tx *txn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	if err := tx.check(); err != nil {
-		return nil, err
-	}
-	var call readCall
-	if err := tx.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
-		return nil, err
-	}
-	defer call.done()
-	return tx.multiGetImpl(&call, keys)
+	return tx.db.getImpl(call, key, tx.snap.seq)
 }
 
 func (tx *txn) multiGetImpl(call *readCall, keys [][]byte) ([][]byte, error) {
@@ -183,20 +166,6 @@ func (tx *txn) multiGetImpl(call *readCall, keys [][]byte) ([][]byte, error) {
 		out[i] = vals[j]
 	}
 	return out, nil
-}
-
-// NewIterator returns an iterator over the transaction's view: the snapshot
-// with the transaction's writes (as of this call) merged over it. The
-// context's activity must be Unknown or DBIterator.
-func (tx *txn) NewIterator(ctx context.Context, opts *iterOptions) (*txnIterator, error) {
-	if err := tx.check(); err != nil {
-		return nil, err
-	}
-	var call readCall
-	if err := tx.db.beginRead(ctx, "NewIterator", ioctx.ActivityDBIterator, &call); err != nil {
-		return nil, err
-	}
-	return tx.newIteratorImpl(&call, opts)
 }
 
 // newIteratorImpl creates the transaction's iterator with the caller's tag.
@@ -277,7 +246,7 @@ func (tx *txn) checkConflicts() error {
 }
 
 // Rollback discards the transaction's writes. Rolling back a finished
-// transaction returns ErrTxDone.
+// transaction returns errTxDone.
 func (tx *txn) Rollback() error {
 	if err := tx.check(); err != nil {
 		return err

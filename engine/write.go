@@ -107,12 +107,6 @@ type groupBatch struct {
 	b batch.Batch
 }
 
-// Put writes value under key, with the WriteOptions ctx carries
-// (ioctx.WithWriteOptions).
-func (d *database) Put(ctx context.Context, key, value []byte) error {
-	return d.putImpl(ctx, ioctx.WriteOptionsFrom(ctx), key, value)
-}
-
 func (d *database) putImpl(ctx context.Context, wo writeOptions, key, value []byte) error {
 	b := batchPool.Get().(*writeBatch)
 	b.Put(key, value)
@@ -120,12 +114,6 @@ func (d *database) putImpl(ctx context.Context, wo writeOptions, key, value []by
 	b.Reset()
 	batchPool.Put(b)
 	return err
-}
-
-// Delete deletes key, with the WriteOptions ctx carries. Deleting a missing
-// key is not an error.
-func (d *database) Delete(ctx context.Context, key []byte) error {
-	return d.deleteImpl(ctx, ioctx.WriteOptionsFrom(ctx), key)
 }
 
 func (d *database) deleteImpl(ctx context.Context, wo writeOptions, key []byte) error {
@@ -138,23 +126,6 @@ func (d *database) deleteImpl(ctx context.Context, wo writeOptions, key []byte) 
 }
 
 var batchPool = sync.Pool{New: func() any { return newWriteBatch() }}
-
-// Write applies b atomically. opts may be nil, meaning the WriteOptions ctx
-// carries (ioctx.WithWriteOptions); non-nil opts are used instead of
-// them. The caller may reuse b at once (a large batch's buffer is kept, but
-// b moves off it when next changed; see Batch).
-func (d *database) Write(ctx context.Context, b *writeBatch, opts *writeOptions) error {
-	if b == nil {
-		return base.InvalidArgumentf("engine: Write of a nil batch")
-	}
-	var wo writeOptions
-	if opts != nil {
-		wo = *opts
-	} else {
-		wo = ioctx.WriteOptionsFrom(ctx)
-	}
-	return d.writeOpts(ctx, &b.b, wo, nil)
-}
 
 // writeOpts queues b and waits until it is applied with the write options
 // wo. Concurrent writers form groups: the writer at the head of the queue

@@ -51,16 +51,15 @@ type ReadRequest struct {
 // It reads the context once, and the clock only when there is a deadline.
 // It allocates only for an error.
 func ResolveRead(ctx context.Context, defaults *ReadOptions, api string, want Activity) (req ReadRequest, err error) {
-	if err := ResolveReadInto(ctx, defaults, api, want, &req); err != nil {
+	if err := resolveReadInto(ctx, defaults, api, want, &req); err != nil {
 		return ReadRequest{}, err
 	}
 	return req, nil
 }
 
-// ResolveReadInto is ResolveRead filling *req in place, for callers that keep
-// the request in a struct of their own: it saves copying it. On an error
-// *req is unspecified.
-func ResolveReadInto(ctx context.Context, defaults *ReadOptions, api string, want Activity, req *ReadRequest) error {
+// resolveReadInto is ResolveRead filling *req in place. On an error *req is
+// unspecified.
+func resolveReadInto(ctx context.Context, defaults *ReadOptions, api string, want Activity, req *ReadRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -78,16 +77,6 @@ func ResolveReadInto(ctx context.Context, defaults *ReadOptions, api string, wan
 		return activityError(api, want, activity)
 	}
 	return resolve(ctx, ro, activity, req)
-}
-
-// Resolve is ResolveRead's last step, for options already checked and
-// tagged: internal reads made on behalf of a public call (a transaction's
-// conflict check) and tests.
-func (ro ReadOptions) Resolve(ctx context.Context) (req ReadRequest, err error) {
-	if err := resolve(ctx, &ro, ro.Activity, &req); err != nil {
-		return ReadRequest{}, err
-	}
-	return req, nil
 }
 
 // resolve converts ro, tagged with activity, folding ctx's deadline in.
