@@ -1,6 +1,6 @@
 module github.com/shaledb/shale/bench
 
-go 1.26
+go 1.25.0
 
 replace github.com/shaledb/shale => ../
 
