@@ -8,7 +8,7 @@ require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.71.0
-	github.com/shaledb/shale v0.0.0
+	github.com/shaledb/shale v0.3.0
 	github.com/stretchr/testify v1.12.1
 )
 

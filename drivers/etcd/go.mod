@@ -5,7 +5,7 @@ go 1.25.0
 replace github.com/shaledb/shale => ../..
 
 require (
-	github.com/shaledb/shale v0.0.0-00010101000000-000000000000
+	github.com/shaledb/shale v0.3.0
 	go.etcd.io/etcd/api/v3 v3.6.14
 	go.etcd.io/etcd/client/pkg/v3 v3.6.14
 	go.etcd.io/etcd/client/v3 v3.6.14
