@@ -1,6 +1,6 @@
 module github.com/shaledb/shale/bench
 
-go 1.26
+go 1.25.0
 
 replace github.com/shaledb/shale => ../
 
@@ -8,7 +8,7 @@ require (
 	github.com/cockroachdb/errors v1.14.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dgraph-io/badger/v4 v4.9.6
-	github.com/shaledb/shale v0.0.0
+	github.com/shaledb/shale v0.3.0
 	github.com/stretchr/testify v1.12.1
 	github.com/syndtr/goleveldb v1.0.0
 	golang.org/x/perf v0.0.0-20230113213139-801c7ef9e5c5

@@ -21,6 +21,8 @@
 //	sst dump   print a table file's footer, properties, index and entries
 //	wal dump   print a write-ahead log's records and their operations
 //	dsn        print the table of DSN parameters
+//	version    print the shale release, the Go release, the platform and the
+//	           on-disk format versions the binary reads and writes
 //	help       print this usage, or a command's with "shale help <command>"
 //
 // With no flags, "shale bench" runs on a temporary directory that it removes

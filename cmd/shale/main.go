@@ -66,6 +66,7 @@ func init() {
 		{"sst dump", "print a table file: footer, properties, index, entries", runSSTDump},
 		{"wal dump", "print a write-ahead log: records and their operations", runWALDump},
 		{"dsn", "print the DSN parameter table", runDSN},
+		{"version", "print the shale and Go versions and the on-disk formats read and written", runVersion},
 		{"help", "print usage; \"shale help <command>\" for a command's flags", runHelp},
 	}
 }

@@ -1,14 +1,14 @@
 module github.com/shaledb/shale/contrib/shaleprom
 
-go 1.26.0
+go 1.25.0
 
 replace github.com/shaledb/shale => ../..
 
 require (
-	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
-	github.com/prometheus/common v0.72.0
-	github.com/shaledb/shale v0.0.0
+	github.com/prometheus/common v0.71.0
+	github.com/shaledb/shale v0.3.0
 	github.com/stretchr/testify v1.12.1
 )
 
@@ -29,7 +29,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

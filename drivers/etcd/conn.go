@@ -16,7 +16,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 )
 
 // conn is a DB's connection: one namespace of one cluster, through a client
@@ -165,13 +164,13 @@ func (c *conn) readTxn(ctx context.Context, req ioctx.ReadRequest, op string, r 
 // read is charged. The wait is bounded by ctx and the read's own deadline
 // and IO timeout, as the engine bounds its file reads' waits, not by
 // request_timeout, which bounds RPCs.
-func (c *conn) chargeResponse(ctx context.Context, req ioctx.ReadRequest, op string, resp proto.Message) error {
+func (c *conn) chargeResponse(ctx context.Context, req ioctx.ReadRequest, op string, resp message) error {
 	if c.limiter == nil || !req.IO.RateLimiterPriority.Charged() {
 		return nil
 	}
 	wctx, cancel := withDeadline(ctx, req.IO.Timeout, req.Deadline)
 	defer cancel()
-	if err := c.charge(wctx, req.IO, proto.Size(resp)); err != nil {
+	if err := c.charge(wctx, req.IO, messageSize(resp)); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -366,8 +365,8 @@ func (c *conn) write(ctx context.Context, op string, keys, bytes int, rpc func(c
 
 // checkSize fails a write request that etcd would refuse as too large, before
 // it is sent.
-func (c *conn) checkSize(op string, r proto.Message) error {
-	size := int64(proto.Size(r)) + raftOverheadBytes + int64(len(c.cfg.Username))
+func (c *conn) checkSize(op string, r message) error {
+	size := int64(messageSize(r)) + raftOverheadBytes + int64(len(c.cfg.Username))
 	if size > c.cfg.MaxRequestBytes {
 		return invalidArgument(fmt.Sprintf("etcd: %s: the request is %d bytes, more than max_request_bytes=%d "+
 			"(the server's --max-request-bytes)", op, size, c.cfg.MaxRequestBytes))

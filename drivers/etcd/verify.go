@@ -14,7 +14,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 )
 
 // member is a cluster member as the verifications name it.
@@ -31,7 +30,7 @@ func (m member) String() string {
 // maintenanceRPC runs one RPC of a verification, timed as its read and its
 // response charged to the rate limiter.
 func (c *conn) maintenanceRPC(ctx context.Context, req ioctx.ReadRequest, op string,
-	rpc func(ctx context.Context) (proto.Message, error)) error {
+	rpc func(ctx context.Context) (message, error)) error {
 	rctx, cancel := c.rpcContext(ctx, req.IO.Timeout, req.Deadline)
 	defer cancel()
 	sw := c.startRead(req.IO)
@@ -46,7 +45,7 @@ func (c *conn) maintenanceRPC(ctx context.Context, req ioctx.ReadRequest, op str
 // members lists the cluster's voting members that have a client URL.
 func (c *conn) members(ctx context.Context, req ioctx.ReadRequest, op string) ([]member, error) {
 	var resp *clientv3.MemberListResponse
-	err := c.maintenanceRPC(ctx, req, op+": MemberList", func(ctx context.Context) (proto.Message, error) {
+	err := c.maintenanceRPC(ctx, req, op+": MemberList", func(ctx context.Context) (message, error) {
 		var err error
 		resp, err = c.client.MemberList(ctx)
 		return (*etcdserverpb.MemberListResponse)(resp), err
@@ -84,7 +83,7 @@ func (c *conn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error 
 		return err
 	}
 	var rev int64
-	err = c.maintenanceRPC(ctx, req, "VerifyChecksum: revision", func(ctx context.Context) (proto.Message, error) {
+	err = c.maintenanceRPC(ctx, req, "VerifyChecksum: revision", func(ctx context.Context) (message, error) {
 		resp, err := c.kv.Range(ctx, &etcdserverpb.RangeRequest{Key: c.prefix, CountOnly: true}, c.callOpts...)
 		if err == nil {
 			rev = resp.GetHeader().GetRevision()
@@ -118,7 +117,7 @@ func (c *conn) hashes(ctx context.Context, req ioctx.ReadRequest, ms []member, r
 	resps = make([]*etcdserverpb.HashKVResponse, len(ms))
 	for i, m := range ms {
 		err := c.maintenanceRPC(ctx, req, "VerifyChecksum: HashKV of "+m.String(),
-			func(ctx context.Context) (proto.Message, error) {
+			func(ctx context.Context) (message, error) {
 				resp, err := c.hashKV(ctx, m.url, rev)
 				resps[i] = resp
 				return resp, err
@@ -189,7 +188,7 @@ func compareHashes(ms []member, hashes []*etcdserverpb.HashKVResponse, rev int64
 // driver.ErrCorruption that names the member.
 func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) error {
 	var alarms []*etcdserverpb.AlarmMember
-	err := c.maintenanceRPC(ctx, req, "VerifyFileChecksums: AlarmList", func(ctx context.Context) (proto.Message, error) {
+	err := c.maintenanceRPC(ctx, req, "VerifyFileChecksums: AlarmList", func(ctx context.Context) (message, error) {
 		resp, err := c.client.AlarmList(ctx)
 		if err != nil {
 			return nil, err

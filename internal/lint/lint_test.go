@@ -98,6 +98,7 @@ var rules = []rule{
 	{prefix: "internal/base", allowed: []string{"internal/errclass", "internal/invariants", "ioctx"}},
 	{prefix: "internal/lint", allowed: []string{}},
 	{prefix: "internal/cpubench", allowed: []string{}},
+	{prefix: "internal/version", allowed: []string{}},
 	// The internal packages, in layers: each may import only the layers
 	// below it, so the storage formats never learn about the file reader,
 	// nor the file reader about tables.
