@@ -86,7 +86,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.variant, "variant", variantMain, "internal: the child's configuration ("+strings.Join(variants, ", ")+")")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds: each runs every engine and configuration once, in a new random order")
 	fs.StringVar(&c.outPath, "out", "", "write the Markdown report to this file (default: standard output)")
-	fs.StringVar(&c.readmePath, "readme", "", "also rewrite the generated performance section of this README (between its bench:begin and bench:end lines), e.g. ../README.md")
+	fs.StringVar(&c.readmePath, "readme", "", "also rewrite the generated performance section of this README (between its bench:begin and bench:end lines), e.g. README.md")
 	fs.StringVar(&c.rocksdb, "rocksdb", "auto", "RocksDB's db_bench: auto (run it when installed), install (apt-get install "+rocksdbPackage+" when missing), off")
 	fs.IntVar(&c.batchKeys, "batch-keys", 1000000, "keys in the one-batch write of issue 12 (shale and Pebble; 0: skip)")
 	fs.BoolVar(&c.rss, "rss", true, "measure peak RSS in extra children: 4 MiB memtables, and each engine's defaults")

@@ -45,7 +45,7 @@ func TestReplaceReadmeSection(t *testing.T) {
 }
 
 // TestReadmeFromJSON regenerates a README's section from a -json file, as
-// `go run . -from-json run.json -readme ../README.md` does, and leaves the
+// `go run . -from-json run.json -readme README.md` does, and leaves the
 // prose around it as it was.
 func TestReadmeFromJSON(t *testing.T) {
 	rep := &report{Meta: runMeta{Engines: []string{"shale", "pebble"}, Threads: []int{1}, CacheBytes: 8 << 20,
