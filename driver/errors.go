@@ -61,7 +61,7 @@ var (
 	ErrTxDone = errors.New("driver: transaction has already been committed or rolled back")
 )
 
-// The façade's fixed errors are built once (ioctx.ClassError, shale's one
+// The façade's fixed errors are built once (errclass.New, shale's one
 // marker), so returning one does not allocate.
 var (
 	errDBClosed   error = errclass.New("driver: database is closed", ErrClosed, nil)

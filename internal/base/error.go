@@ -25,7 +25,7 @@ var (
 	ErrConflict = errclass.Conflict
 )
 
-// Mark returns err marked with the class mark (ioctx.Mark, shale's one
+// Mark returns err marked with the class mark (errclass.Mark, shale's one
 // marker): errors.Is(result, mark) holds, with the standard library's
 // errors.Is as with cockroachdb/errors', and errors.Is(result, c) still holds
 // for every cause c of err. Use it instead of cockroachdb/errors.Mark, whose
