@@ -14,31 +14,31 @@ import (
 var (
 	// ErrNotFound is returned by Get (of DB, Conn and Tx) when the key has
 	// no value. MultiGet reports a missing key as a nil entry instead.
-	ErrNotFound = errclass.NotFound
+	ErrNotFound = errclass.ErrNotFound
 
 	// ErrInvalidArgument matches errors caused by a misused API: a read
 	// whose ReadOptions carry another API's activity (the message is
 	// RocksDB's "Can only call Get with `ReadOptions::io_activity` is …"),
 	// a write in a read-only transaction, a nil *Batch, an unknown driver
-	// name, a malformed DSN, size or boolean. It is errclass.InvalidArgument,
+	// name, a malformed DSN, size or boolean. It is errclass.ErrInvalidArgument,
 	// the same value, so one errors.Is check works at every layer.
-	ErrInvalidArgument = errclass.InvalidArgument
+	ErrInvalidArgument = errclass.ErrInvalidArgument
 
 	// ErrCorruption matches errors caused by data that fails a checksum or
 	// cannot be decoded. Drivers return it; the façade never does.
-	ErrCorruption = errclass.Corruption
+	ErrCorruption = errclass.ErrCorruption
 
 	// ErrClosed matches errors from calls on a closed DB (every call after
 	// DB.Close, and a second Close), a closed Conn or Snapshot, and an
 	// Iterator closed by the user or by DB.Close. A Tx rolled back by
 	// DB.Close reports it too; a Tx the user ended reports ErrTxDone
 	// instead.
-	ErrClosed = errclass.Closed
+	ErrClosed = errclass.ErrClosed
 
 	// ErrConflict is returned by Tx.Commit when another transaction
 	// committed a write to a key this one wrote after this one began. The
 	// transaction is over (rolled back) either way.
-	ErrConflict = errclass.Conflict
+	ErrConflict = errclass.ErrConflict
 
 	// ErrNotSupported matches errors from a call that needs an optional
 	// capability the driver lacks (Flush, Compact, VerifyChecksum,
@@ -52,7 +52,7 @@ var (
 	// (RocksDB's IOStatus::TimedOut). Such errors also match
 	// context.DeadlineExceeded, so errors.Is(err, ctx.Err()) holds for a
 	// caller whose context expired. A driver builds one with [TimeoutError].
-	ErrTimedOut = errclass.TimedOut
+	ErrTimedOut = errclass.ErrTimedOut
 
 	// ErrTxDone is returned by every call on a Tx after its Commit or
 	// Rollback. It does not match ErrClosed: the database is still open,

@@ -478,6 +478,6 @@ func TestIteratorStopsAtRequestDeadline(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	require.False(t, it.Next(), "a move after the deadline")
 	require.ErrorIs(t, it.Error(), context.DeadlineExceeded)
-	require.ErrorIs(t, it.Error(), errclass.TimedOut)
+	require.ErrorIs(t, it.Error(), errclass.ErrTimedOut)
 	require.ErrorIs(t, it.Close(), context.DeadlineExceeded)
 }

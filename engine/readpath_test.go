@@ -582,7 +582,7 @@ func TestDeadlinesAndCancellation(t *testing.T) {
 
 	past := ioctx.WithReadOptions(ctx, ioctx.ReadOptions{Deadline: time.Now().Add(-time.Second)})
 	_, err := db.Get(past, key(1))
-	require.ErrorIs(t, err, errclass.TimedOut)
+	require.ErrorIs(t, err, errclass.ErrTimedOut)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, "Operation timed out: Deadline exceeded", err.Error())
 	require.ErrorIs(t, db.VerifyChecksum(past), context.DeadlineExceeded)

@@ -10,17 +10,17 @@ import (
 // until they are removed.
 var (
 	// Deprecated: use driver.ErrInvalidArgument, the same value.
-	ErrInvalidArgument = errclass.InvalidArgument
+	ErrInvalidArgument = errclass.ErrInvalidArgument
 	// Deprecated: use driver.ErrNotFound, the same value.
-	ErrNotFound = errclass.NotFound
+	ErrNotFound = errclass.ErrNotFound
 	// Deprecated: use driver.ErrCorruption, the same value.
-	ErrCorruption = errclass.Corruption
+	ErrCorruption = errclass.ErrCorruption
 	// Deprecated: use driver.ErrClosed, the same value.
-	ErrClosed = errclass.Closed
+	ErrClosed = errclass.ErrClosed
 	// Deprecated: use driver.ErrConflict, the same value.
-	ErrConflict = errclass.Conflict
+	ErrConflict = errclass.ErrConflict
 	// Deprecated: use driver.ErrTimedOut, the same value.
-	ErrTimedOut = errclass.TimedOut
+	ErrTimedOut = errclass.ErrTimedOut
 )
 
 // errDeadlineExceeded is RocksDB's IOStatus::TimedOut("Deadline exceeded"),
@@ -39,5 +39,5 @@ var errDeadlineExceeded = errclass.Timeout("Deadline exceeded")
 // NewIterators, VerifyChecksum or VerifyFileChecksums.
 func activityError(api string, want, got Activity) error {
 	return errclass.New("Can only call "+api+" with `ReadOptions::io_activity` is `"+
-		ActivityUnknown.EnvName()+"` or `"+want.EnvName()+"`, not `"+got.EnvName()+"`", errclass.InvalidArgument, nil)
+		ActivityUnknown.EnvName()+"` or `"+want.EnvName()+"`, not `"+got.EnvName()+"`", errclass.ErrInvalidArgument, nil)
 }

@@ -106,12 +106,12 @@ func (r *tagRegistry) register(name string, opts TagOptions) (Tag, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.byName[name]; ok {
-		return TagNone, errclass.New("ioctx: tag "+strconv.Quote(name)+" is already registered", errclass.InvalidArgument, nil)
+		return TagNone, errclass.New("ioctx: tag "+strconv.Quote(name)+" is already registered", errclass.ErrInvalidArgument, nil)
 	}
 	n := len(r.byName)
 	if n >= MaxTags {
 		return TagNone, errclass.New("ioctx: cannot register tag "+strconv.Quote(name)+": all "+
-			strconv.Itoa(MaxTags)+" tags (RocksDB's custom activities 0x80-0xFE) are taken", errclass.InvalidArgument, nil)
+			strconv.Itoa(MaxTags)+" tags (RocksDB's custom activities 0x80-0xFE) are taken", errclass.ErrInvalidArgument, nil)
 	}
 	if r.byName == nil {
 		r.byName = map[string]Tag{}
@@ -142,13 +142,13 @@ func LookupTag(name string) (Tag, bool) {
 
 func checkTagName(name string) error {
 	if name == "" || len(name) > 64 {
-		return errclass.New("ioctx: a tag name must have 1 to 64 bytes, not "+strconv.Itoa(len(name)), errclass.InvalidArgument, nil)
+		return errclass.New("ioctx: a tag name must have 1 to 64 bytes, not "+strconv.Itoa(len(name)), errclass.ErrInvalidArgument, nil)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return errclass.New("ioctx: tag name "+strconv.Quote(name)+" has a byte other than a letter, a digit, '_' or '-'",
-				errclass.InvalidArgument, nil)
+				errclass.ErrInvalidArgument, nil)
 		}
 	}
 	return nil

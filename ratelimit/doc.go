@@ -56,7 +56,7 @@
 //     so PriorityTotal is the zero value. The zero [Mode] is ModeReads
 //     (RocksDB defaults to kWritesOnly).
 //   - A request larger than the burst is an error marked
-//     errclass.InvalidArgument instead of a debug assertion.
+//     errclass.ErrInvalidArgument instead of a debug assertion.
 //   - Requests wait on a context (see above), and Close does not wait for
 //     the woken requests to return.
 //   - A request that had to sleep records its wait in

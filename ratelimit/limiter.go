@@ -48,7 +48,7 @@ type Limiter interface {
 	// holds. It returns nil at once, charging and counting nothing, when pri
 	// is PriorityTotal or op is not limited in this limiter's mode. bytes
 	// must not exceed SingleBurstBytes; a larger request is an error marked
-	// errclass.InvalidArgument.
+	// errclass.ErrInvalidArgument.
 	Request(ctx context.Context, bytes int64, pri ioctx.Priority, stats *statistics.Statistics, op OpType) error
 	// RequestToken clamps bytes to SingleBurstBytes and, when alignment > 0,
 	// rounds it down to a multiple of alignment but not below alignment
@@ -290,7 +290,7 @@ func (g *Generic) BytesPerSecond() int64 { return g.rate.Load() }
 // SetBytesPerSecond changes the rate from the next refill on. Requests
 // already queued keep their size; one larger than the new refill is served
 // by partial grants over several refills. A rate that is not positive is an
-// error marked errclass.InvalidArgument. On an auto-tuned limiter the next
+// error marked errclass.ErrInvalidArgument. On an auto-tuned limiter the next
 // tune moves the rate back within [BytesPerSecond/20, BytesPerSecond] of
 // Options, as in RocksDB.
 func (g *Generic) SetBytesPerSecond(bps int64) error {
@@ -340,7 +340,7 @@ func (g *Generic) refillBytesFor(bps int64) int64 {
 //     only those taken before it queued count in TotalBytesThrough. A grant
 //     (or a refill that is due) wins over a done ctx.
 //   - A negative size is taken as zero; a size larger than SingleBurstBytes
-//     is an error marked errclass.InvalidArgument.
+//     is an error marked errclass.ErrInvalidArgument.
 //
 // stats may be nil. A waiter that takes the refill-wait duty ticks
 // NumberRateLimiterDrains in it, and a request that had to sleep records the

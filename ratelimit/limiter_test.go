@@ -87,7 +87,7 @@ func TestNewInvalid(t *testing.T) {
 		t.Run(tc.field, func(t *testing.T) {
 			g, err := New(tc.opts)
 			require.Nil(t, g)
-			require.True(t, errors.Is(err, errclass.InvalidArgument), "%v", err)
+			require.True(t, errors.Is(err, errclass.ErrInvalidArgument), "%v", err)
 			require.Contains(t, err.Error(), "Options."+tc.field)
 		})
 	}
@@ -805,7 +805,7 @@ func TestSetBytesPerSecond(t *testing.T) {
 	require.Equal(t, int64(5000), g.SingleBurstBytes())
 	for _, bad := range []int64{0, -1} {
 		err := g.SetBytesPerSecond(bad)
-		require.True(t, errors.Is(err, errclass.InvalidArgument), "%v", err)
+		require.True(t, errors.Is(err, errclass.ErrInvalidArgument), "%v", err)
 		require.Equal(t, int64(5000), g.BytesPerSecond())
 	}
 	// The next refill uses the new size.
@@ -813,7 +813,7 @@ func TestSetBytesPerSecond(t *testing.T) {
 	require.Equal(t, int64(5000), g.mu.available)
 	require.NoError(t, g.Request(context.Background(), 5000, ioctx.PriorityLow, nil, OpRead))
 	err := g.Request(context.Background(), 5001, ioctx.PriorityLow, nil, OpRead)
-	require.True(t, errors.Is(err, errclass.InvalidArgument), "%v", err)
+	require.True(t, errors.Is(err, errclass.ErrInvalidArgument), "%v", err)
 
 	// An explicit SingleBurstBytes does not follow the rate.
 	g2, err := New(Options{BytesPerSecond: 1000, RefillPeriod: time.Second, SingleBurstBytes: 4000})
@@ -876,7 +876,7 @@ func TestRequestInvalid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := g.Request(ctx, tc.bytes, tc.pri, nil, OpRead)
-			require.True(t, errors.Is(err, errclass.InvalidArgument), "%v", err)
+			require.True(t, errors.Is(err, errclass.ErrInvalidArgument), "%v", err)
 			require.Zero(t, g.TotalRequests(ioctx.PriorityTotal))
 		})
 	}
@@ -925,7 +925,7 @@ func TestRequestToken(t *testing.T) {
 	}
 	g := NewGeneric(1000, time.Second, 10, ModeAll)
 	n, err := g.RequestToken(context.Background(), 10, 0, ioctx.NumPriorities, nil, OpRead)
-	require.True(t, errors.Is(err, errclass.InvalidArgument), "%v", err)
+	require.True(t, errors.Is(err, errclass.ErrInvalidArgument), "%v", err)
 	require.Zero(t, n)
 }
 

@@ -43,7 +43,7 @@ func (m Mode) String() string {
 
 // ParseMode parses the DSN spelling of a mode ("reads", "writes", "all";
 // exact, lower case). Anything else is an error marked
-// errclass.InvalidArgument that quotes the value.
+// errclass.ErrInvalidArgument that quotes the value.
 func ParseMode(s string) (Mode, error) {
 	for m, name := range modeNames {
 		if s == name {

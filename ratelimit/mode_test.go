@@ -45,7 +45,7 @@ func TestParseMode(t *testing.T) {
 			m, err := ParseMode(tc.in)
 			if tc.err {
 				require.Error(t, err)
-				require.True(t, errors.Is(err, errclass.InvalidArgument), "%v", err)
+				require.True(t, errors.Is(err, errclass.ErrInvalidArgument), "%v", err)
 				require.Contains(t, err.Error(), `"`+tc.in+`"`)
 				return
 			}
@@ -65,7 +65,7 @@ func FuzzParseMode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseMode(s)
 		if err != nil {
-			if !errors.Is(err, errclass.InvalidArgument) {
+			if !errors.Is(err, errclass.ErrInvalidArgument) {
 				t.Fatalf("ParseMode(%q): error not marked ErrInvalidArgument: %v", s, err)
 			}
 			if s == "reads" || s == "writes" || s == "all" {

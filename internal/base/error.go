@@ -12,17 +12,17 @@ import (
 var (
 	// ErrCorruption marks data that fails a checksum or cannot be decoded.
 	// Corruption is never returned as data.
-	ErrCorruption = errclass.Corruption
+	ErrCorruption = errclass.ErrCorruption
 	// ErrNotFound is returned by a point lookup of a key that has no value.
-	ErrNotFound = errclass.NotFound
+	ErrNotFound = errclass.ErrNotFound
 	// ErrInvalidArgument marks a misused API.
-	ErrInvalidArgument = errclass.InvalidArgument
+	ErrInvalidArgument = errclass.ErrInvalidArgument
 	// ErrClosed is returned by calls on a closed database, iterator or
 	// transaction.
-	ErrClosed = errclass.Closed
+	ErrClosed = errclass.ErrClosed
 	// ErrConflict is returned by a transaction's Commit when another write
 	// to a key it wrote committed after the transaction began.
-	ErrConflict = errclass.Conflict
+	ErrConflict = errclass.ErrConflict
 )
 
 // Mark returns err marked with the class mark (errclass.Mark, shale's one

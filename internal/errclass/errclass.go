@@ -23,22 +23,22 @@ import (
 // The classes. Their messages are the bare class names; errors marked with
 // them keep their own messages.
 var (
-	// InvalidArgument marks errors caused by a misused API.
-	InvalidArgument = errors.New("invalid argument")
-	// NotFound is returned by a point lookup of a key that has no value.
-	NotFound = errors.New("not found")
-	// Corruption marks data that fails a checksum or cannot be decoded.
-	Corruption = errors.New("corruption")
-	// Closed marks calls on a closed database, session, iterator or
+	// ErrInvalidArgument marks errors caused by a misused API.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrNotFound is returned by a point lookup of a key that has no value.
+	ErrNotFound = errors.New("not found")
+	// ErrCorruption marks data that fails a checksum or cannot be decoded.
+	ErrCorruption = errors.New("corruption")
+	// ErrClosed marks calls on a closed database, session, iterator or
 	// transaction.
-	Closed = errors.New("closed")
-	// Conflict is returned by a transaction's Commit when a key it wrote was
+	ErrClosed = errors.New("closed")
+	// ErrConflict is returned by a transaction's Commit when a key it wrote was
 	// written by someone else after the transaction began.
-	Conflict = errors.New("transaction conflict")
-	// TimedOut marks errors caused by a deadline or per-IO timeout that
+	ErrConflict = errors.New("transaction conflict")
+	// ErrTimedOut marks errors caused by a deadline or per-IO timeout that
 	// expired. Errors built by [Timeout] also match
 	// context.DeadlineExceeded.
-	TimedOut = errors.New("operation timed out")
+	ErrTimedOut = errors.New("operation timed out")
 )
 
 // classedError is an error that errors.Is matches against up to two classes
@@ -93,9 +93,9 @@ func New(msg string, class, also error) error {
 	return &classedError{msg: msg, classes: [2]error{class, also}}
 }
 
-// Timeout returns an error marked TimedOut and context.DeadlineExceeded
+// Timeout returns an error marked ErrTimedOut and context.DeadlineExceeded
 // with RocksDB's "Operation timed out: " prefix and the given detail, for a
 // deadline or per-IO timeout that expired.
 func Timeout(detail string) error {
-	return New("Operation timed out: "+detail, TimedOut, context.DeadlineExceeded)
+	return New("Operation timed out: "+detail, ErrTimedOut, context.DeadlineExceeded)
 }

@@ -9,23 +9,23 @@ import (
 
 func TestMarkAndNew(t *testing.T) {
 	cause := errors.New("disk says no")
-	err := Mark(cause, Corruption)
-	if !errors.Is(err, Corruption) || !errors.Is(err, cause) || errors.Is(err, NotFound) {
+	err := Mark(cause, ErrCorruption)
+	if !errors.Is(err, ErrCorruption) || !errors.Is(err, cause) || errors.Is(err, ErrNotFound) {
 		t.Fatalf("Mark: classes wrong: %v", err)
 	}
 	if err.Error() != "disk says no" {
 		t.Fatalf("Mark changed the message: %q", err.Error())
 	}
-	if Mark(nil, Corruption) != nil {
+	if Mark(nil, ErrCorruption) != nil {
 		t.Fatal("Mark(nil) is not nil")
 	}
 	wrapped := fmt.Errorf("table 7: %w", err)
-	if !errors.Is(wrapped, Corruption) {
+	if !errors.Is(wrapped, ErrCorruption) {
 		t.Fatal("a wrapped mark lost its class")
 	}
 
-	two := New("deadline", TimedOut, context.DeadlineExceeded)
-	if !errors.Is(two, TimedOut) || !errors.Is(two, context.DeadlineExceeded) || errors.Is(two, Closed) {
+	two := New("deadline", ErrTimedOut, context.DeadlineExceeded)
+	if !errors.Is(two, ErrTimedOut) || !errors.Is(two, context.DeadlineExceeded) || errors.Is(two, ErrClosed) {
 		t.Fatalf("New: classes wrong")
 	}
 	if !errors.Is(Timeout("x"), context.DeadlineExceeded) || Timeout("x").Error() != "Operation timed out: x" {
@@ -34,7 +34,7 @@ func TestMarkAndNew(t *testing.T) {
 }
 
 func TestNewAllocatesOnceReturnsFree(t *testing.T) {
-	fixed := New("closed", Closed, nil)
+	fixed := New("closed", ErrClosed, nil)
 	f := func() error { return fixed }
 	if n := testing.AllocsPerRun(100, func() { _ = f() }); n != 0 {
 		t.Fatalf("returning a fixed error allocates %v", n)

@@ -15,7 +15,7 @@ import (
 // each request to it), every method of the Reader the same way. It is the
 // only place a read waits for the limiter, so every read's waits are bounded
 // alike: by ctx, and together by opts.Timeout, after which it fails with a
-// timed-out error (errclass.TimedOut, and context.DeadlineExceeded).
+// timed-out error (errclass.ErrTimedOut, and context.DeadlineExceeded).
 //
 // With each nil the whole read is charged before it returns, and the caller
 // reads afterwards (MultiRead, ReadAsync, a mapped Read). Otherwise each is

@@ -279,7 +279,7 @@ func TestRateLimiterWaitHonoursContextAndTimeout(t *testing.T) {
 	require.ErrorIs(t, err, ctx.Err())
 
 	_, err = r.Read(context.Background(), ioctx.IOOptions{RateLimiterPriority: ioctx.PriorityUser, Timeout: 30 * time.Millisecond}, 0, 32<<10, scratch)
-	require.ErrorIs(t, err, errclass.TimedOut, "%v", err)
+	require.ErrorIs(t, err, errclass.ErrTimedOut, "%v", err)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -300,7 +300,7 @@ func TestReadAsyncRateLimiterWaitHonoursTimeout(t *testing.T) {
 	require.NoError(t, r.ReadAsync(context.Background(), opts, &req, func(*ReadRequest) { close(done) }))
 	<-done
 	took := time.Since(start)
-	require.ErrorIs(t, req.Err, errclass.TimedOut, "%v", req.Err)
+	require.ErrorIs(t, req.Err, errclass.ErrTimedOut, "%v", req.Err)
 	require.ErrorIs(t, req.Err, context.DeadlineExceeded)
 	require.Contains(t, req.Err.Error(), "rate limiter wait")
 	require.Less(t, took, time.Second, "the wait must end at the IO timeout, not after the whole charge")
@@ -327,7 +327,7 @@ func TestReadTimeout(t *testing.T) {
 	defer r.Close()
 	scratch := make([]byte, 100)
 	_, err = r.Read(context.Background(), ioctx.IOOptions{Timeout: time.Millisecond}, 0, 100, scratch)
-	require.ErrorIs(t, err, errclass.TimedOut)
+	require.ErrorIs(t, err, errclass.ErrTimedOut)
 	require.Contains(t, err.Error(), "longer than its IO timeout")
 	_, err = r.Read(context.Background(), ioctx.IOOptions{Timeout: time.Second}, 0, 100, scratch)
 	require.NoError(t, err)

@@ -40,19 +40,6 @@ func Before(key, end []byte) bool {
 	return len(end) == 0 || bytes.Compare(key, end) < 0
 }
 
-// compareEnds orders two exclusive ends, an empty (unbounded) one last.
-func compareEnds(a, b []byte) int {
-	switch {
-	case len(a) == 0 && len(b) == 0:
-		return 0
-	case len(a) == 0:
-		return 1
-	case len(b) == 0:
-		return -1
-	}
-	return bytes.Compare(a, b)
-}
-
 // Visible returns the highest sequence number of f's tombstones that is at
 // most readSeq, or 0 when none is.
 func (f *Fragment) Visible(readSeq base.SeqNum) base.SeqNum {
