@@ -11,7 +11,7 @@
 // # Pieces
 //
 //   - Generate (generator.go) draws a history from a seed: Put, Delete,
-//     DeleteRange (bounded), batches small and large with range deletions,
+//     DeleteRange (bounded and open at either end), batches small and large with range deletions,
 //     transactions that conflict (two writing one key: the second commit
 //     must fail with driver.ErrConflict), snapshots read and closed,
 //     iterators on the database, a snapshot or a transaction with bounds,

@@ -84,17 +84,23 @@ func (g *generator) key() string {
 }
 
 // span draws a range [start, end): usually a few keys wide, sometimes half
-// the universe, now and then empty or inverted.
+// the universe, now and then empty or inverted, and now and then open at
+// one end ("-": a nil start is before every key, a nil end after every
+// key).
 func (g *generator) span() (string, string) {
 	i := g.rng.IntN(g.keys)
 	w := 1 + g.rng.IntN(8)
-	switch g.rng.IntN(20) {
-	case 0:
+	switch g.rng.IntN(40) {
+	case 0, 1:
 		w = g.keys / 2
-	case 1:
+	case 2, 3:
 		w = 0
-	case 2:
+	case 4, 5:
 		w = -1 - g.rng.IntN(3)
+	case 6:
+		return keyName(i), "-"
+	case 7:
+		return "-", keyName(i)
 	}
 	return keyName(i), keyName(i + w)
 }

@@ -34,10 +34,33 @@ type span struct{ start, end string }
 
 func (w mwrite) span() (span, bool) {
 	if w.kind == 'r' {
-		return span{w.a, w.b}, w.a < w.b
+		s, e := rangeEnds(w)
+		return span{s, e}, s < e
 	}
 	return span{w.a, w.a + "\x00"}, true
 }
+
+// rangeEnds returns a range deletion's ends as the model compares them: an
+// open start ("-") is "", the smallest key, and an open end is afterAll.
+func rangeEnds(w mwrite) (string, string) {
+	s, e := w.a, w.b
+	if s == "-" {
+		s = ""
+	}
+	if e == "-" {
+		e = afterAll
+	}
+	return s, e
+}
+
+// empty reports whether a range deletion holds no key.
+func (w mwrite) empty() bool {
+	s, e := rangeEnds(w)
+	return s >= e
+}
+
+// afterAll sorts after every key the generator makes (they start with 'k').
+const afterAll = "\xff"
 
 type mtx struct {
 	view  map[string]string // the snapshot at begin with the tx's writes applied
@@ -68,8 +91,9 @@ func apply(m map[string]string, ws []mwrite) {
 		case 'd':
 			delete(m, w.a)
 		case 'r':
+			s, e := rangeEnds(w)
 			for k := range m {
-				if w.a <= k && k < w.b {
+				if s <= k && k < e {
 					delete(m, k)
 				}
 			}
@@ -311,7 +335,7 @@ func (m *model) execBatch(o Op) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if w.kind == 'r' && w.a >= w.b {
+	if w.kind == 'r' && w.empty() {
 		return "ok", nil // not recorded
 	}
 	m.batches[o.Obj] = append(b, w)
@@ -351,7 +375,7 @@ func (m *model) execTx(o Op) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if w.kind == 'r' && w.a >= w.b {
+		if w.kind == 'r' && w.empty() {
 			return "ok", nil
 		}
 		tx.w = append(tx.w, w)

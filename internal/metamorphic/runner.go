@@ -267,7 +267,7 @@ func (r *runner) execDB(o Op) (string, error) {
 		case 'd':
 			err = r.db.Delete(ctx, []byte(w.a))
 		case 'r':
-			err = r.db.DeleteRange(ctx, []byte(w.a), []byte(w.b))
+			err = r.db.DeleteRange(ctx, bound(w.a), bound(w.b))
 		}
 		return r.errClass(o, err), nil
 	case "get", "multiget", "scan", "iter":
@@ -360,7 +360,7 @@ func (r *runner) execBatch(o Op, b *driver.Batch) (string, error) {
 	case 'd':
 		b.Delete([]byte(w.a))
 	case 'r':
-		b.DeleteRange([]byte(w.a), []byte(w.b))
+		b.DeleteRange(bound(w.a), bound(w.b))
 	}
 	return "ok", nil
 }
@@ -378,7 +378,7 @@ func (r *runner) execTx(o Op, tx *driver.Tx) (string, error) {
 		case 'd':
 			err = tx.Delete(r.ctx, []byte(w.a))
 		case 'r':
-			err = tx.DeleteRange(r.ctx, []byte(w.a), []byte(w.b))
+			err = tx.DeleteRange(r.ctx, bound(w.a), bound(w.b))
 		}
 		return r.errClass(o, err), nil
 	case "commit":
