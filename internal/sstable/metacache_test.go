@@ -245,7 +245,7 @@ func TestMemoryFlatInTables(t *testing.T) {
 		runtime.GC()
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapInuse)
+		return int64(ms.HeapAlloc)
 	}
 	// grow opens n copies of the table with the option on or off and
 	// returns how much the heap grew.
