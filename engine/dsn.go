@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -65,7 +66,9 @@ const (
 	zeroIsOff
 )
 
-func sizeKey(name, doc string, field func(c *Options) *int64, zero zeroMeans) dsnKey {
+// sizeKey is a size key of an int64 or int field whose values other than 0
+// lie within b; zero says what 0 and negative sizes mean.
+func sizeKey[T int | int64](name, doc string, field func(c *Options) *T, zero zeroMeans, b bound) dsnKey {
 	return dsnKey{
 		name: name, doc: doc,
 		parse: func(c *Options, v string) error {
@@ -79,20 +82,24 @@ func sizeKey(name, doc string, field func(c *Options) *int64, zero zeroMeans) ds
 			case n == 0 && zero == zeroIsOff:
 			case n <= 0:
 				return errors.Newf("%q is not a positive size", v)
+			case !b.holds(n):
+				return errors.Newf("%q is not within %s", v, b)
 			}
-			*field(c) = n
+			*field(c) = T(n)
 			return nil
 		},
 		get: func(c *Options) string {
 			if n := *field(c); n > 0 {
-				return driver.FormatSize(n)
+				return driver.FormatSize(int64(n))
 			}
 			return "0"
 		},
 	}
 }
 
-func intKey(name, doc string, field func(c *Options) *int, zero zeroMeans) dsnKey {
+// intKey is an integer key whose values other than 0 lie within b; zero
+// says what 0 and negative values mean.
+func intKey(name, doc string, field func(c *Options) *int, zero zeroMeans, b bound) dsnKey {
 	return dsnKey{
 		name: name, doc: doc,
 		parse: func(c *Options, v string) error {
@@ -107,6 +114,8 @@ func intKey(name, doc string, field func(c *Options) *int, zero zeroMeans) dsnKe
 				return errors.Newf("%q is negative; 0 turns it off", v)
 			case n <= 0 && zero == positive:
 				return errors.Newf("%q is not a positive integer", v)
+			case n != 0 && !b.holds(int64(n)):
+				return errors.Newf("%q is not within %s", v, b)
 			}
 			*field(c) = n
 			return nil
@@ -145,7 +154,7 @@ var dsnKeys = []dsnKey{
 		func(c *Options) *bool { return &c.ErrorIfExists }, false),
 	boolKey("read_only", "open without writing: no WAL replay into tables, no flush or compaction; writes fail",
 		func(c *Options) *bool { return &c.ReadOnly }, false),
-	boolKey("statistics", "collect statistics (tickers and histograms)",
+	boolKey("statistics", "collect statistics (tickers and histograms); false with a stats_level is refused",
 		func(c *Options) *bool { return &c.DisableStatistics }, true),
 	{
 		name: "stats_level", doc: "what statistics record: disable_all, except_histogram_or_timers, except_timers, " +
@@ -157,63 +166,60 @@ var dsnKeys = []dsnKey{
 		},
 		get: func(c *Options) string { return c.StatsLevel.String() },
 	},
-	sizeKey("block_cache_size", "block cache capacity; 0 disables the cache",
-		func(c *Options) *int64 { return &c.BlockCacheSize }, none),
-	sizeKey("write_buffer_size", "memtable size before a flush", func(c *Options) *int64 { return &c.WriteBufferSize }, positive),
-	intKey("max_write_buffer_number", "memtables in memory before writes stall",
-		func(c *Options) *int { return &c.MaxWriteBufferNumber }, positive),
-	sizeKey("target_file_size_base", "size of compaction output tables in L1",
-		func(c *Options) *int64 { return &c.TargetFileSizeBase }, positive),
-	intKey("target_file_size_multiplier", "growth of the target table size per level",
-		func(c *Options) *int { return &c.TargetFileSizeMultiplier }, positive),
-	sizeKey("max_bytes_for_level_base", "target size of L1", func(c *Options) *int64 { return &c.MaxBytesForLevelBase }, positive),
+	sizeKey("block_cache_size", "block cache capacity ("+blockCacheSizeBound.String()+"); 0 disables the cache",
+		func(c *Options) *int64 { return &c.BlockCacheSize }, none, blockCacheSizeBound),
+	sizeKey("write_buffer_size", "memtable size before a flush ("+writeBufferSizeBound.String()+")",
+		func(c *Options) *int64 { return &c.WriteBufferSize }, positive, writeBufferSizeBound),
+	intKey("max_write_buffer_number", "memtables in memory before writes stall ("+
+		maxWriteBufferNumberBound.String()+")",
+		func(c *Options) *int { return &c.MaxWriteBufferNumber }, positive, maxWriteBufferNumberBound),
+	sizeKey("target_file_size_base", "size of compaction output tables in L1 ("+
+		targetFileSizeBaseBound.String()+"; times target_file_size_multiplier^5, L6's, at most 8EiB)",
+		func(c *Options) *int64 { return &c.TargetFileSizeBase }, positive, targetFileSizeBaseBound),
+	intKey("target_file_size_multiplier", "growth of the target table size per level (1 or more; "+
+		"target_file_size_base times it^5 at most 8EiB)",
+		func(c *Options) *int { return &c.TargetFileSizeMultiplier }, positive, targetFileSizeMultiplierBound),
+	sizeKey("max_bytes_for_level_base", "target size of L1 ("+maxBytesForLevelBaseBound.String()+
+		"; times max_bytes_for_level_multiplier^5, L6's, at most 8EiB)",
+		func(c *Options) *int64 { return &c.MaxBytesForLevelBase }, positive, maxBytesForLevelBaseBound),
 	{
-		name: "max_bytes_for_level_multiplier", doc: "growth of the target size per level",
+		name: "max_bytes_for_level_multiplier", doc: "growth of the target size per level (a finite number, " +
+			"1 or more; max_bytes_for_level_base times it^5 at most 8EiB)",
 		parse: func(c *Options, v string) error {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				return errors.Newf("%q is not a number", v)
 			}
-			if !(f > 0) {
-				return errors.Newf("%q is not a positive number", v)
+			if !(f >= 1) || math.IsInf(f, 1) {
+				return errors.Newf("%q is not within 1 or more (a finite number)", v)
 			}
 			c.MaxBytesForLevelMultiplier = f
 			return nil
 		},
 		get: func(c *Options) string { return strconv.FormatFloat(c.MaxBytesForLevelMultiplier, 'g', -1, 64) },
 	},
-	intKey("level0_file_num_compaction_trigger", "L0 tables that start an L0 compaction",
-		func(c *Options) *int { return &c.Level0FileNumCompactionTrigger }, positive),
-	intKey("level0_slowdown_writes_trigger", "L0 tables at which writes are delayed",
-		func(c *Options) *int { return &c.Level0SlowdownWritesTrigger }, positive),
-	intKey("level0_stop_writes_trigger", "L0 tables at which writes wait",
-		func(c *Options) *int { return &c.Level0StopWritesTrigger }, positive),
+	intKey("level0_file_num_compaction_trigger", "L0 tables that start an L0 compaction ("+
+		level0TriggerBound.String()+")",
+		func(c *Options) *int { return &c.Level0FileNumCompactionTrigger }, positive, level0TriggerBound),
+	intKey("level0_slowdown_writes_trigger", "L0 tables at which writes are delayed (up to "+
+		level0TriggerBound.format(level0TriggerBound.hi)+", at least level0_file_num_compaction_trigger)",
+		func(c *Options) *int { return &c.Level0SlowdownWritesTrigger }, positive, level0TriggerBound),
+	intKey("level0_stop_writes_trigger", "L0 tables at which writes wait (up to "+
+		level0TriggerBound.format(level0TriggerBound.hi)+", at least level0_slowdown_writes_trigger)",
+		func(c *Options) *int { return &c.Level0StopWritesTrigger }, positive, level0TriggerBound),
 	boolKey("disable_auto_compactions", "run no background compactions (Compact still works)",
 		func(c *Options) *bool { return &c.DisableAutoCompactions }, false),
-	{
-		name: "block_size", doc: "target uncompressed data block size",
-		parse: func(c *Options, v string) error {
-			n, err := driver.ParseSize(v)
-			switch {
-			case err != nil:
-			case n > 1<<30:
-				err = errors.Newf("%q is too large", v)
-			case n <= 0:
-				err = errors.Newf("%q is not a positive size", v)
-			}
-			c.BlockSize = int(n)
-			return err
-		},
-		get: func(c *Options) string { return driver.FormatSize(int64(c.BlockSize)) },
-	},
-	intKey("block_restart_interval", "keys between restart points in a data block",
-		func(c *Options) *int { return &c.BlockRestartInterval }, positive),
-	intKey("bloom_bits_per_key", "bloom filter bits per key; 0 writes no filter",
-		func(c *Options) *int { return &c.BloomBitsPerKey }, none),
+	sizeKey("block_size", "target uncompressed data block size ("+blockSizeBound.String()+")",
+		func(c *Options) *int { return &c.BlockSize }, positive, blockSizeBound),
+	intKey("block_restart_interval", "keys between restart points in a data block ("+
+		blockRestartIntervalBound.String()+")",
+		func(c *Options) *int { return &c.BlockRestartInterval }, positive, blockRestartIntervalBound),
+	intKey("bloom_bits_per_key", "bloom filter bits per key ("+bloomBitsPerKeyBound.String()+"); 0 writes no filter",
+		func(c *Options) *int { return &c.BloomBitsPerKey }, none, bloomBitsPerKeyBound),
 	boolKey("optimize_filters_for_hits", "write the last level's tables (L6, most of the data) without a bloom "+
 		"filter (RocksDB's optimize_filters_for_hits): for reads that mostly find their key, nine tenths of the "+
 		"filters' memory and cache reads saved; a Get of a key absent from L6 but within its tables' ranges "+
-		"reads an index and a data block there instead",
+		"reads an index and a data block there instead (with bloom_bits_per_key=0 there are no filters to leave out)",
 		func(c *Options) *bool { return &c.OptimizeFiltersForHits }, false),
 	{
 		name: "compression", doc: "block compression: snappy or none",
@@ -248,8 +254,9 @@ var dsnKeys = []dsnKey{
 	boolKey("file_checksums", "record each table's whole-file CRC32C for VerifyFileChecksums",
 		func(c *Options) *bool { return &c.DisableFileChecksums }, true),
 	boolKey("sync", "sync the WAL on every write", func(c *Options) *bool { return &c.Sync }, false),
-	sizeKey("rate_limit", "rate limiter bytes per second; 0 means no limiter",
-		func(c *Options) *int64 { return &c.RateLimit }, zeroIsOff),
+	sizeKey("rate_limit", "rate limiter bytes per second ("+rateLimitBound.String()+"); 0 means no limiter, "+
+		"and then the other rate_limit keys are refused",
+		func(c *Options) *int64 { return &c.RateLimit }, zeroIsOff, rateLimitBound),
 	{
 		name: "rate_limit_mode", doc: "what the rate limiter limits: reads, writes or all",
 		parse: func(c *Options, v string) error {
@@ -260,27 +267,35 @@ var dsnKeys = []dsnKey{
 		get: func(c *Options) string { return c.RateLimitMode.String() },
 	},
 	{
-		name: "rate_limit_refill_period", doc: "rate limiter refill period (a Go duration)",
+		name: "rate_limit_refill_period", doc: "rate limiter refill period (a Go duration, " + refillPeriodRange + ")",
 		parse: func(c *Options, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
 				return errors.Newf("%q is not a positive duration", v)
+			}
+			if d < minRateLimitRefillPeriod || d > maxRateLimitRefillPeriod {
+				return errors.Newf("%q is not within %s", v, refillPeriodRange)
 			}
 			c.RateLimitRefillPeriod = d
 			return nil
 		},
 		get: func(c *Options) string { return c.RateLimitRefillPeriod.String() },
 	},
-	intKey("rate_limit_fairness", "1-in-N chance that lower priorities go first",
-		func(c *Options) *int { return &c.RateLimitFairness }, positive),
+	intKey("rate_limit_fairness", "1-in-N chance that lower priorities go first ("+
+		rateLimitFairnessBound.String()+")",
+		func(c *Options) *int { return &c.RateLimitFairness }, positive, rateLimitFairnessBound),
 	boolKey("rate_limit_auto_tuned", "let the rate limiter tune its rate between rate_limit/20 and rate_limit",
 		func(c *Options) *bool { return &c.RateLimitAutoTuned }, false),
 	{
-		name: "max_open_files", doc: "table readers kept open; -1 or 0 keeps every table open",
+		name: "max_open_files", doc: "table readers kept open (" + maxOpenFilesBound.String() +
+			"); -1 or 0 keeps every table open",
 		parse: func(c *Options, v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < -1 {
 				return errors.Newf("%q is not -1 or a non-negative integer", v)
+			}
+			if n > 0 && !maxOpenFilesBound.holds(int64(n)) {
+				return errors.Newf("%q is not within %s; -1 or 0 keeps every table open", v, maxOpenFilesBound)
 			}
 			c.MaxOpenFiles = max(n, 0)
 			return nil
@@ -302,21 +317,9 @@ var dsnKeys = []dsnKey{
 		"partition_filters), so that with cache_index_and_filter_blocks a read loads one partition, not a "+
 		"table's whole index and filter; such tables need table format version 3",
 		func(c *Options) *bool { return &c.PartitionIndexAndFilters }, false),
-	{
-		name: "metadata_block_size", doc: "target size of an index partition, with partition_index_and_filters " +
-			"(256 to 64MiB)",
-		parse: func(c *Options, v string) error {
-			n, err := driver.ParseSize(v)
-			switch {
-			case err != nil:
-			case n < 256 || n > 64<<20:
-				err = errors.Newf("%q is not between 256 and 64MiB", v)
-			}
-			c.MetadataBlockSize = int(n)
-			return err
-		},
-		get: func(c *Options) string { return driver.FormatSize(int64(c.MetadataBlockSize)) },
-	},
+	sizeKey("metadata_block_size", "target size of an index partition, with partition_index_and_filters ("+
+		metadataBlockSizeBound.String()+")",
+		func(c *Options) *int { return &c.MetadataBlockSize }, positive, metadataBlockSizeBound),
 	{
 		name: "high_pri_pool_ratio", doc: "share of the block cache (0 to 1) that index and filter blocks, with " +
 			"cache_index_and_filter_blocks, keep ahead of data blocks (RocksDB's high_pri_pool_ratio); 0: none",
@@ -336,8 +339,9 @@ var dsnKeys = []dsnKey{
 		},
 		get: func(c *Options) string { return strconv.FormatFloat(max(c.HighPriorityPoolRatio, 0), 'g', -1, 64) },
 	},
-	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten",
-		func(c *Options) *int64 { return &c.MaxManifestFileSize }, positive),
+	sizeKey("max_manifest_file_size", "MANIFEST size at which it is rewritten ("+
+		maxManifestFileSizeBound.String()+")",
+		func(c *Options) *int64 { return &c.MaxManifestFileSize }, positive, maxManifestFileSizeBound),
 	boolKey("paranoid_file_checks", "read back and verify every block of each new table before installing it",
 		func(c *Options) *bool { return &c.ParanoidFileChecks }, false),
 	{

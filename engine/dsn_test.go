@@ -34,14 +34,14 @@ func TestParseDSN(t *testing.T) {
 		{"/db?stats_level=verbose", "stats_level"},
 		{"/db?compression=zstd", `"zstd" is not snappy or none`},
 		{"/db?create_if_missing=maybe", "create_if_missing"},
-		{"/db?write_buffer_size=1KiB", "write_buffer_size 1024 is below the minimum"},
+		{"/db?write_buffer_size=1KiB", `bad value for write_buffer_size: "1KiB" is not within 64KiB to 3584MiB`},
 		{"/db?rate_limit_mode=sideways", "rate_limit_mode"},
 		{"/db?max_open_files=-2", "max_open_files"},
 		{"/db?block_size=1KiB&block_size=2KiB", "block_size"},
 		{"/db?wal_recovery_mode=best_effort", "bad value for wal_recovery_mode"},
 		{"/db?wal_recovery_mode=", "wal_recovery_mode"},
 		{"/db?partition_index_and_filters=sometimes", "partition_index_and_filters"},
-		{"/db?metadata_block_size=100", `bad value for metadata_block_size: "100" is not between 256 and 64MiB`},
+		{"/db?metadata_block_size=100", `bad value for metadata_block_size: "100" is not within 256 to 4MiB`},
 		{"/db?metadata_block_size=128MiB", "metadata_block_size"},
 		{"/db?metadata_block_size=0", "metadata_block_size"},
 		{"/db?metadata_block_size=four", "metadata_block_size"},
@@ -298,5 +298,130 @@ func TestHighPriorityPoolRatioOption(t *testing.T) {
 		require.NoError(t, err, "%g", r)
 		require.NoError(t, db.Put(context.Background(), []byte("k"), []byte("v")))
 		require.NoError(t, db.Close())
+	}
+}
+
+// TestDSNBounds checks every numeric DSN key just inside and just outside
+// its bounds, the contradictions refused naming both keys, the moot
+// combinations accepted, and issue 26's examples verbatim: a refusal matches
+// ErrInvalidArgument and names the key, the value and the range.
+func TestDSNBounds(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		want   []string // nil: accepted
+	}{
+		// Issue 26's examples.
+		{"max_bytes_for_level_multiplier=Inf", []string{"bad value for max_bytes_for_level_multiplier", `"Inf"`, "1 or more"}},
+		{"statistics=false&stats_level=all", []string{"statistics=false and stats_level=all"}},
+		{"block_size=64MiB", []string{"bad value for block_size", `"64MiB" is not within 256 to 4MiB`}},
+		{"target_file_size_base=7EiB", []string{"bad value for target_file_size_base", `"7EiB" is not within 1KiB to 1TiB`}},
+		{"block_restart_interval=2147483647", []string{"bad value for block_restart_interval", `"2147483647" is not within 1 to 1048576`}},
+		{"max_write_buffer_number=1000000", []string{"bad value for max_write_buffer_number", `"1000000" is not within 2 to 64`}},
+
+		{"block_cache_size=1", nil},
+		{"block_cache_size=64TiB", nil},
+		{"block_cache_size=70368744177665", []string{"block_cache_size", "1 to 64TiB"}},
+		{"write_buffer_size=64KiB", nil},
+		{"write_buffer_size=65535", []string{"write_buffer_size", `"65535"`, "64KiB to 3584MiB"}},
+		{"write_buffer_size=3584MiB", nil},
+		{"write_buffer_size=3758096385", []string{"write_buffer_size", "64KiB to 3584MiB"}},
+		{"max_write_buffer_number=2", nil},
+		{"max_write_buffer_number=1", []string{"max_write_buffer_number", "2 to 64"}},
+		{"max_write_buffer_number=64", nil},
+		{"max_write_buffer_number=65", []string{"max_write_buffer_number", "2 to 64"}},
+		{"target_file_size_base=1KiB", nil},
+		{"target_file_size_base=1023", []string{"target_file_size_base", "1KiB to 1TiB"}},
+		{"target_file_size_base=1TiB", nil},
+		{"target_file_size_base=1099511627777", []string{"target_file_size_base", "1KiB to 1TiB"}},
+		// 64MiB × 168^5 fits an int64; × 169^5 does not.
+		{"target_file_size_multiplier=168", nil},
+		{"target_file_size_multiplier=169", []string{"target_file_size_base 64MiB × target_file_size_multiplier 169^5", "overflows int64"}},
+		// 1TiB × 24^5 fits; × 25^5 does not.
+		{"target_file_size_base=1TiB&target_file_size_multiplier=24", nil},
+		{"target_file_size_base=1TiB&target_file_size_multiplier=25", []string{"target_file_size_base 1TiB × target_file_size_multiplier 25^5"}},
+		{"max_bytes_for_level_base=1KiB", nil},
+		{"max_bytes_for_level_base=1023", []string{"max_bytes_for_level_base", "1KiB or more"}},
+		// 83TiB × 10^5 fits an int64; 84TiB × 10^5 does not.
+		{"max_bytes_for_level_base=83TiB", nil},
+		{"max_bytes_for_level_base=84TiB", []string{"max_bytes_for_level_base 84TiB × max_bytes_for_level_multiplier 10^5", "overflows int64"}},
+		{"max_bytes_for_level_multiplier=1", nil},
+		{"max_bytes_for_level_multiplier=0.99", []string{"max_bytes_for_level_multiplier", `"0.99"`}},
+		// 256MiB × 127.9^5 fits an int64; × 128^5 = 2^63 does not.
+		{"max_bytes_for_level_multiplier=127.9", nil},
+		{"max_bytes_for_level_multiplier=128", []string{"max_bytes_for_level_base 256MiB × max_bytes_for_level_multiplier 128^5"}},
+		{"max_bytes_for_level_multiplier=NaN", []string{"max_bytes_for_level_multiplier", `"NaN"`}},
+		{"max_bytes_for_level_multiplier=-Inf", []string{"max_bytes_for_level_multiplier", `"-Inf"`}},
+		{"level0_file_num_compaction_trigger=1", nil},
+		{"level0_file_num_compaction_trigger=1073741824", nil},
+		{"level0_file_num_compaction_trigger=1073741825", []string{"level0_file_num_compaction_trigger", "1 to 1073741824"}},
+		{"level0_slowdown_writes_trigger=1073741824", nil},
+		{"level0_slowdown_writes_trigger=1073741825", []string{"level0_slowdown_writes_trigger", "1 to 1073741824"}},
+		{"level0_slowdown_writes_trigger=3", []string{"level0_slowdown_writes_trigger 3 is below level0_file_num_compaction_trigger 4"}},
+		{"level0_stop_writes_trigger=1073741824", nil},
+		{"level0_stop_writes_trigger=1073741825", []string{"level0_stop_writes_trigger", "1 to 1073741824"}},
+		{"level0_stop_writes_trigger=19", []string{"level0_stop_writes_trigger 19 is below level0_slowdown_writes_trigger 20"}},
+		{"block_size=256", nil},
+		{"block_size=255", []string{"block_size", `"255" is not within 256 to 4MiB`}},
+		{"block_size=4MiB", nil},
+		{"block_size=4194305", []string{"block_size", `"4194305" is not within 256 to 4MiB`}},
+		{"block_restart_interval=1", nil},
+		{"block_restart_interval=1048576", nil},
+		{"block_restart_interval=1048577", []string{"block_restart_interval", "1 to 1048576"}},
+		{"bloom_bits_per_key=0", nil},
+		{"bloom_bits_per_key=1", nil},
+		{"bloom_bits_per_key=64", nil},
+		{"bloom_bits_per_key=65", []string{"bloom_bits_per_key", `"65" is not within 1 to 64`}},
+		{"metadata_block_size=256", nil},
+		{"metadata_block_size=255", []string{"metadata_block_size", "256 to 4MiB"}},
+		{"metadata_block_size=4MiB", nil},
+		{"metadata_block_size=4194305", []string{"metadata_block_size", "256 to 4MiB"}},
+		{"high_pri_pool_ratio=1", nil},
+		{"high_pri_pool_ratio=1.0001", []string{"high_pri_pool_ratio", "0 and 1"}},
+		{"max_manifest_file_size=1KiB", nil},
+		{"max_manifest_file_size=1023", []string{"max_manifest_file_size", "1KiB or more"}},
+		{"max_manifest_file_size=9223372036854775807", nil},
+		{"rate_limit=1", nil},
+		{"rate_limit=9223372036854775807", nil},
+		{"rate_limit=1MiB&rate_limit_refill_period=1us", nil},
+		{"rate_limit=1MiB&rate_limit_refill_period=999ns", []string{"rate_limit_refill_period", `"999ns" is not within 1µs to 1h`}},
+		{"rate_limit=1MiB&rate_limit_refill_period=1h", nil},
+		{"rate_limit=1MiB&rate_limit_refill_period=3600001ms", []string{"rate_limit_refill_period", "1µs to 1h"}},
+		{"rate_limit=1MiB&rate_limit_fairness=1", nil},
+		{"rate_limit=1MiB&rate_limit_fairness=100", nil},
+		{"rate_limit=1MiB&rate_limit_fairness=101", []string{"rate_limit_fairness", `"101" is not within 1 to 100`}},
+		{"max_open_files=-1", nil},
+		{"max_open_files=0", nil},
+		{"max_open_files=8", nil},
+		{"max_open_files=7", []string{"max_open_files", `"7" is not within 8 or more`}},
+		{"max_open_files=2147483647", nil},
+
+		// Contradictions, named both.
+		{"statistics=false&stats_level=disable_all", []string{"statistics=false and stats_level=disable_all"}},
+		{"statistics=false", nil},
+		{"statistics=true&stats_level=all", nil},
+		{"rate_limit_mode=reads", []string{"rate_limit_mode (RateLimitMode) set without rate_limit (RateLimit)"}},
+		{"rate_limit=0&rate_limit_fairness=5&rate_limit_auto_tuned=true",
+			[]string{"rate_limit_fairness (RateLimitFairness), rate_limit_auto_tuned (RateLimitAutoTuned) set without rate_limit"}},
+		{"rate_limit_refill_period=10ms", []string{"rate_limit_refill_period (RateLimitRefillPeriod) set without rate_limit"}},
+		{"error_if_exists=true&create_if_missing=false", []string{"error_if_exists and create_if_missing=false"}},
+		{"read_only=true&error_if_exists=true", []string{"read_only with error_if_exists"}},
+		// Moot, accepted as RocksDB accepts them.
+		{"optimize_filters_for_hits=true&bloom_bits_per_key=0", nil},
+		{"block_cache_size=0&cache_index_and_filter_blocks=true&high_pri_pool_ratio=0.9&block_cache_off_heap=false", nil},
+		{"metadata_block_size=8KiB", nil},
+		{"read_only=true&disable_auto_compactions=true&level0_file_num_compaction_trigger=2", nil},
+	} {
+		dsn := "/db?" + tc.params
+		_, o, err := ParseDSN(dsn)
+		if tc.want == nil {
+			require.NoError(t, err, dsn)
+			require.NoError(t, o.EnsureDefaults().Validate(), dsn)
+			continue
+		}
+		require.ErrorIs(t, err, ErrInvalidArgument, dsn)
+		require.ErrorIs(t, err, driver.ErrInvalidArgument, dsn)
+		for _, w := range tc.want {
+			require.ErrorContains(t, err, w, dsn)
+		}
 	}
 }

@@ -2,14 +2,18 @@ package engine
 
 import (
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ratelimit"
@@ -214,6 +218,8 @@ type Options struct {
 	// creates none, is DisableStatistics.
 	StatsLevel *statistics.Level
 	// DisableStatistics records no statistics at all (DSN statistics=false).
+	// Validate refuses it with StatsLevel, the level of statistics it says
+	// not to create.
 	DisableStatistics bool
 
 	// BlockCacheSize is the block cache's capacity in bytes. Default 8 MiB;
@@ -311,7 +317,9 @@ type Options struct {
 	// RateLimit, when positive, makes the database create a
 	// ratelimit.Generic of RateLimit bytes per second, configured by the
 	// four fields below, and close it when the database closes (DSN
-	// rate_limit). 0, the default, creates none; negative is invalid.
+	// rate_limit). 0, the default, creates none; negative is invalid, and
+	// so is setting one of the four fields below with neither RateLimit
+	// nor RateLimiter (they would configure no limiter).
 	RateLimit int64
 	// RateLimitMode is what the created limiter charges (DSN
 	// rate_limit_mode). Nil means ratelimit.ModeAll, reads and writes. It is
@@ -505,87 +513,208 @@ func (o *Options) EnsureDefaults() *Options {
 	return o
 }
 
+// bound is the range of a numeric option, lo to hi inclusive: the values the
+// engine can address or use. ParseDSN and Validate check the same bounds, and
+// the DSN table (DSNKeys, the README) lists them. Sizes print with units.
+type bound struct {
+	lo, hi int64
+	size   bool
+}
+
+func (b bound) format(n int64) string {
+	if b.size {
+		return driver.FormatSize(n)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// String is the range as the DSN table and the errors print it: "256 to
+// 4MiB", or "1KiB or more" when only int64 bounds it above.
+func (b bound) String() string {
+	if b.hi == math.MaxInt64 {
+		return b.format(b.lo) + " or more"
+	}
+	return b.format(b.lo) + " to " + b.format(b.hi)
+}
+
+func (b bound) holds(n int64) bool { return b.lo <= n && n <= b.hi }
+
+// The bounds of the numeric options, with why. Where 0 or a negative value
+// has a meaning of its own (no cache, no filter, no limiter, every table
+// open), the bound is that of the other values.
+var (
+	// A block cache reserves its off-heap region (a quarter more than its
+	// capacity) up front, and a 64-bit Linux process has 128TiB of address
+	// space.
+	blockCacheSizeBound = bound{1, 64 << 40, true}
+	// A memtable's arena is write_buffer_size plus an eighth (skiplist
+	// nodes), and arena offsets are 32-bit: 3.5GiB × 9/8 is just under
+	// 4GiB. Below 64KiB a memtable holds too few entries to be worth a
+	// table.
+	writeBufferSizeBound = bound{64 << 10, 3584 << 20, true}
+	// One mutable memtable and at least one being flushed; every read
+	// merges all of them, and each may hold write_buffer_size × 9/8 of
+	// memory: 64 of the largest is already 252GiB.
+	maxWriteBufferNumberBound = bound{2, 64, false}
+	// A compaction output table is written by one writer that keeps its
+	// whole index and filter in memory; beyond 1TiB a table's index alone
+	// outgrows any memory and the reader's 256MiB block limit. Below 1KiB
+	// a table is mostly footer.
+	targetFileSizeBaseBound = bound{1 << 10, 1 << 40, true}
+	// The products with the level multipliers bound these further.
+	targetFileSizeMultiplierBound = bound{1, math.MaxInt64, false}
+	maxBytesForLevelBaseBound     = bound{1 << 10, math.MaxInt64, true}
+	// RocksDB's PrepareForBulkLoad uses 1<<30 L0 tables to mean "never";
+	// more L0 tables than that cannot exist (their metadata alone would
+	// take hundreds of GiB).
+	level0TriggerBound = bound{1, 1 << 30, false}
+	// A block is the unit of every read, checksum and cache entry: a Get
+	// reads, verifies and decompresses a whole block, and the block cache
+	// keeps no block larger than a shard (1 to 2MiB for the default 8MiB
+	// cache). The reader refuses blocks above 256MiB as corrupt, and a
+	// block exceeds block_size by up to one entry.
+	blockSizeBound = bound{256, 4 << 20, true}
+	// An entry takes at least 4 bytes, so a block of the largest
+	// block_size holds at most 2^20 of them: a longer interval cannot be
+	// reached.
+	blockRestartIntervalBound = bound{1, 1 << 20, false}
+	// RocksDB caps bits per key at 100; 64 bits already give a false
+	// positive rate near 10^-14.
+	bloomBitsPerKeyBound = bound{1, 64, false}
+	// A filter partition covers the keys of its index partition's data
+	// blocks; with index partitions above 4MiB it can outgrow the reader's
+	// 256MiB block limit.
+	metadataBlockSizeBound = bound{256, 4 << 20, true}
+	// Any MANIFEST size can be reached; RocksDB's default is 1GiB.
+	maxManifestFileSizeBound = bound{1 << 10, math.MaxInt64, true}
+	// The limiter saturates rate × period; any positive rate is a rate.
+	rateLimitBound = bound{1, math.MaxInt64, true}
+	// RocksDB's GenericRateLimiter caps fairness at 100 (ratelimit lowers
+	// larger values to it silently); Validate refuses them instead.
+	rateLimitFairnessBound = bound{1, ratelimit.MaxFairness, false}
+	// A limiter needs at least 8 tables open.
+	maxOpenFilesBound = bound{8, math.MaxInt64, false}
+)
+
+// rateLimitRefillPeriod bounds: the limiter counts periods in microseconds
+// (ratelimit.New refuses less than 1µs); at one refill an hour a write
+// already waits up to an hour for its bytes (the hard limit, 100 periods as a
+// time.Duration for the auto-tuner, is about 2.9 years).
+const (
+	minRateLimitRefillPeriod = time.Microsecond
+	maxRateLimitRefillPeriod = time.Hour
+	refillPeriodRange        = "1µs to 1h"
+)
+
+// levelExponent is the power of the multipliers at the deepest level: L1's
+// target times multiplier^(NumLevels-2) is L6's.
+const levelExponent = manifest.NumLevels - 2
+
+// overflowsLevels reports whether base × multiplier^levelExponent, the
+// target of the deepest level, does not fit an int64 (or is not a number).
+func overflowsLevels(base int64, multiplier float64) bool {
+	p := float64(base) * math.Pow(multiplier, levelExponent)
+	return !(p < 0x1p63)
+}
+
 // Validate checks options that EnsureDefaults has resolved and returns every
-// problem in one error matching driver.ErrInvalidArgument.
+// problem in one error matching driver.ErrInvalidArgument. Each names the
+// DSN key and the Go field, the value and the allowed range (the DSN table,
+// DSNKeys, lists the ranges: what the engine can address or use), and
+// settings that contradict each other are named both. Settings that one
+// merely makes moot are accepted, as RocksDB accepts them:
+// OptimizeFiltersForHits without a bloom filter, CacheIndexAndFilterBlocks,
+// HighPriorityPoolRatio or BlockCacheOnGoHeap without a block cache,
+// MetadataBlockSize without PartitionIndexAndFilters, HighPriorityPoolRatio
+// without CacheIndexAndFilterBlocks, compaction settings with ReadOnly or
+// DisableAutoCompactions.
 func (o *Options) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, errors.Newf(format, args...))
 	}
-	if o.WriteBufferSize < 64<<10 {
-		bad("write_buffer_size %d is below the minimum of 64KiB", o.WriteBufferSize)
+	// check refuses n outside b, for key (Go field) with note appended.
+	check := func(key, field string, b bound, n int64, note string) bool {
+		if b.holds(n) {
+			return true
+		}
+		bad("%s %s (%s) is not within %s%s", key, b.format(n), field, b.String(), note)
+		return false
 	}
-	if o.WriteBufferSize > 4<<30 {
-		bad("write_buffer_size %d is above the maximum of 4GiB (memtable offsets are 32-bit)", o.WriteBufferSize)
+	if o.BlockCacheSize > 0 {
+		check("block_cache_size", "BlockCacheSize", blockCacheSizeBound, o.BlockCacheSize,
+			"; DSN 0 (a negative BlockCacheSize) disables the cache")
 	}
-	if o.MaxWriteBufferNumber < 2 {
-		bad("max_write_buffer_number %d must be at least 2 (one mutable, one being flushed)", o.MaxWriteBufferNumber)
-	}
-	if o.Level0FileNumCompactionTrigger < 1 {
-		bad("level0_file_num_compaction_trigger %d must be at least 1", o.Level0FileNumCompactionTrigger)
-	}
-	if o.Level0SlowdownWritesTrigger < o.Level0FileNumCompactionTrigger {
-		bad("level0_slowdown_writes_trigger %d is below level0_file_num_compaction_trigger %d",
+	check("write_buffer_size", "WriteBufferSize", writeBufferSizeBound, o.WriteBufferSize, "")
+	check("max_write_buffer_number", "MaxWriteBufferNumber", maxWriteBufferNumberBound, int64(o.MaxWriteBufferNumber), "")
+	l0ok := check("level0_file_num_compaction_trigger", "Level0FileNumCompactionTrigger", level0TriggerBound,
+		int64(o.Level0FileNumCompactionTrigger), "")
+	l0ok = check("level0_slowdown_writes_trigger", "Level0SlowdownWritesTrigger", level0TriggerBound,
+		int64(o.Level0SlowdownWritesTrigger), "") && l0ok
+	l0ok = check("level0_stop_writes_trigger", "Level0StopWritesTrigger", level0TriggerBound,
+		int64(o.Level0StopWritesTrigger), "") && l0ok
+	if l0ok && o.Level0SlowdownWritesTrigger < o.Level0FileNumCompactionTrigger {
+		bad("level0_slowdown_writes_trigger %d is below level0_file_num_compaction_trigger %d "+
+			"(Level0SlowdownWritesTrigger, Level0FileNumCompactionTrigger)",
 			o.Level0SlowdownWritesTrigger, o.Level0FileNumCompactionTrigger)
 	}
-	if o.Level0StopWritesTrigger < o.Level0SlowdownWritesTrigger {
-		bad("level0_stop_writes_trigger %d is below level0_slowdown_writes_trigger %d",
+	if l0ok && o.Level0StopWritesTrigger < o.Level0SlowdownWritesTrigger {
+		bad("level0_stop_writes_trigger %d is below level0_slowdown_writes_trigger %d "+
+			"(Level0StopWritesTrigger, Level0SlowdownWritesTrigger)",
 			o.Level0StopWritesTrigger, o.Level0SlowdownWritesTrigger)
 	}
-	if o.MaxBytesForLevelBase < 1<<10 {
-		bad("max_bytes_for_level_base %d is below the minimum of 1KiB", o.MaxBytesForLevelBase)
+	baseOK := check("max_bytes_for_level_base", "MaxBytesForLevelBase", maxBytesForLevelBaseBound, o.MaxBytesForLevelBase, "")
+	multOK := o.MaxBytesForLevelMultiplier >= 1 && !math.IsInf(o.MaxBytesForLevelMultiplier, 1)
+	if !multOK { // NaN too
+		bad("max_bytes_for_level_multiplier %g (MaxBytesForLevelMultiplier) is not within 1 or more (a finite number)",
+			o.MaxBytesForLevelMultiplier)
 	}
-	if o.MaxBytesForLevelMultiplier < 1 {
-		bad("max_bytes_for_level_multiplier %g must be at least 1", o.MaxBytesForLevelMultiplier)
+	if baseOK && multOK && overflowsLevels(o.MaxBytesForLevelBase, o.MaxBytesForLevelMultiplier) {
+		bad("max_bytes_for_level_base %s × max_bytes_for_level_multiplier %g^%d (MaxBytesForLevelBase, "+
+			"MaxBytesForLevelMultiplier), the target size of L%d, overflows int64 (8EiB)",
+			driver.FormatSize(o.MaxBytesForLevelBase), o.MaxBytesForLevelMultiplier, levelExponent,
+			manifest.NumLevels-1)
 	}
-	if o.TargetFileSizeBase < 1<<10 {
-		bad("target_file_size_base %d is below the minimum of 1KiB", o.TargetFileSizeBase)
+	baseOK = check("target_file_size_base", "TargetFileSizeBase", targetFileSizeBaseBound, o.TargetFileSizeBase, "")
+	multOK = check("target_file_size_multiplier", "TargetFileSizeMultiplier", targetFileSizeMultiplierBound,
+		int64(o.TargetFileSizeMultiplier), "")
+	if baseOK && multOK && overflowsLevels(o.TargetFileSizeBase, float64(o.TargetFileSizeMultiplier)) {
+		bad("target_file_size_base %s × target_file_size_multiplier %d^%d (TargetFileSizeBase, "+
+			"TargetFileSizeMultiplier), the target size of L%d's tables, overflows int64 (8EiB)",
+			driver.FormatSize(o.TargetFileSizeBase), o.TargetFileSizeMultiplier, levelExponent,
+			manifest.NumLevels-1)
 	}
-	if o.TargetFileSizeMultiplier < 1 {
-		bad("target_file_size_multiplier %d must be at least 1", o.TargetFileSizeMultiplier)
-	}
-	if o.BlockSize < 256 || o.BlockSize > 64<<20 {
-		bad("block_size %d must be between 256 and 64MiB", o.BlockSize)
-	}
+	check("block_size", "BlockSize", blockSizeBound, int64(o.BlockSize), "")
 	if !(o.HighPriorityPoolRatio <= 1) { // NaN too
-		bad("high_pri_pool_ratio %g is above 1", o.HighPriorityPoolRatio)
+		bad("high_pri_pool_ratio %g (HighPriorityPoolRatio) is not within 0 to 1", o.HighPriorityPoolRatio)
 	}
-	if o.MetadataBlockSize < 256 || o.MetadataBlockSize > 64<<20 {
-		bad("metadata_block_size %d must be between 256 and 64MiB", o.MetadataBlockSize)
-	}
-	if o.BlockRestartInterval < 1 {
-		bad("block_restart_interval %d must be at least 1", o.BlockRestartInterval)
-	}
-	if o.BloomBitsPerKey > 64 {
-		bad("bloom_bits_per_key %d is above the maximum of 64", o.BloomBitsPerKey)
-	} else if o.BloomBitsPerKey < NoBloomFilter {
-		bad("bloom_bits_per_key %d is negative; use NoBloomFilter (-1) for no filter", o.BloomBitsPerKey)
+	check("metadata_block_size", "MetadataBlockSize", metadataBlockSizeBound, int64(o.MetadataBlockSize), "")
+	check("block_restart_interval", "BlockRestartInterval", blockRestartIntervalBound, int64(o.BlockRestartInterval), "")
+	if o.BloomBitsPerKey != NoBloomFilter {
+		check("bloom_bits_per_key", "BloomBitsPerKey", bloomBitsPerKeyBound, int64(o.BloomBitsPerKey),
+			"; NoBloomFilter (-1, DSN 0) writes no filter")
 	}
 	if o.WALRecoveryMode > WALRecoverySkipAnyCorruptedRecords {
-		bad("wal_recovery_mode %d is not one of the four WALRecoveryMode values", o.WALRecoveryMode)
+		bad("wal_recovery_mode %d (WALRecoveryMode) is not one of the four WALRecoveryMode values", o.WALRecoveryMode)
 	}
 	if o.Compression != CompressionSnappy && o.Compression != CompressionNone {
-		bad("compression %d is not snappy or none", o.Compression)
+		bad("compression %d (Compression) is not snappy or none", o.Compression)
 	}
 	if o.ChecksumType != ChecksumXXH64 && o.ChecksumType != ChecksumCRC32C {
-		bad("checksum %d is not xxh64 or crc32c", o.ChecksumType)
+		bad("checksum %d (ChecksumType) is not xxh64 or crc32c", o.ChecksumType)
 	}
-	if o.MaxOpenFiles < 0 {
-		bad("max_open_files %d is negative; use 0 for unlimited", o.MaxOpenFiles)
-	} else if o.MaxOpenFiles > 0 && o.MaxOpenFiles < 8 {
-		bad("max_open_files %d is below the minimum of 8", o.MaxOpenFiles)
+	if o.MaxOpenFiles != 0 {
+		check("max_open_files", "MaxOpenFiles", maxOpenFilesBound, int64(o.MaxOpenFiles), "; 0 keeps every table open")
 	}
 	if o.ErrorIfMissing && o.ErrorIfExists {
-		bad("error_if_exists and create_if_missing=false together admit no database")
+		bad("error_if_exists and create_if_missing=false (ErrorIfExists and ErrorIfMissing) together admit no database")
 	}
 	if o.ReadOnly && o.ErrorIfExists {
-		bad("read_only with error_if_exists can never open a database")
+		bad("read_only with error_if_exists (ReadOnly and ErrorIfExists) can never open a database")
 	}
-	if o.MaxManifestFileSize < 1<<10 {
-		bad("max_manifest_file_size %d is below the minimum of 1KiB", o.MaxManifestFileSize)
-	}
+	check("max_manifest_file_size", "MaxManifestFileSize", maxManifestFileSizeBound, o.MaxManifestFileSize, "")
 	if o.StatsLevel != nil && (*o.StatsLevel < statistics.LevelDisableAll || *o.StatsLevel > statistics.LevelAll) {
-		bad("stats_level %s is not a level", *o.StatsLevel)
+		bad("stats_level %s (StatsLevel) is not a level", *o.StatsLevel)
 	}
 	if o.Statistics != nil && o.StatsLevel != nil {
 		bad("Statistics and StatsLevel are both set: StatsLevel is the level of the statistics the database " +
@@ -594,35 +723,30 @@ func (o *Options) Validate() error {
 	if o.Statistics != nil && o.DisableStatistics {
 		bad("Statistics and DisableStatistics are both set: record into Statistics or into nothing")
 	}
-	if o.RateLimit < 0 {
-		bad("rate_limit %d is negative", o.RateLimit)
+	if o.DisableStatistics && o.StatsLevel != nil {
+		bad("statistics=false and stats_level=%s (DisableStatistics and StatsLevel) contradict: statistics=false "+
+			"creates no statistics, stats_level is the level of the ones the database creates", *o.StatsLevel)
+	}
+	if o.RateLimit != 0 {
+		check("rate_limit", "RateLimit", rateLimitBound, o.RateLimit, "; 0 means no limiter")
 	}
 	if o.RateLimitMode != nil && *o.RateLimitMode > ratelimit.ModeAll {
-		bad("rate_limit_mode %d is not reads, writes or all", *o.RateLimitMode)
+		bad("rate_limit_mode %d (RateLimitMode) is not reads, writes or all", *o.RateLimitMode)
 	}
-	if o.RateLimitRefillPeriod < 0 {
-		bad("rate_limit_refill_period %s is negative", o.RateLimitRefillPeriod)
+	if p := o.RateLimitRefillPeriod; p != 0 && (p < minRateLimitRefillPeriod || p > maxRateLimitRefillPeriod) {
+		bad("rate_limit_refill_period %s (RateLimitRefillPeriod) is not within %s", p, refillPeriodRange)
 	}
-	if o.RateLimitFairness < 0 {
-		bad("rate_limit_fairness %d is negative", o.RateLimitFairness)
+	if o.RateLimitFairness != 0 {
+		check("rate_limit_fairness", "RateLimitFairness", rateLimitFairnessBound, int64(o.RateLimitFairness), "")
+	}
+	if o.RateLimiter == nil && o.RateLimit == 0 {
+		if set := o.rateLimitFieldsSet(true); len(set) > 0 {
+			bad("%s set without rate_limit (RateLimit): they configure the limiter rate_limit creates, "+
+				"and there is none", strings.Join(set, ", "))
+		}
 	}
 	if o.RateLimiter != nil {
-		var set []string
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{
-			{"RateLimit", o.RateLimit != 0},
-			{"RateLimitMode", o.RateLimitMode != nil},
-			{"RateLimitRefillPeriod", o.RateLimitRefillPeriod != 0},
-			{"RateLimitFairness", o.RateLimitFairness != 0},
-			{"RateLimitAutoTuned", o.RateLimitAutoTuned},
-		} {
-			if f.set {
-				set = append(set, f.name)
-			}
-		}
-		if len(set) > 0 {
+		if set := o.rateLimitFieldsSet(false); len(set) > 0 {
 			bad("RateLimiter and %s are both set: the RateLimit fields configure the limiter the database "+
 				"creates when RateLimiter is nil (configure RateLimiter itself instead)", strings.Join(set, ", "))
 		}
@@ -631,4 +755,29 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	return base.Mark(errors.Wrap(errors.Join(errs...), "engine: invalid options"), base.ErrInvalidArgument)
+}
+
+// rateLimitFieldsSet names the RateLimit fields set: Go names, or, with dsn,
+// the DSN keys followed by the Go names.
+func (o *Options) rateLimitFieldsSet(dsn bool) []string {
+	var set []string
+	for _, f := range []struct {
+		key, name string
+		set       bool
+	}{
+		{"rate_limit", "RateLimit", o.RateLimit != 0},
+		{"rate_limit_mode", "RateLimitMode", o.RateLimitMode != nil},
+		{"rate_limit_refill_period", "RateLimitRefillPeriod", o.RateLimitRefillPeriod != 0},
+		{"rate_limit_fairness", "RateLimitFairness", o.RateLimitFairness != 0},
+		{"rate_limit_auto_tuned", "RateLimitAutoTuned", o.RateLimitAutoTuned},
+	} {
+		switch {
+		case !f.set:
+		case dsn:
+			set = append(set, f.key+" ("+f.name+")")
+		default:
+			set = append(set, f.name)
+		}
+	}
+	return set
 }

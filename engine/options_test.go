@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func TestOptionsTypedAndDSNFormContradict(t *testing.T) {
 		{Options{RateLimiter: lim, RateLimit: 1 << 20}, []string{"RateLimiter and RateLimit"}},
 		{Options{RateLimiter: lim, RateLimitMode: &mode, RateLimitAutoTuned: true},
 			[]string{"RateLimiter and RateLimitMode, RateLimitAutoTuned"}},
-		{Options{RateLimit: -1}, []string{"rate_limit -1 is negative"}},
+		{Options{RateLimit: -1}, []string{"rate_limit -1 (RateLimit) is not within 1 or more"}},
 	} {
 		err := tc.o.EnsureDefaults().Validate()
 		require.ErrorIs(t, err, ErrInvalidArgument)
@@ -138,4 +139,60 @@ func newTestLimiter(t *testing.T) *ratelimit.Generic {
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
 	return l
+}
+
+// TestOptionsValidateBounds: the DSN's bounds hold for Options set in Go,
+// and each refusal names the DSN key, the Go field, the value and the range;
+// values at the bounds are valid.
+func TestOptionsValidateBounds(t *testing.T) {
+	level, mode := statistics.LevelAll, ratelimit.ModeReads
+	for _, tc := range []struct {
+		o    Options
+		want string // "": valid
+	}{
+		{Options{BlockSize: 64 << 20}, "block_size 64MiB (BlockSize) is not within 256 to 4MiB"},
+		{Options{BlockSize: 4 << 20}, ""},
+		{Options{TargetFileSizeBase: 7 << 60}, "target_file_size_base 7EiB (TargetFileSizeBase) is not within 1KiB to 1TiB"},
+		{Options{BlockRestartInterval: 2147483647}, "block_restart_interval 2147483647 (BlockRestartInterval) is not within 1 to 1048576"},
+		{Options{BlockRestartInterval: 1 << 20}, ""},
+		{Options{MaxWriteBufferNumber: 1000000}, "max_write_buffer_number 1000000 (MaxWriteBufferNumber) is not within 2 to 64"},
+		{Options{MaxWriteBufferNumber: 64}, ""},
+		{Options{MaxBytesForLevelMultiplier: math.Inf(1)}, "max_bytes_for_level_multiplier +Inf (MaxBytesForLevelMultiplier)"},
+		{Options{MaxBytesForLevelMultiplier: math.NaN()}, "max_bytes_for_level_multiplier NaN (MaxBytesForLevelMultiplier)"},
+		{Options{MaxBytesForLevelMultiplier: 0.5}, "max_bytes_for_level_multiplier 0.5 (MaxBytesForLevelMultiplier)"},
+		{Options{MaxBytesForLevelMultiplier: 127.9}, ""},
+		{Options{MaxBytesForLevelMultiplier: 128}, "(MaxBytesForLevelBase, MaxBytesForLevelMultiplier), the target size of L6, overflows int64"},
+		{Options{TargetFileSizeMultiplier: 169}, "(TargetFileSizeBase, TargetFileSizeMultiplier), the target size of L6's tables, overflows int64"},
+		{Options{TargetFileSizeMultiplier: 168}, ""},
+		{Options{WriteBufferSize: 3584<<20 + 1}, "write_buffer_size 3758096385 (WriteBufferSize) is not within 64KiB to 3584MiB"},
+		{Options{WriteBufferSize: 3584 << 20}, ""},
+		{Options{BlockCacheSize: 64<<40 + 1}, "block_cache_size 70368744177665 (BlockCacheSize) is not within 1 to 64TiB"},
+		{Options{BlockCacheSize: -1}, ""},
+		{Options{Level0StopWritesTrigger: 1<<30 + 1}, "level0_stop_writes_trigger 1073741825 (Level0StopWritesTrigger)"},
+		{Options{MetadataBlockSize: 4<<20 + 1}, "metadata_block_size 4194305 (MetadataBlockSize) is not within 256 to 4MiB"},
+		{Options{BloomBitsPerKey: 65}, "bloom_bits_per_key 65 (BloomBitsPerKey) is not within 1 to 64"},
+		{Options{MaxOpenFiles: 7}, "max_open_files 7 (MaxOpenFiles) is not within 8 or more"},
+		{Options{MaxManifestFileSize: 1023}, "max_manifest_file_size 1023 (MaxManifestFileSize) is not within 1KiB or more"},
+		{Options{RateLimit: 1 << 20, RateLimitFairness: 101}, "rate_limit_fairness 101 (RateLimitFairness) is not within 1 to 100"},
+		{Options{RateLimit: 1 << 20, RateLimitRefillPeriod: time.Nanosecond}, "rate_limit_refill_period 1ns (RateLimitRefillPeriod) is not within 1µs to 1h"},
+		{Options{RateLimit: 1 << 20, RateLimitRefillPeriod: 2 * time.Hour}, "rate_limit_refill_period 2h0m0s (RateLimitRefillPeriod)"},
+		{Options{RateLimit: 1 << 20, RateLimitRefillPeriod: time.Hour, RateLimitFairness: 100}, ""},
+		{Options{DisableStatistics: true, StatsLevel: &level}, "statistics=false and stats_level=all (DisableStatistics and StatsLevel) contradict"},
+		{Options{RateLimitMode: &mode}, "rate_limit_mode (RateLimitMode) set without rate_limit (RateLimit)"},
+		{Options{RateLimitMode: &mode, RateLimiter: newTestLimiter(t)}, "RateLimiter and RateLimitMode are both set"},
+	} {
+		err := tc.o.EnsureDefaults().Validate()
+		if tc.want == "" {
+			require.NoError(t, err, "%+v", tc.o)
+			continue
+		}
+		require.ErrorIs(t, err, ErrInvalidArgument, tc.want)
+		require.ErrorContains(t, err, tc.want)
+	}
+	// Every problem in one error.
+	err := (&Options{BlockSize: 64 << 20, MaxWriteBufferNumber: 1000000, MaxBytesForLevelMultiplier: math.Inf(1)}).
+		EnsureDefaults().Validate()
+	for _, w := range []string{"block_size", "max_write_buffer_number", "max_bytes_for_level_multiplier"} {
+		require.ErrorContains(t, err, w)
+	}
 }

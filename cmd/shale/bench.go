@@ -239,7 +239,17 @@ func (b *bench) failed(ctx context.Context, err error) error {
 
 func (b *bench) open(ctx context.Context) error {
 	d := &dsnBuilder{path: b.dir, params: append([]driver.Param(nil), benchDefaults...)}
-	d.set("stats_level", b.cfg.level)
+	// -dsn-params statistics=false creates no statistics, which a
+	// stats_level would contradict (the engine refuses the two together).
+	user := &dsnBuilder{}
+	if err := user.merge(b.cfg.dsnParams); err != nil {
+		return err
+	}
+	if v, ok := user.get("statistics"); !ok {
+		d.set("stats_level", b.cfg.level)
+	} else if on, err := driver.ParseBool(v); err != nil || on {
+		d.set("stats_level", b.cfg.level)
+	}
 	if b.cfg.rateLimit > 0 {
 		// Reads only: the bench limits its reads, not the fill's flushes
 		// and compactions (the engine's default mode charges both).
