@@ -229,8 +229,17 @@ func (d *database) leadLocked(w *writer) ([]*writer, error) {
 		if err != nil {
 			return group, err
 		}
-	} else if !large {
+	} else if !large && len(d.mu.writers) > 1 {
 		size := w.batch.Len()
+		// The group is applied to the memtable w's batch fits
+		// (makeRoomForWriteLocked), one batch after another, once its WAL
+		// record is written: a batch joins only if the memtable has room for
+		// it after the ones before. The first that does not leads the next
+		// group, which switches memtables first. (Each batch fitting on its
+		// own is not enough: the group would overflow the arena after its
+		// record is in the WAL, a failure no write could get past.)
+		room := d.mu.mem.Room()
+		room -= min(room, memtable.ApplyBound(w.batch))
 		for _, next := range d.mu.writers[1:] {
 			// A writer without a batch is a Flush waiting to lead; writers
 			// with a precommit check commit alone, and so do large batches.
@@ -238,6 +247,11 @@ func (d *database) leadLocked(w *writer) ([]*writer, error) {
 				size+next.batch.Len() > maxGroupBytes || d.largeBatch(next.batch) {
 				break
 			}
+			bound := memtable.ApplyBound(next.batch)
+			if bound > room {
+				break
+			}
+			room -= bound
 			size += next.batch.Len()
 			group = d.mu.writers[:len(group)+1]
 		}
