@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -152,4 +154,71 @@ func TestConcurrentBatchesFitMemtable(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestCommitGroupOverflow commits a group too big for the memtable's room
+// directly (commitLocked, bypassing leadLocked's bound), as the bound
+// being wrong would: the batches that do not fit must go to a memtable of
+// their own, queued after the full one with its WAL, and the write must
+// succeed without stopping later writes. Every write survives a crash
+// before and after a flush.
+func TestCommitGroupOverflow(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := smallOptions(fs)
+	db, err := openDatabase("/db", opts)
+	require.NoError(t, err)
+	checkDB(t, db)
+	n := fillMemtable(t, db)
+	batches := groupBatches(4)
+
+	group := make([]*writer, len(batches))
+	for g, b := range batches {
+		group[g] = &writer{batch: &b.b, ctx: ctx}
+	}
+	// No assertion while d.mu is held: a failing one would leave it
+	// locked, and the cleanup's Close waiting for it.
+	head := db.headAloneLocked(ctx)
+	full := db.mu.mem
+	room := full.Room()
+	err = db.commitLocked(group, false)
+	bgErr := db.bgErrorLocked()
+	mem := db.mu.mem
+	db.finishGroupLocked(db.mu.writers[:1], nil)
+	db.mu.Unlock()
+	writerPool.Put(head)
+	require.Less(t, room, 4*memtable.ApplyBound(&batches[0].b), "the group fits: the test tests nothing")
+	require.NoError(t, err)
+	require.Nil(t, bgErr)
+	require.NotSame(t, full, mem, "the overflow switched memtables")
+
+	require.NoError(t, db.Put(ctx, []byte("after"), fillValue))
+	require.NoError(t, db.SyncWAL(ctx))
+	check := func(db *database, what string) {
+		t.Helper()
+		for g := range batches {
+			for i := range 3 {
+				v, err := db.Get(ctx, []byte(fmt.Sprintf("group%d-%d", g, i)))
+				require.NoError(t, err, what)
+				require.Len(t, v, 1000, what)
+			}
+		}
+		for _, k := range append([][]byte{[]byte("after")}, key(0), key(n-1)) {
+			v, err := db.Get(ctx, k)
+			require.NoError(t, err, "%s: %s", what, k)
+			require.Equal(t, fillValue, v, what)
+		}
+	}
+	check(db, "after the overflow")
+	crashed := func(what string) {
+		t.Helper()
+		db2, err := openDatabase("/db", smallOptions(fs.CrashClone()))
+		require.NoError(t, err, what)
+		check(db2, what)
+		require.NoError(t, db2.Check(ctx))
+		require.NoError(t, db2.Close())
+	}
+	crashed("a crash before the flush")
+	require.NoError(t, db.Flush(ctx))
+	crashed("a crash after the flush")
 }
