@@ -18,7 +18,7 @@ import (
 // checked only its own batch against the memtable's room applied the group
 // into an arena too small for it, failed with "memtable: arena full" after
 // writing the group's WAL record, and stopped every write until a reopen
-// (internal/crashtest's TestOpenBugMemtableArenaFull). The group must stop
+// (internal/crashtest's TestConcurrentBatchesSmallMemtable). The group must stop
 // at the batches that fit; the next leader switches memtables first.
 //
 // The queue is held (headAloneLocked, as Flush does) while the writers
