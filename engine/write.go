@@ -200,8 +200,17 @@ func (d *database) leadLocked(w *writer) ([]*writer, error) {
 		if err != nil {
 			return group, err
 		}
-	} else if !large {
+	} else if !large && len(d.mu.writers) > 1 {
 		size := w.batch.Len()
+		// The group is applied to the memtable w's batch fits
+		// (makeRoomForWriteLocked), one batch after another, once its WAL
+		// record is written: a batch joins only if the memtable has room for
+		// it after the ones before. The first that does not leads the next
+		// group, which switches memtables first. (Each batch fitting on its
+		// own is not enough: the group would overflow the arena after its
+		// record is in the WAL, a failure no write could get past.)
+		room := d.mu.mem.Room()
+		room -= min(room, memtable.ApplyBound(w.batch))
 		for _, next := range d.mu.writers[1:] {
 			// A writer without a batch is a Flush waiting to lead; writers
 			// with a precommit check commit alone, and so do large batches.
@@ -209,10 +218,23 @@ func (d *database) leadLocked(w *writer) ([]*writer, error) {
 				size+next.batch.Len() > maxGroupBytes || d.largeBatch(next.batch) {
 				break
 			}
+			bound := memtable.ApplyBound(next.batch)
+			if bound > room {
+				break
+			}
+			room -= bound
 			size += next.batch.Len()
 			group = d.mu.writers[:len(group)+1]
 		}
 	}
+	return group, d.commitLocked(group, large)
+}
+
+// commitLocked commits the group the queue head formed (leadLocked) and makes
+// it visible: sequence numbers, the WAL record, the memtable. d.mu is held
+// on entry and exit but released for IO.
+func (d *database) commitLocked(group []*writer, large bool) error {
+	w := group[0]
 	var count uint32
 	syncWAL := false
 	for _, g := range group {
@@ -220,7 +242,7 @@ func (d *database) leadLocked(w *writer) ([]*writer, error) {
 		syncWAL = syncWAL || g.sync
 	}
 	if count == 0 {
-		return group, nil
+		return nil
 	}
 	first := d.mu.lastSeq + 1
 	d.mu.lastSeq += base.SeqNum(count)
@@ -238,18 +260,24 @@ func (d *database) leadLocked(w *writer) ([]*writer, error) {
 	if err == nil && lm != nil {
 		err = d.rotateMemtableLocked(nil, lm)
 	}
+	if err != nil && !inWAL {
+		var over *groupOverflow
+		if errors.As(err, &over) {
+			err = d.overflowLocked(over.rest, over.seq, mem)
+		}
+	}
 	if err != nil {
 		if inWAL {
 			// Nothing of the group was applied; the WAL may end in a torn
 			// record.
-			return group, d.walFailedLocked(err)
+			return d.walFailedLocked(err)
 		}
 		// The WAL holds a record the memtable lacks part of: no further
 		// write is safe until a reopen replays the WAL.
-		return group, d.setBackgroundErrorLocked(reasonMemtable, err)
+		return d.setBackgroundErrorLocked(reasonMemtable, err)
 	}
 	d.visibleSeq.Store(uint64(d.mu.lastSeq))
-	return group, nil
+	return nil
 }
 
 // largeBatch reports whether b is committed as a memtable of its own
@@ -388,15 +416,71 @@ func (d *database) logGroup(group []*writer, first base.SeqNum, syncWAL bool) er
 }
 
 // applyGroup applies the group's batches to mem, the first at sequence
-// number first.
+// number first. A batch that finds no room in mem returns a *groupOverflow
+// with it and the batches after it, none of them applied (Apply reserves a
+// batch's room before it inserts anything).
 func (d *database) applyGroup(group []*writer, first base.SeqNum, mem *memTable) error {
 	seq := first
-	for _, g := range group {
+	for i, g := range group {
 		if err := mem.Apply(g.batch, seq); err != nil {
+			if errors.Is(err, memtable.ErrArenaFull) {
+				return &groupOverflow{rest: group[i:], seq: seq}
+			}
 			return errors.Wrap(err, "engine: applying a batch to the memtable")
 		}
 		seq += base.SeqNum(g.batch.Count())
 		d.stats.RecordTick(statistics.NumberKeysWritten, uint64(g.batch.Count()))
+	}
+	return nil
+}
+
+// groupOverflow is applyGroup's error when a commit group's batches did not
+// all fit the memtable: rest are the ones not applied, the first at
+// sequence number seq.
+type groupOverflow struct {
+	rest []*writer
+	seq  base.SeqNum
+}
+
+func (e *groupOverflow) Error() string {
+	return "engine: applying a batch to the memtable: " + memtable.ErrArenaFull.Error()
+}
+
+func (e *groupOverflow) Unwrap() error { return memtable.ErrArenaFull }
+
+// overflowLocked applies rest, the batches of a commit group that found no
+// room in mem (applyGroup), the first at sequence number seq, to a memtable
+// of their own, and switches memtables with it as a large batch's
+// (commitLarge): it is queued after mem, now immutable, with mem's WAL,
+// which holds their records, and flushing mem keeps that WAL for it
+// (applyFlush). The group was bounded by mem's room (leadLocked), so this
+// runs only if that bound is wrong; it is here so that, even then, the
+// writes succeed at the cost of a memtable switch rather than stop every
+// later write until a reopen, as a failed insert must. The caller is the
+// queue head, holding d.mu (released for the switch's IO).
+func (d *database) overflowLocked(rest []*writer, seq base.SeqNum, mem *memTable) error {
+	standard := d.standardArenaSize()
+	need := 0
+	for _, g := range rest {
+		// Each counts the memtable's fixed overhead once more: a little
+		// headroom.
+		need += memtable.ArenaSizeFor(g.batch)
+	}
+	size := max(standard, need)
+	m := &memTable{MemTable: d.arenas.get(size), logNum: mem.logNum, free: &d.arenas, oversized: size > standard}
+	m.refs.Store(1)
+	for _, g := range rest {
+		if err := m.Apply(g.batch, seq); err != nil {
+			m.unref()
+			return errors.Wrap(err, "engine: applying a batch to an overflow memtable")
+		}
+		seq += base.SeqNum(g.batch.Count())
+		d.stats.RecordTick(statistics.NumberKeysWritten, uint64(g.batch.Count()))
+	}
+	if err := d.rotateMemtableLocked(nil, m); err != nil {
+		// A switch with a memtable to queue fails only before queuing it.
+		m.unref()
+		return err
 	}
 	return nil
 }

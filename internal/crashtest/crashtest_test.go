@@ -19,6 +19,7 @@ var (
 	flagRounds = flag.Int("rounds", 0, "crash rounds TestCrash runs (0: 10, 4 with -short)")
 	flagKeys   = flag.Int("keys", 1000, "keyspace size")
 	flagSeed   = flag.Uint64("seed", 0, "seed (0: from the clock, logged)")
+	flagLarge  = flag.Bool("large", true, "TestCrash's workload has values of kilobytes and batches of hundreds of writes")
 )
 
 // TestCrashChild is the child's body; it is skipped unless TestCrash
@@ -64,6 +65,7 @@ func TestCrash(t *testing.T) {
 				Writers: 3,
 				Faults:  true,
 				Sync:    syncAll,
+				Large:   *flagLarge,
 				MinOps:  100,
 				MaxOps:  5000,
 				Command: func(env string) *exec.Cmd {
@@ -82,25 +84,24 @@ func TestCrash(t *testing.T) {
 	}
 }
 
-var flagOpenBugs = flag.Bool("open-bugs", false, "run the reproductions of open engine bugs")
-
-// TestOpenBugMemtableArenaFull reproduces an engine bug the crash test
-// found (run it with -open-bugs): with a 64 KiB memtable, four goroutines
-// writing batches of up to ten values of up to 1,200 bytes (at most about
-// 12 KiB, far below half the memtable) make a Write fail, with no fault
-// injected, with "engine: background memtable insert failed: writes are
-// stopped until the database is reopened: engine: applying a batch to the
+// TestConcurrentBatchesSmallMemtable is the reproduction of an engine bug
+// the crash test found: with a 64 KiB memtable, four goroutines writing
+// batches of up to ten values of up to 1,200 bytes (at most about 12 KiB,
+// far below half the memtable) made a Write fail, with no fault injected,
+// with "engine: background memtable insert failed: writes are stopped
+// until the database is reopened: engine: applying a batch to the
 // memtable: memtable: arena full", within a few dozen writes per
-// goroutine. One goroutine writing the same batches never fails: the
-// batches a commit group applies together seem to be checked against the
-// memtable's room one at a time. Every later write fails until a reopen.
-func TestOpenBugMemtableArenaFull(t *testing.T) {
-	if !*flagOpenBugs {
-		t.Skip("an open engine bug; run with -open-bugs")
-	}
+// goroutine, and every later write until a reopen. Only a commit group's
+// first batch was checked against the memtable's room; the whole group now
+// is (engine's TestCommitGroupFitsMemtable).
+func TestConcurrentBatchesSmallMemtable(t *testing.T) {
 	db, err := driver.Open("shale", t.TempDir()+"?write_buffer_size=64KiB")
 	require.NoError(t, err)
 	defer db.Close()
+	writes := 3000
+	if testing.Short() {
+		writes = 500
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for g := range 4 {
@@ -108,7 +109,7 @@ func TestOpenBugMemtableArenaFull(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			for i := range 3000 {
+			for i := range writes {
 				var b driver.Batch
 				n := 1 + rng.IntN(10)
 				for range n {

@@ -40,7 +40,6 @@
 //
 // which prints, at the end, the operations, crashes, faults injected,
 // keys verified and the writes lost (synced writes lost and wrong values
-// must be 0). Its -large flag adds values of kilobytes and batches of
-// hundreds of writes, which currently hit an open engine bug
-// (TestOpenBugMemtableArenaFull, run with -open-bugs).
+// must be 0). TestCrash and shalecrash add values of kilobytes and batches
+// of hundreds of writes to the workload unless run with -large=false.
 package crashtest

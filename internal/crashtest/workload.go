@@ -35,10 +35,11 @@ type ChildConfig struct {
 	Writers   int  // goroutines writing (and half as many reading)
 	Faults    bool // inject filesystem faults in windows
 	Sync      bool // open the database with Sync: every write synced
-	// Large adds values of kilobytes and batches of hundreds of writes. With
-	// several writers these make the engine fail a write with "memtable:
-	// arena full" and stop writing until a reopen (an open bug: see
-	// TestOpenBugMemtableArenaFull), so the suite runs without them.
+	// Large adds values of kilobytes and batches of hundreds of writes
+	// (TestCrash and shalecrash have them unless -large=false). With
+	// several writers these used to make the engine fail a write with
+	// "memtable: arena full" and stop writing until a reopen (see
+	// TestConcurrentBatchesSmallMemtable).
 	Large bool
 }
 

@@ -382,10 +382,25 @@ func checkSeqRange(seq base.SeqNum, n uint32) error {
 // success when nothing else writes meanwhile; it is cheap, O(1), for deciding
 // to rotate before applying. A memtable made from a batch fits nothing.
 func (m *MemTable) Fits(b *batch.Batch) bool {
+	return m.bm == nil && ApplyBound(b) <= m.Room()
+}
+
+// Room returns the arena bytes Apply can still reserve: when nothing else
+// writes meanwhile, batches whose ApplyBounds sum to at most Room can all be
+// applied, one after another (every reservation is a multiple of the
+// alignment, so none pads the next). A writer applying several batches
+// checks their sum against it, since Fits checks one batch against the room
+// the batches before it left. It is 0 for a memtable made from a batch.
+func (m *MemTable) Room() uint64 {
 	if m.bm != nil {
-		return false
+		return 0
 	}
-	return alignUp(m.arena.used.Load())+applyBound(b) <= uint64(len(m.arena.buf)-towerSlack)
+	limit := uint64(len(m.arena.buf) - towerSlack)
+	used := alignUp(m.arena.used.Load())
+	if used >= limit {
+		return 0
+	}
+	return limit - used
 }
 
 // ArenaSizeFor returns an arena size that is sure to hold b: New(n) with
@@ -395,7 +410,7 @@ func (m *MemTable) Fits(b *batch.Batch) bool {
 // memtable that must take an oversized batch with it rather than with
 // b.Len().
 func ArenaSizeFor(b *batch.Batch) int {
-	return int(applyBound(b)) + minArenaSize
+	return int(ApplyBound(b)) + minArenaSize
 }
 
 // FitsAny reports whether some memtable can hold b: a batch whose
@@ -403,18 +418,19 @@ func ArenaSizeFor(b *batch.Batch) int {
 // 32 bits) fits none, and a writer must refuse it rather than rotate
 // memtables forever.
 func FitsAny(b *batch.Batch) bool {
-	return fitsArena(applyBound(b))
+	return fitsArena(ApplyBound(b))
 }
 
 func fitsArena(bound uint64) bool {
 	return bound+uint64(minArenaSize+towerSlack) <= maxArenaSize
 }
 
-// applyBound bounds the arena bytes Apply(b) allocates: each record's entry
+// ApplyBound bounds the arena bytes Apply(b) allocates: each record's entry
 // is at most a full-height node, its key and value, and alignment padding,
 // and the keys and values take at most the encoding's bytes after the
-// header.
-func applyBound(b *batch.Batch) uint64 {
+// header. It is O(1); compare it, or the sum of several batches', with
+// Room.
+func ApplyBound(b *batch.Batch) uint64 {
 	return uint64(b.Count())*uint64(maxNodeSize+nodeAlign-1) + uint64(b.Len()-batch.HeaderLen)
 }
 

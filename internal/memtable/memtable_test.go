@@ -622,3 +622,49 @@ func TestFitsAny(t *testing.T) {
 	require.False(t, fitsArena(limit+1))
 	require.False(t, fitsArena(1<<33))
 }
+
+// TestRoom checks the promise the engine's commit groups rely on: batches
+// whose ApplyBounds sum to at most Room are all applied, one after another,
+// and Room shrinks by at most each one's bound. A memtable made from a
+// batch has no room.
+func TestRoom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 50 {
+		m := New(8<<10 + rng.IntN(64<<10))
+		seq := base.SeqNum(1)
+		for {
+			room := m.Room()
+			var group []*batch.Batch
+			var sum uint64
+			for {
+				b := batch.New()
+				for range 1 + rng.IntN(10) {
+					b.Set(fmt.Appendf(nil, "k%05d", rng.IntN(10000)), make([]byte, rng.IntN(1200)))
+				}
+				if sum+ApplyBound(b) > room {
+					break
+				}
+				sum += ApplyBound(b)
+				group = append(group, b)
+			}
+			if len(group) == 0 {
+				break
+			}
+			for _, b := range group {
+				before := m.Room()
+				require.NoError(t, m.Apply(b, seq), "a group within Room")
+				require.GreaterOrEqual(t, m.Room()+ApplyBound(b), before)
+				seq += base.SeqNum(b.Count())
+			}
+			require.GreaterOrEqual(t, m.Room()+sum, room)
+		}
+		// The last batch drawn, of at most ten records, did not fit.
+		require.Less(t, m.Room(), uint64(10*(maxNodeSize+nodeAlign+1200+16)), "the memtable is nearly full")
+	}
+	b := batch.New()
+	b.Set([]byte("k"), []byte("v"))
+	bm, err := NewFromBatch(b, 1)
+	require.NoError(t, err)
+	require.Zero(t, bm.Room())
+	require.False(t, bm.Fits(batch.New()))
+}

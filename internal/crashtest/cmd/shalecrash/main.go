@@ -43,7 +43,7 @@ func main() {
 		writers  = flag.Int("writers", 4, "writer goroutines in the child (half as many readers)")
 		faults   = flag.Bool("faults", true, "inject filesystem faults (short writes, ENOSPC, failed syncs, creates and renames) in every other round")
 		sync     = flag.Bool("sync", false, "open the database with sync=true (every write synced)")
-		large    = flag.Bool("large", false, "add values of kilobytes and batches of hundreds of writes (these hit the open \"memtable: arena full\" bug)")
+		large    = flag.Bool("large", true, "add values of kilobytes and batches of hundreds of writes")
 		minOps   = flag.Int("min-ops", 500, "kill a child after at least this many operations")
 		maxOps   = flag.Int("max-ops", 50000, "and at most this many")
 		verbose  = flag.Bool("v", false, "print a line per round")
