@@ -25,9 +25,11 @@
 // namespace is a prefix of the other. The parameters ([DSNKeys] lists them
 // with their defaults):
 //
-//   - dial_timeout (5s): bounds the connect, which authenticates when
-//     username is set. The connect makes no other RPC: a cluster that is
-//     down when the DB connects fails the calls, not the DB.
+//   - dial_timeout (5s): bounds the connect, which asks a member for its
+//     status (and authenticates first when username is set): the DB's
+//     first call, Ping being the one to make, fails with an error matching
+//     [ErrUnavailable] naming the endpoints when no member answers, at once
+//     when they all refuse the connection, and the next call tries again.
 //   - request_timeout (10s): bounds each RPC, within the caller's context
 //     and the read's ReadOptions deadline or IO timeout; 0 leaves RPCs to
 //     those.

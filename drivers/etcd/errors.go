@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/shaledb/shale/driver"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -136,4 +137,20 @@ func grpcCode(err error) codes.Code {
 		return s.Code()
 	}
 	return codes.Unknown
+}
+
+// dialCause returns the message of err, a failed connection's error, without
+// gRPC's wrapping: "dial tcp 127.0.0.1:2379: connect: connection refused"
+// rather than `rpc error: code = Unavailable desc = connection error: desc =
+// "transport: Error while dialing: dial tcp ...`.
+func dialCause(err error) string {
+	msg := err.Error()
+	if s, ok := status.FromError(err); ok {
+		msg = s.Message()
+	}
+	const dialing = "Error while dialing: "
+	if i := strings.Index(msg, dialing); i >= 0 {
+		msg = strings.TrimSuffix(msg[i+len(dialing):], `"`)
+	}
+	return msg
 }
