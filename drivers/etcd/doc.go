@@ -147,8 +147,10 @@
 // than max_txn_ops cannot commit (etcd compares them in one Txn); it fails
 // with ErrInvalidArgument. A Commit, or
 // a write, whose outcome is unknown — it timed out, its context was
-// cancelled, or the connection was lost after it was sent — fails with an
-// error matching [ErrOutcomeUnknown], never as a success.
+// cancelled, or the connection was lost after it was sent to a member —
+// fails with an error matching [ErrOutcomeUnknown], never as a success. One
+// that never reached a member (no attempt of it got a connection) says "not
+// applied" and does not match ErrOutcomeUnknown.
 //
 // Flush does nothing: a write that returned was committed by a quorum.
 //
@@ -179,7 +181,11 @@
 // once with an error matching ErrUnavailable; a write refused that way was
 // not applied. Without it, reads and writes wait for a leader until their
 // deadline. A stopped member is skipped: the client sends RPCs to the
-// others. Every call's context reaches its RPCs, and a read's ReadOptions
+// others. When the client has a connection to no member (every endpoint
+// refuses, or none connected within dial_timeout), a call fails at once
+// with an error matching ErrUnavailable instead of waiting for one until
+// request_timeout; a write so failed was not applied. The client tries a
+// member that failed again after 100 ms, backing off to 2 s. Every call's context reaches its RPCs, and a read's ReadOptions
 // deadline bounds them as well.
 //
 // # Statistics and rate limiting

@@ -226,13 +226,12 @@ func newClient(cfg *Config) (*clientv3.Client, error) {
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(connectParams(cfg.DialTimeout))},
 	}
-	if cfg.RequireLeader {
-		// A member without a leader answers at once; the client's retries
-		// of that answer (100 by default, 25 ms apart) would turn "fail
-		// fast" into a wait of seconds. Three attempts still move a
-		// request off a member that just stopped.
-		cc.MaxUnaryRetries = 3
-	}
+	// A member without a leader (with require_leader), and a client with
+	// no connection, answer at once; the client's retries of a read so
+	// answered (100 by default, 25 ms apart) would turn "fail fast" into a
+	// wait of seconds. Three attempts still move a read off a member that
+	// just stopped.
+	cc.MaxUnaryRetries = 3
 	if cfg.PasswordFile != "" {
 		pw, err := os.ReadFile(cfg.PasswordFile)
 		if err != nil {

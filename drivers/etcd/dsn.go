@@ -22,8 +22,9 @@ type Config struct {
 	// zero byte, so no namespace's keys are a prefix of another's.
 	Namespace string
 
-	// DialTimeout bounds the connect: a member answering, and
-	// authentication when Username is set.
+	// DialTimeout bounds the connect (a member answering, and
+	// authentication when Username is set) and each attempt of the client
+	// to connect to a member.
 	DialTimeout time.Duration
 	// RequestTimeout bounds each RPC, within the caller's context and the
 	// read's deadline; 0 leaves them alone.

@@ -223,3 +223,54 @@ func TestConnectAfterClusterReturns(t *testing.T) {
 		t.Fatalf("Put once connected: %v", err)
 	}
 }
+
+// TestCallsWithNoMemberReachable stops every member of a connected DB's
+// cluster: each call then fails at once (request_timeout is long here) with
+// an error matching ErrUnavailable, and a write says it was not applied
+// rather than of unknown outcome: it never left the client.
+func TestCallsWithNoMemberReachable(t *testing.T) {
+	c := privateCluster(t)
+	db := openDSN(t, c.dsn(t, "dial_timeout=1s&request_timeout=1m"))
+	for _, k := range []string{"a", "b", "c"} {
+		if err := db.Put(bg, []byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.BeginTx(bg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reading b first leaves Commit one RPC, the Txn.
+	if _, err := tx.Get(bg, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Put(bg, []byte("b"), []byte("tx")); err != nil {
+		t.Fatal(err)
+	}
+	c.stop()
+	start := time.Now()
+	err = tx.Commit()
+	took := time.Since(start)
+	t.Logf("Commit with every member stopped: %v after %v", err, took)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) ||
+		!strings.Contains(err.Error(), "not applied") || took > 20*time.Second {
+		t.Errorf("Commit with every member stopped = %v after %v; want ErrUnavailable, not applied, at once", err, took)
+	}
+	for _, dc := range dbCalls {
+		start := time.Now()
+		err := dc.call(bg, db)
+		took := time.Since(start)
+		t.Logf("%s with every member stopped: %v after %v", dc.name, err, took)
+		switch {
+		case !errors.Is(err, ErrUnavailable):
+			t.Errorf("%s with every member stopped = %v; want ErrUnavailable", dc.name, err)
+		case took > 20*time.Second:
+			t.Errorf("%s with every member stopped took %v; want it to fail at once, not at request_timeout=1m",
+				dc.name, took)
+		case dc.write && dc.name != "Commit" &&
+			(errors.Is(err, ErrOutcomeUnknown) || !strings.Contains(err.Error(), "not applied")):
+			t.Errorf("%s with every member stopped = %v; want it reported as not applied, of known outcome",
+				dc.name, err)
+		}
+	}
+}
