@@ -16,6 +16,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/peer"
 )
 
 // conn is a DB's connection: one namespace of one cluster, through a client
@@ -70,7 +72,12 @@ func newConn(cfg *Config, client *clientv3.Client, stats *statistics.Statistics,
 		client: client,
 		kv:     clientv3.RetryKVClient(client),
 		callOpts: []grpc.CallOption{
-			grpc.WaitForReady(true),
+			// Fail at once, rather than wait for request_timeout, when
+			// no member has a connection: every endpoint refused, or
+			// none connected within dial_timeout (the client's
+			// MinConnectTimeout). A write that fails so reached no
+			// member, and is reported as not applied.
+			grpc.WaitForReady(false),
 			grpc.MaxCallSendMsgSize(int(min(cfg.MaxRequestBytes+grpcOverheadBytes, math.MaxInt32))),
 			grpc.MaxCallRecvMsgSize(math.MaxInt32),
 		},
@@ -134,7 +141,7 @@ func (c *conn) readRange(ctx context.Context, req ioctx.ReadRequest, op string, 
 	resp, err := c.kv.Range(rctx, r, c.callOpts...)
 	sw.Stop()
 	if err != nil {
-		return nil, rpcError(ctx, rctx, op, err, false)
+		return nil, rpcError(ctx, rctx, op, err, readRPC)
 	}
 	c.pins.observe(resp.GetHeader().GetRevision())
 	if err := c.chargeResponse(ctx, req, op, resp); err != nil {
@@ -151,7 +158,7 @@ func (c *conn) readTxn(ctx context.Context, req ioctx.ReadRequest, op string, r 
 	resp, err := c.kv.Txn(rctx, r, c.callOpts...)
 	sw.Stop()
 	if err != nil {
-		return nil, rpcError(ctx, rctx, op, err, false)
+		return nil, rpcError(ctx, rctx, op, err, readRPC)
 	}
 	c.pins.observe(resp.GetHeader().GetRevision())
 	if err := c.chargeResponse(ctx, req, op, resp); err != nil {
@@ -347,16 +354,28 @@ func (c *conn) chunkEnd(keys [][]byte, start int) int {
 	return end
 }
 
-// write runs one write RPC and records its statistics: keys written and
-// their bytes.
-func (c *conn) write(ctx context.Context, op string, keys, bytes int, rpc func(ctx context.Context) error) error {
+// write runs one write RPC, which must pass opts to the call, and records
+// its statistics: keys written and their bytes. opts hold the connection's
+// call options and a grpc.Peer, which gRPC fills in once an attempt of the
+// RPC has a connection to a member: a failed write whose peer is still
+// empty never left the client, and is reported as not applied.
+func (c *conn) write(ctx context.Context, op string, keys, bytes int,
+	rpc func(ctx context.Context, opts []grpc.CallOption) error) error {
 	sw := c.stats.StartStopWatch(statistics.DBWrite, statistics.HistogramNone)
 	rctx, cancel := c.rpcContext(ctx, 0, time.Time{})
 	defer cancel()
-	err := rpc(rctx)
+	var p peer.Peer
+	err := rpc(rctx, append(c.callOpts[:len(c.callOpts):len(c.callOpts)], grpc.Peer(&p)))
 	sw.Stop()
 	if err != nil {
-		return rpcError(ctx, rctx, op, err, true)
+		kind := sentWrite
+		if p.Addr == nil {
+			kind = unsentWrite
+			if c.client.ActiveConnection().GetState() != connectivity.Ready {
+				kind = unreachableWrite
+			}
+		}
+		return rpcError(ctx, rctx, op, err, kind)
 	}
 	c.stats.RecordTick(statistics.NumberKeysWritten, uint64(keys))
 	c.stats.RecordTick(statistics.BytesWritten, uint64(bytes))
@@ -385,8 +404,8 @@ func (c *conn) Put(ctx context.Context, wo ioctx.WriteOptions, key, value []byte
 	if err := c.checkSize("Put", r); err != nil {
 		return err
 	}
-	return c.write(ctx, "Put", 1, len(key)+len(value), func(ctx context.Context) error {
-		resp, err := c.kv.Put(ctx, r, c.callOpts...)
+	return c.write(ctx, "Put", 1, len(key)+len(value), func(ctx context.Context, opts []grpc.CallOption) error {
+		resp, err := c.kv.Put(ctx, r, opts...)
 		if err == nil {
 			c.pins.observe(resp.GetHeader().GetRevision())
 		}
@@ -400,8 +419,8 @@ func (c *conn) Delete(ctx context.Context, wo ioctx.WriteOptions, key []byte) er
 		return err
 	}
 	r := &pb.DeleteRangeRequest{Key: c.key(key)}
-	return c.write(ctx, "Delete", 1, len(key), func(ctx context.Context) error {
-		resp, err := c.kv.DeleteRange(ctx, r, c.callOpts...)
+	return c.write(ctx, "Delete", 1, len(key), func(ctx context.Context, opts []grpc.CallOption) error {
+		resp, err := c.kv.DeleteRange(ctx, r, opts...)
 		if err == nil {
 			c.pins.observe(resp.GetHeader().GetRevision())
 		}
@@ -438,8 +457,8 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, b *driver.Batch
 	if err := c.checkSize("Write", r); err != nil {
 		return err
 	}
-	return c.write(ctx, "Write", len(txnOps), n, func(ctx context.Context) error {
-		resp, err := c.kv.Txn(ctx, r, c.callOpts...)
+	return c.write(ctx, "Write", len(txnOps), n, func(ctx context.Context, opts []grpc.CallOption) error {
+		resp, err := c.kv.Txn(ctx, r, opts...)
 		if err == nil {
 			c.pins.observe(resp.GetHeader().GetRevision())
 		}
@@ -494,7 +513,7 @@ func (c *conn) Compact(ctx context.Context, _, _ []byte) error {
 	defer cancel()
 	_, err = c.kv.Compact(rctx, &pb.CompactionRequest{Revision: target, Physical: true}, c.callOpts...)
 	if err != nil {
-		err = rpcError(ctx, rctx, fmt.Sprintf("Compact to revision %d", target), err, false)
+		err = rpcError(ctx, rctx, fmt.Sprintf("Compact to revision %d", target), err, readRPC)
 		if errors.Is(err, ErrSnapshotCompacted) {
 			return nil // someone compacted as far already
 		}

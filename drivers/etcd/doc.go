@@ -25,9 +25,11 @@
 // namespace is a prefix of the other. The parameters ([DSNKeys] lists them
 // with their defaults):
 //
-//   - dial_timeout (5s): bounds the connect, which authenticates when
-//     username is set. The connect makes no other RPC: a cluster that is
-//     down when the DB connects fails the calls, not the DB.
+//   - dial_timeout (5s): bounds the connect, which asks a member for its
+//     status (and authenticates first when username is set): the DB's
+//     first call, Ping being the one to make, fails with an error matching
+//     [ErrUnavailable] naming the endpoints when no member answers, at once
+//     when they all refuse the connection, and the next call tries again.
 //   - request_timeout (10s): bounds each RPC, within the caller's context
 //     and the read's ReadOptions deadline or IO timeout; 0 leaves RPCs to
 //     those.
@@ -145,8 +147,10 @@
 // than max_txn_ops cannot commit (etcd compares them in one Txn); it fails
 // with ErrInvalidArgument. A Commit, or
 // a write, whose outcome is unknown — it timed out, its context was
-// cancelled, or the connection was lost after it was sent — fails with an
-// error matching [ErrOutcomeUnknown], never as a success.
+// cancelled, or the connection was lost after it was sent to a member —
+// fails with an error matching [ErrOutcomeUnknown], never as a success. One
+// that never reached a member (no attempt of it got a connection) says "not
+// applied" and does not match ErrOutcomeUnknown.
 //
 // Flush does nothing: a write that returned was committed by a quorum.
 //
@@ -177,7 +181,11 @@
 // once with an error matching ErrUnavailable; a write refused that way was
 // not applied. Without it, reads and writes wait for a leader until their
 // deadline. A stopped member is skipped: the client sends RPCs to the
-// others. Every call's context reaches its RPCs, and a read's ReadOptions
+// others. When the client has a connection to no member (every endpoint
+// refuses, or none connected within dial_timeout), a call fails at once
+// with an error matching ErrUnavailable instead of waiting for one until
+// request_timeout; a write so failed was not applied. The client tries a
+// member that failed again after 100 ms, backing off to 2 s. Every call's context reaches its RPCs, and a read's ReadOptions
 // deadline bounds them as well.
 //
 // # Statistics and rate limiting

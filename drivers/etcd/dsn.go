@@ -22,8 +22,9 @@ type Config struct {
 	// zero byte, so no namespace's keys are a prefix of another's.
 	Namespace string
 
-	// DialTimeout bounds the connect: authentication, when Username is
-	// set.
+	// DialTimeout bounds the connect (a member answering, and
+	// authentication when Username is set) and each attempt of the client
+	// to connect to a member.
 	DialTimeout time.Duration
 	// RequestTimeout bounds each RPC, within the caller's context and the
 	// read's deadline; 0 leaves them alone.
@@ -156,7 +157,7 @@ func boolKey(name, doc string, field func(c *Config) *bool, inverted bool) dsnKe
 
 // dsnKeys is the DSN's parameter table, in documentation order.
 var dsnKeys = []dsnKey{
-	durationKey("dial_timeout", "bound on the connect (authentication, with username)",
+	durationKey("dial_timeout", "bound on the connect (a member answering; authentication, with username)",
 		func(c *Config) *time.Duration { return &c.DialTimeout }, false),
 	durationKey("request_timeout", "bound on each RPC; 0 leaves it to the caller's context",
 		func(c *Config) *time.Duration { return &c.RequestTimeout }, true),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/shaledb/shale/driver"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -63,21 +64,45 @@ func newError(msg string, cause error, classes ...error) error {
 
 func invalidArgument(msg string) error { return newError(msg, nil, driver.ErrInvalidArgument) }
 
+// rpcKind says what a failed RPC may have done to the database.
+type rpcKind uint8
+
+const (
+	// readRPC changes nothing.
+	readRPC rpcKind = iota
+	// unsentWrite is a write that reached no member: no attempt of it got
+	// a connection, so it cannot have been applied.
+	unsentWrite
+	// unreachableWrite is an unsentWrite made while the client had a
+	// connection to no member.
+	unreachableWrite
+	// sentWrite is a write that a member may have received.
+	sentWrite
+)
+
 // rpcError translates the error of an RPC made with rctx, a context derived
 // from the caller's ctx by rpcContext, into one of the driver's classes. op
-// names the call for the message ("Get", "Commit"). write says the RPC may
-// have changed the database: then any failure that does not prove the
-// request was refused also matches ErrOutcomeUnknown.
-func rpcError(ctx, rctx context.Context, op string, err error, write bool) error {
+// names the call for the message ("Get", "Commit"). A sentWrite whose
+// failure does not prove the request was refused also matches
+// ErrOutcomeUnknown; an unsent one says it was not applied and, when no
+// member was reachable, matches ErrUnavailable.
+func rpcError(ctx, rctx context.Context, op string, err error, kind rpcKind) error {
 	err = clientv3.ContextError(rctx, err)
 	msg := "etcd: " + op
 	var classes []error
-	unknown := write
+	unknown := kind == sentWrite
+	unsent := kind == unsentWrite || kind == unreachableWrite
 	switch {
 	case ctx.Err() != nil:
 		// The caller's context: keep its error as the cause, so
 		// errors.Is(err, ctx.Err()) holds.
 		err = ctx.Err()
+	case kind == unreachableWrite && (rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)):
+		// The request's own deadline came while no member could be
+		// reached (every connection down, or being made).
+		err = driver.TimeoutError("no connection to any member before the request's deadline " +
+			"(request_timeout; dial_timeout bounds each connection attempt)")
+		classes = append(classes, ErrUnavailable)
 	case rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		// The request's own deadline (request_timeout, the IO timeout or
 		// the ReadOptions deadline): a timeout, matching
@@ -109,6 +134,11 @@ func rpcError(ctx, rctx context.Context, op string, err error, write bool) error
 		switch code := grpcCode(err); code {
 		case codes.Unavailable:
 			classes = append(classes, ErrUnavailable)
+			if !unknown {
+				// A connection that failed: say why, without gRPC's
+				// wrapping.
+				err = &classError{msg: dialCause(err), cause: err}
+			}
 		case codes.InvalidArgument:
 			classes = append(classes, driver.ErrInvalidArgument)
 			unknown = false
@@ -116,11 +146,18 @@ func rpcError(ctx, rctx context.Context, op string, err error, write bool) error
 			codes.ResourceExhausted, codes.OutOfRange:
 			// Refused before it was applied.
 			unknown = false
+		default:
+			if kind == unreachableWrite {
+				classes = append(classes, ErrUnavailable)
+			}
 		}
 	}
-	if unknown {
+	switch {
+	case unknown:
 		msg += " (outcome unknown: the cluster may or may not have applied it)"
 		classes = append(classes, ErrOutcomeUnknown)
+	case unsent:
+		msg += " (not applied: it reached no member)"
 	}
 	return newError(msg, err, classes...)
 }
@@ -136,4 +173,20 @@ func grpcCode(err error) codes.Code {
 		return s.Code()
 	}
 	return codes.Unknown
+}
+
+// dialCause returns the message of err, a failed connection's error, without
+// gRPC's wrapping: "dial tcp 127.0.0.1:2379: connect: connection refused"
+// rather than `rpc error: code = Unavailable desc = connection error: desc =
+// "transport: Error while dialing: dial tcp ...`.
+func dialCause(err error) string {
+	msg := err.Error()
+	if s, ok := status.FromError(err); ok {
+		msg = s.Message()
+	}
+	const dialing = "Error while dialing: "
+	if i := strings.Index(msg, dialing); i >= 0 {
+		msg = strings.TrimSuffix(msg[i+len(dialing):], `"`)
+	}
+	return msg
 }

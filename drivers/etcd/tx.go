@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shale/statistics"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/grpc"
 )
 
 // tx is a transaction: reads at the revision of BeginTx, merged with its
@@ -288,9 +289,9 @@ func (t *tx) Commit() error {
 		return err
 	}
 	var resp *pb.TxnResponse
-	err := t.c.write(ctx, "Commit", len(r.Success), n, func(ctx context.Context) error {
+	err := t.c.write(ctx, "Commit", len(r.Success), n, func(ctx context.Context, opts []grpc.CallOption) error {
 		var err error
-		resp, err = t.c.kv.Txn(ctx, r, t.c.callOpts...)
+		resp, err = t.c.kv.Txn(ctx, r, opts...)
 		if err == nil {
 			t.c.pins.observe(resp.GetHeader().GetRevision())
 		}

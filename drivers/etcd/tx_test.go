@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -136,10 +137,13 @@ func TestTxTooManyKeys(t *testing.T) {
 	}
 }
 
-// TestCommitTimeoutIsUnknown checks that a Commit that times out is reported
-// as of unknown outcome (and as a timeout), never as a success or a
-// conflict.
-func TestCommitTimeoutIsUnknown(t *testing.T) {
+// TestCommitTimeout checks that a Commit that times out is reported as a
+// timeout, never as a success or a conflict: of unknown outcome when it may
+// have reached a member, not applied when it cannot have (here, a deadline
+// of a microsecond passes before the request gets a connection), and then
+// the key is indeed not written. TestQuorumLoss times out Commits that
+// reached a member.
+func TestCommitTimeout(t *testing.T) {
 	cn := openConn(t, shared.dsn(t, ""))
 	dtx, err := cn.BeginTx(bg, driver.TxOptions{})
 	if err != nil {
@@ -155,11 +159,20 @@ func TestCommitTimeoutIsUnknown(t *testing.T) {
 	// The cluster cannot answer within a microsecond.
 	cn.cfg.RequestTimeout = time.Microsecond
 	err = dtx.Commit()
-	if !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, driver.ErrConflict) {
-		t.Errorf("a Commit that timed out = %v; want an error matching ErrOutcomeUnknown", err)
-	}
-	if !strings.Contains(err.Error(), "outcome unknown") {
-		t.Errorf("a Commit that timed out = %v; want the message to say the outcome is unknown", err)
+	cn.cfg.RequestTimeout = DefaultRequestTimeout
+	t.Logf("Commit with request_timeout=1µs: %v", err)
+	unknown, notApplied := errors.Is(err, ErrOutcomeUnknown), strings.Contains(err.Error(), "not applied")
+	switch {
+	case !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrConflict):
+		t.Errorf("a Commit that timed out = %v; want a timeout, not a conflict", err)
+	case unknown == notApplied:
+		t.Errorf("a Commit that timed out = %v; want it either of unknown outcome or not applied", err)
+	case unknown != strings.Contains(err.Error(), "outcome unknown"):
+		t.Errorf("a Commit that timed out = %v; its message and ErrOutcomeUnknown disagree", err)
+	case notApplied:
+		if _, err := cn.Get(bg, ioctxGet, []byte("k")); !errors.Is(err, driver.ErrNotFound) {
+			t.Errorf("after a Commit reported as not applied, Get(k) = %v; want ErrNotFound", err)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func (c *conn) maintenanceRPC(ctx context.Context, req ioctx.ReadRequest, op str
 	resp, err := rpc(rctx)
 	sw.Stop()
 	if err != nil {
-		return rpcError(ctx, rctx, op, err, false)
+		return rpcError(ctx, rctx, op, err, readRPC)
 	}
 	return c.chargeResponse(ctx, req, op, resp)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/ioctx"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
 )
 
 // The write side of issue 12, mapped onto etcd:
@@ -62,8 +63,8 @@ func (c *conn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, en
 		return nil
 	}
 	r := &pb.DeleteRangeRequest{Key: c.key(start), RangeEnd: c.keyEnd(end)}
-	return c.write(ctx, "DeleteRange", 1, len(start)+len(end), func(ctx context.Context) error {
-		resp, err := c.kv.DeleteRange(ctx, r, c.callOpts...)
+	return c.write(ctx, "DeleteRange", 1, len(start)+len(end), func(ctx context.Context, opts []grpc.CallOption) error {
+		resp, err := c.kv.DeleteRange(ctx, r, opts...)
 		if err == nil {
 			c.pins.observe(resp.GetHeader().GetRevision())
 		}
