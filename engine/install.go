@@ -68,7 +68,8 @@ func (u *versionUpdate) what() string {
 //     or when it failed, after d.mu.manifestFailed is set (the MANIFEST may
 //     then name them, and no file is deleted until a reopen);
 //   - on success, takes the flushed memtable out of the queue and drops the
-//     database's reference to it, and installs a new read state;
+//     database's reference to it, notes the tables the edit deleted as
+//     obsolete (noteObsoleteLocked) and installs a new read state;
 //   - unmarks the compaction's inputs, whatever happened;
 //   - reports the end of the flush or compaction (events, statistics);
 //   - on success, deletes the files the edit made obsolete
@@ -153,6 +154,8 @@ func (d *database) logAndApply(u *versionUpdate) error {
 		d.mu.imm = d.mu.imm[1:]
 		d.mu.flushesDone++
 	}
+	// Before the read state lets go of the version holding them.
+	d.noteObsoleteLocked(u.edit)
 	d.updateReadStateLocked()
 	if u.flushed != nil {
 		// The database's reference; the read states that list it hold
