@@ -155,10 +155,3 @@ func (d *database) maybeScheduleLocked() {
 		}
 	}
 }
-
-// noteManifestFailure stops file deletion after a failed MANIFEST edit.
-func (d *database) noteManifestFailure() {
-	d.mu.Lock()
-	d.mu.manifestFailed = true
-	d.mu.Unlock()
-}
