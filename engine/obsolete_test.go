@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,4 +180,103 @@ func TestCleanupRetriesAbandonedOutput(t *testing.T) {
 	require.False(t, recHas(t, f.mem, tw.name), "the next cleanup deletes it")
 	require.False(t, recHas(t, f.mem, tw.name+orphanSuffix))
 	require.NotContains(t, log.String(), orphanSuffix)
+}
+
+// TestCleanupSetsNothingAsideUnderLoad runs flushes, automatic and manual
+// compactions, iterators that hold old versions, checkpoints and the
+// cleanups that follow all of them concurrently, for a fixed amount of work:
+// every table the engine makes is one the MANIFEST accounts for, so no
+// cleanup may take one for an orphan (a cleanup that read the versions and
+// the obsolete tables in the wrong order would), and none may delete a table
+// a version still holds; after Close, only the tables of the last version
+// are left.
+func TestCleanupSetsNothingAsideUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	var log recLog
+	o := smallOptions(nil)
+	o.Logger = log.logger()
+	db, fs := openTestDB(t, o)
+	rounds := 40
+	if testing.Short() {
+		rounds = 15
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	run := func(f func(i int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	val := bytes.Repeat([]byte("v"), 200)
+	for w := range 2 {
+		run(func(i int) error {
+			for j := range 100 {
+				if err := db.Put(ctx, key((i*100+j)%1500), append(val, byte(w))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	run(func(i int) error {
+		// An iterator holds its version while others replace it.
+		it, err := db.NewIterator(ctx, nil)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for ok := it.First(); ok && n < 200; ok = it.Next() {
+			n++
+		}
+		if err := db.Compact(ctx, key(i*30), key(i*30+300)); err != nil {
+			_ = it.Close()
+			return err
+		}
+		for ok := it.Next(); ok; ok = it.Next() {
+		}
+		return it.Close()
+	})
+	run(func(i int) error {
+		if i%5 == 0 {
+			return db.Checkpoint(ctx, fmt.Sprintf("/cp%d", i))
+		}
+		return db.Flush(ctx)
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	// Close's cleanup runs with no reader, flush or compaction left: every
+	// obsolete table goes.
+	require.NoError(t, db.Close())
+	names, err := fs.List("/db")
+	require.NoError(t, err)
+	for _, name := range names {
+		require.False(t, strings.HasSuffix(name, orphanSuffix), "%s: a table the engine made was set aside", name)
+	}
+	require.NotContains(t, log.String(), orphanSuffix)
+	vs, err := manifest.Load(fs, "/db")
+	require.NoError(t, err)
+	defer vs.Close()
+	v := vs.Current()
+	defer v.Unref()
+	live := map[manifest.FileNum]bool{}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			live[f.FileNum] = true
+		}
+	}
+	for _, name := range recFiles(t, fs, "/db", manifest.FileKindTable) {
+		_, num, _ := manifest.ParseFileName(filepath.Base(name))
+		require.True(t, live[num], "%s: an obsolete table is left after Close", name)
+	}
 }
