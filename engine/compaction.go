@@ -85,73 +85,30 @@ func (d *database) unmarkLocked(c *compact.Compaction) {
 // being compacted; a test holds a compaction in progress by blocking in it.
 var compactionStartHook atomic.Pointer[func(d *database, c *compact.Compaction)]
 
-// runCompaction executes c and installs its result.
+// runCompaction executes c and installs its result (installEdit).
 func (d *database) runCompaction(ctx context.Context, c *compact.Compaction) error {
 	if hook := compactionStartHook.Load(); hook != nil {
 		(*hook)(d, c)
 	}
-	ce := d.startCompactionEvent(c)
-	sw := d.stats.StartStopWatch(statistics.CompactionTime, statistics.HistogramNone)
-	var edit *manifest.VersionEdit
-	var outputs tableOutputs
+	u := &versionUpdate{compaction: c, compactEv: d.startCompactionEvent(c),
+		sw: d.stats.StartStopWatch(statistics.CompactionTime, statistics.HistogramNone)}
 	var err error
 	if c.TrivialMove {
-		edit = c.Edit(c.Inputs[0])
+		u.edit = c.Edit(c.Inputs[0])
 	} else {
-		outputs, err = d.compactFiles(ctx, c)
-		if err == nil && len(outputs) > 0 {
-			// The outputs' directory entries must be durable before the
-			// MANIFEST names them.
-			err = d.syncDir()
-		}
+		u.outputs, err = d.compactFiles(ctx, c)
 		if err == nil {
-			edit = c.Edit(outputs.metas())
+			u.edit = c.Edit(u.outputs.metas())
 		}
 	}
-	if err != nil {
-		// No edit names the outputs.
-		outputs.abandon()
-	} else {
-		d.manifestMu.Lock()
-		d.mu.Lock()
-		edit.SetLastSeqNum(d.mu.lastSeq)
-		d.mu.Unlock()
-		err = d.vs.LogAndApply(edit)
-		d.manifestMu.Unlock()
-		if err != nil {
-			err = errors.Wrap(err, "engine: recording a compaction in the MANIFEST")
-			d.noteManifestFailure()
-		}
-		outputs.release()
-	}
-	d.mu.Lock()
-	d.unmarkLocked(c)
-	if err == nil {
-		d.updateReadStateLocked()
-		if e := d.bgErrorLocked(); e != nil {
-			// A compaction that succeeds ends a pause of compactions for
-			// lack of space.
-			d.clearBackgroundErrorLocked(e.rec, severitySoft)
-		}
-	}
-	d.notifyLocked()
-	d.maybeScheduleLocked()
-	d.mu.Unlock()
-	d.endCompactionEvent(ce, outputs, err)
-	if err != nil {
-		return err
-	}
-	sw.Stop()
-	d.stats.RecordInHistogram(statistics.NumFilesInSingleCompaction, uint64(len(c.Inputs[0])+len(c.Inputs[1])))
-	d.deleteObsoleteFiles(false)
-	return nil
+	return d.installEdit(u, err)
 }
 
 // compactFiles merges the compaction's inputs and writes the outputs, cut at
 // the target file size and where grandparent overlap grows too large, never
 // splitting one user key's versions across two tables (which would make the
 // output level's tables overlap). The outputs are finished and hold their
-// reservations; on failure, none is left.
+// reservations, which installEdit ends; on failure, none is left.
 func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (outputs tableOutputs, err error) {
 	iters, tombstones, err := compactionInputs(ctx, c, d.tables)
 	if err != nil {
@@ -166,14 +123,13 @@ func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (out
 	dels := rangedel.New(tombstones)
 	ci.SetRangeDels(dels)
 	splitter := compact.NewRangeDelSplitter(dels, snapshots, c.Bottommost)
-	// tw is the output being written, if any.
+	// tw is the output being written, if any. Every output is in outputs
+	// from its creation, so a failure deletes them all, finished or not,
+	// with one abandon (goleveldb's compactionTransact rollback).
 	var tw *tableWriter
 	defer func() {
 		err = errors.CombineErrors(err, ci.Close())
 		if err != nil {
-			if tw != nil {
-				tw.abandon()
-			}
 			outputs.abandon()
 			outputs = nil
 		}
@@ -200,7 +156,6 @@ func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (out
 		if err := out.finish(); err != nil {
 			return err
 		}
-		outputs = append(outputs, out)
 		if err := d.openAndCheckTable(ctx, out.meta, c.OutputLevel, ioctx.ActivityCompaction, ioctx.PriorityLow); err != nil {
 			return err
 		}
@@ -228,6 +183,7 @@ func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (out
 			if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow, c.OutputLevel); err != nil {
 				return outputs, err
 			}
+			outputs = append(outputs, tw)
 		}
 		if err := tw.w.Add(kv.K, kv.V); err != nil {
 			return outputs, err
@@ -242,6 +198,7 @@ func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (out
 		if tw, err = d.newTableWriter(ctx, ioctx.PriorityLow, c.OutputLevel); err != nil {
 			return outputs, err
 		}
+		outputs = append(outputs, tw)
 	}
 	if tw != nil {
 		if err := finish(nil); err != nil {

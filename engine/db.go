@@ -74,6 +74,8 @@ type database struct {
 	// It comes before mu: code holding it may take mu briefly, and it is
 	// never acquired with mu held.
 	manifestMu sync.Mutex
+	// cleanMu runs the cleanups (deleteObsoleteFiles) one at a time.
+	cleanMu sync.Mutex
 
 	// commit is owned by the write leader (the writer at the head of the
 	// queue): only it touches the WAL and the group batch.
@@ -113,7 +115,11 @@ type database struct {
 		// pendingOutputs are the file numbers of the tables being written
 		// and not yet installed or abandoned, which deleteObsoleteFiles
 		// keeps; each tableWriter adds and removes its own.
-		pendingOutputs  map[manifest.FileNum]struct{}
+		pendingOutputs map[manifest.FileNum]struct{}
+		// obsoleteTables are the tables known to be obsolete and not yet
+		// deleted: deleted by an installed edit, found so by Open, or
+		// abandoned outputs whose deletion failed (see obsolete.go).
+		obsoleteTables  map[manifest.FileNum]struct{}
 		closing, closed bool
 		// manifestFailed is set when a MANIFEST edit failed: the edit may
 		// or may not be durable, so no file may be deleted until a reopen
@@ -148,11 +154,4 @@ func (d *database) maybeScheduleLocked() {
 		default:
 		}
 	}
-}
-
-// noteManifestFailure stops file deletion after a failed MANIFEST edit.
-func (d *database) noteManifestFailure() {
-	d.mu.Lock()
-	d.mu.manifestFailed = true
-	d.mu.Unlock()
 }

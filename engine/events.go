@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -487,13 +486,4 @@ func (d *database) endCompactionEvent(ev compactionEvent, outputs tableOutputs, 
 		info.BytesRead = 0
 	}
 	d.notifyCompactionEnd(info)
-}
-
-// removeObsoleteFile deletes the obsolete file name (of kind and number
-// num) for deleteObsoleteFiles, and reports a table's deletion.
-func (d *database) removeObsoleteFile(kind manifest.FileKind, num manifest.FileNum, name string) {
-	err := d.fs.Remove(filepath.Join(d.dirname, name))
-	if kind == manifest.FileKindTable {
-		d.notifyTableDeleted(num, err)
-	}
 }

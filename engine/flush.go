@@ -17,9 +17,9 @@ import (
 
 // flushMemTable writes mem to a new L0 table, with its range tombstones,
 // dropping versions no snapshot can see, and opens and checks it with activity (Flush in the background,
-// DBOpen during recovery). It returns the table's writer, whose reservation
-// the caller ends once the version edit naming the table is applied (or
-// failed); nil means mem held nothing to write. mem must be the oldest
+// DBOpen during recovery). It returns the table's writer, holding its
+// reservation, which installEdit (or recovery's commit) ends; nil means mem
+// held nothing to write. On failure it deletes the table itself. mem must be the oldest
 // memtable not yet in a table, and pending the tables written before it that
 // the current version does not name yet (recovery's).
 func (d *database) flushMemTable(
@@ -120,20 +120,19 @@ func (d *database) flushOldest(ctx context.Context) (bool, error) {
 	if hook := flushStartHook.Load(); hook != nil {
 		(*hook)(d, mem.MemTable)
 	}
-	fe := d.startFlushEvent(mem.MemTable)
-
-	sw := d.stats.StartStopWatch(statistics.FlushTime, statistics.HistogramNone)
+	u := &versionUpdate{flushed: mem, flushEv: d.startFlushEvent(mem.MemTable),
+		sw: d.stats.StartStopWatch(statistics.FlushTime, statistics.HistogramNone)}
 	tw, err := d.flushMemTable(ctx, mem.MemTable, ioctx.ActivityFlush, snapshots, nil)
 	if err == nil {
-		err = d.applyFlush(mem, tw)
+		// The table, if mem held anything, replaces mem; installEdit sets
+		// the WAL from which recovery must now replay.
+		u.edit = &manifest.VersionEdit{}
+		if tw != nil {
+			u.outputs = tableOutputs{tw}
+			u.edit.AddFile(0, tw.meta)
+		}
 	}
-	sw.Stop()
-	d.endFlushEvent(fe, tw, err)
-	if err == nil {
-		// Before waking Flush's waiters: a Flush returns with the files it
-		// made obsolete (the WAL it replaced) already gone.
-		d.deleteObsoleteFiles(false)
-	}
+	err = d.installEdit(u, err)
 
 	d.mu.Lock()
 	if err != nil {
@@ -142,60 +141,6 @@ func (d *database) flushOldest(ctx context.Context) (bool, error) {
 	d.notifyLocked()
 	d.mu.Unlock()
 	return err == nil, err
-}
-
-// applyFlush records the flushed table (nil when mem held nothing to write)
-// in the MANIFEST, together with the WAL number from which recovery must now
-// replay, and swaps the memtable for the table in the read state. It ends
-// the table's reservation.
-func (d *database) applyFlush(mem *memTable, tw *tableWriter) error {
-	d.manifestMu.Lock()
-	defer d.manifestMu.Unlock()
-
-	d.mu.Lock()
-	next := d.mu.mem.logNum
-	if len(d.mu.imm) > 1 {
-		next = d.mu.imm[1].logNum
-	}
-	lastSeq := d.mu.lastSeq
-	d.mu.Unlock()
-
-	var edit manifest.VersionEdit
-	if tw != nil {
-		// The table's directory entry must be durable before the MANIFEST
-		// names it.
-		if err := d.syncDir(); err != nil {
-			tw.abandon()
-			return err
-		}
-		edit.AddFile(0, tw.meta)
-	}
-	edit.SetLogNumber(next)
-	edit.SetLastSeqNum(lastSeq)
-	err := d.vs.LogAndApply(&edit)
-	if tw != nil {
-		// Released after d.mu.manifestFailed is set, if the edit failed:
-		// until then only the reservation keeps deleteObsoleteFiles from a
-		// table the MANIFEST may name.
-		defer tw.release()
-	}
-
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err != nil {
-		d.mu.manifestFailed = true
-		return errors.Wrap(err, "engine: recording a flush in the MANIFEST")
-	}
-	if len(d.mu.imm) == 0 || d.mu.imm[0] != mem {
-		return base.AssertionFailedf("engine: flushed memtable is not the oldest")
-	}
-	d.mu.imm[0] = nil
-	d.mu.imm = d.mu.imm[1:]
-	d.mu.flushesDone++
-	d.updateReadStateLocked()
-	mem.unref()
-	d.maybeScheduleLocked()
-	return nil
 }
 
 // Flush makes every write acknowledged before the call durable in a table:

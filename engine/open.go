@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -539,65 +538,4 @@ func syncDir(fs vfs.FS, dirname string) error {
 		return errors.Wrapf(err, "engine: syncing directory %s", dirname)
 	}
 	return nil
-}
-
-// deleteObsoleteFiles deletes tables no live version references and that no
-// flush or compaction is writing, WALs older than the oldest one recovery
-// would replay, MANIFESTs other than the current one, and, at open (before
-// anything can be writing one), temporary files a crash left behind.
-func (d *database) deleteObsoleteFiles(atOpen bool) {
-	names, err := d.fs.List(d.dirname)
-	if err != nil {
-		return
-	}
-	d.mu.Lock()
-	if d.mu.manifestFailed {
-		d.mu.Unlock()
-		return
-	}
-	// The reservations are read before the versions: a table whose
-	// reservation has ended is in a version by then (a tableWriter is
-	// released after its edit), whereas reading the versions first could
-	// miss a table installed, and released, between the two reads.
-	live := maps.Clone(d.mu.pendingOutputs)
-	// Not LogNumber: the WAL the last edit made obsolete stays until
-	// another edit follows, in case a torn tail takes that edit away.
-	minLog := d.vs.ReplayLogNumber()
-	for _, m := range d.mu.imm {
-		minLog = min(minLog, m.logNum)
-	}
-	if d.mu.mem != nil {
-		minLog = min(minLog, d.mu.mem.logNum)
-	}
-	d.mu.Unlock()
-	maps.Copy(live, d.vs.LiveFileNums())
-	curManifest := d.vs.ManifestFileNum()
-	for _, name := range names {
-		kind, num, ok := manifest.ParseFileName(name)
-		if !ok {
-			continue
-		}
-		switch kind {
-		case manifest.FileKindTable:
-			if _, ok := live[num]; ok {
-				continue
-			}
-			d.tables.evict(num)
-		case manifest.FileKindLog:
-			if num >= minLog {
-				continue
-			}
-		case manifest.FileKindManifest:
-			if num >= curManifest {
-				continue
-			}
-		case manifest.FileKindTemp:
-			if !atOpen {
-				continue
-			}
-		default:
-			continue
-		}
-		d.removeObsoleteFile(kind, num, name)
-	}
 }

@@ -83,9 +83,11 @@ type recovery struct {
 	droppedRecords, droppedBytes uint64
 	// notes describe what was dropped or kept aside, for the logger.
 	notes []note
-	// removed are the tables keepOrphans proved redundant, which
-	// deleteObsoleteFiles removes.
-	removed []string
+	// removed are the tables keepOrphans proved redundant, for the log;
+	// obsolete those and the tables a replayed edit deleted, which the
+	// commit hands to the cleanup (noteObsoleteTables) to delete.
+	removed  []string
+	obsolete []manifest.FileNum
 	// proof gathers, during the replay, what keepOrphans needs to show that
 	// a table the MANIFEST does not name holds nothing recovery does not.
 	proof unaccountedProof
@@ -479,8 +481,10 @@ func (r *recovery) copyFile(from, to string) (err error) {
 // not clean (a torn MANIFEST tail, dropped WAL data) every other table is
 // kept, being perhaps what the lost edit added or the only copy of dropped
 // writes, and so are MANIFESTs newer than the loaded one, which may hold the
-// lost edit. deleteObsoleteFiles deletes what is left unnamed, so this is
-// where the decision is made, and the only place.
+// lost edit. The tables it does not set aside and the recovered state does
+// not name are the obsolete ones, which the commit hands to the cleanup
+// (noteObsoleteTables); the cleanup deletes no other (see obsolete.go for
+// the rule, and why it lives there once).
 func (r *recovery) keepOrphans(ctx context.Context) error {
 	d := r.d
 	torn := d.vs.TornTail()
@@ -519,7 +523,11 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 		case !ok:
 			continue
 		case kind == manifest.FileKindTable:
-			if live[num] || d.vs.DeletedByEdit(num) {
+			if live[num] {
+				continue
+			}
+			if d.vs.DeletedByEdit(num) {
+				r.obsolete = append(r.obsolete, num)
 				continue
 			}
 			if clean {
@@ -532,6 +540,7 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 				}
 				if redundant {
 					r.removed = append(r.removed, filepath.Join(d.dirname, name))
+					r.obsolete = append(r.obsolete, num)
 					continue
 				}
 			}
@@ -545,9 +554,9 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 			continue
 		}
 		from := filepath.Join(d.dirname, name)
-		to := from + orphanSuffix
-		if err := d.fs.Rename(from, to); err != nil {
-			return errors.Wrapf(err, "engine: keeping %s aside", from)
+		to, err := d.setAside(from)
+		if err != nil {
+			return err
 		}
 		r.renamed = append(r.renamed, [2]string{from, to})
 		r.notef([]any{"file", from, "kept_as", to, "because", why},
@@ -625,6 +634,7 @@ func (r *recovery) commit(ctx context.Context) error {
 	d.commit.logNum = logNum
 	d.mu.mem = d.newMemTable(nil, logNum)
 	r.tables.release()
+	d.noteObsoleteTables(r.obsolete)
 	return nil
 }
 
@@ -642,7 +652,7 @@ func (r *recovery) abandon() {
 	}
 	r.tables.abandon()
 	for i := len(r.created) - 1; i >= 0; i-- {
-		_ = d.fs.Remove(r.created[i])
+		d.removeCreated(r.created[i])
 	}
 	for i := len(r.renamed) - 1; i >= 0; i-- {
 		_ = d.fs.Rename(r.renamed[i][1], r.renamed[i][0])

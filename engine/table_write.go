@@ -131,8 +131,7 @@ func (tw *tableWriter) abandon() {
 		_ = tw.file.Close()
 		tw.file = nil
 	}
-	tw.d.tables.evict(tw.fileNum)
-	_ = tw.d.fs.Remove(tw.name)
+	tw.d.removeAbandonedTable(tw.fileNum, tw.name)
 	tw.release()
 }
 
