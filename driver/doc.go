@@ -2,15 +2,21 @@
 // small interfaces a storage engine implements to be used through it. It
 // plays the parts of database/sql and database/sql/driver in one package.
 //
-//	db, err := driver.Open("shale", "/var/lib/app/db?stats_level=all")
+//	db, err := driver.Open("shale", "/var/lib/app/db?stats_level=all") // parses the DSN
 //	if err != nil { ... }
 //	defer db.Close()
+//	if err := db.Ping(ctx); err != nil { ... } // opens the database
 //	ctx = ioctx.WithReadOptions(ctx, ioctx.ReadOptions{RateLimiterPriority: ioctx.PriorityLow})
 //	v, err := db.Get(ctx, []byte("k"))
 //
-// The package imports only the standard library, [ioctx] and [statistics]: it
-// never imports an engine, as database/sql never imports a driver (a lint
-// test enforces it). Importing an engine registers it: importing
+// As with database/sql, Open only parses: Ping, or the first call, opens
+// the database, and a failed open is tried again by the next call (see
+// [OpenDB]). Call Ping right after Open to learn at once whether the
+// database can be opened.
+//
+// The package imports only the standard library, [ioctx], [statistics] and
+// the module's error classes: it never imports an engine, as database/sql
+// never imports a driver (a lint test enforces it). Importing an engine registers it: importing
 // github.com/shaledb/shale/engine registers the driver "shale".
 //
 // # Goals

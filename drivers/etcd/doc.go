@@ -8,6 +8,8 @@
 //	)
 //
 //	db, err := driver.Open("etcd", "10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/app")
+//	if err != nil { ... }
+//	if err := db.Ping(ctx); err != nil { ... } // a member answered within dial_timeout
 //
 // Everything package driver documents holds: the read path (the façade
 // checks and tags each read's activity and hands the driver a resolved
