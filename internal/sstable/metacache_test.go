@@ -277,14 +277,16 @@ func TestMemoryFlatInTables(t *testing.T) {
 		t.Logf("%3d tables (%4d MiB of data): heap +%6d KiB with the index and filter in the Reader, +%6d KiB in a %d MiB cache",
 			n, n*len(data)>>20, off>>10, on>>10, cacheSize>>20)
 		offs, ons = append(offs, off), append(ons, on)
-		// Off: every table's index and filter stay on the heap.
-		require.Greater(t, off, int64(n*perTable*9/10), "off, %d tables", n)
+		// Off: every table's index and filter stay on the heap. The live
+		// heap also moves with what earlier tests' cleanups free while
+		// this one measures, so the check allows a quarter.
+		require.Greater(t, off, int64(n*perTable*3/4), "off, %d tables", n)
 		// On: the cache's budget plus a few KiB per Reader.
 		require.Less(t, on, int64(cacheSize+n*8<<10), "on, %d tables", n)
 	}
 	// Doubling the tables twice: off grows with them, on does not.
 	last := len(steps) - 1
-	require.Greater(t, offs[last]-offs[0], int64((steps[last]-steps[0])*perTable*9/10))
+	require.Greater(t, offs[last]-offs[0], int64((steps[last]-steps[0])*perTable*3/4))
 	require.Less(t, ons[last]-ons[0], int64((steps[last]-steps[0])*8<<10+cacheSize/4))
 }
 
