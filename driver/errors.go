@@ -44,7 +44,8 @@ var (
 	// capability the driver lacks (Flush, Compact, VerifyChecksum,
 	// VerifyFileChecksums, BeginTx, DeleteRange and a Write of a batch
 	// holding a range deletion, Tx.DeleteRange, SyncWAL, NewSnapshot,
-	// Checkpoint, Metrics, Check, Resume). The message names the capability.
+	// Checkpoint, Metrics, Check, Resume, ApproximateSize, DiskUsage,
+	// Property). The message names the capability.
 	ErrNotSupported = errors.New("driver: not supported")
 
 	// ErrTimedOut matches errors caused by a deadline — the context's, or
