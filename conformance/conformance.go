@@ -173,6 +173,10 @@ var cases = []testCase{
 		"ErrClosed; the reads are Gets for the activity check", testLookup},
 	{"BatchReadBack", "a Batch reads back its writes in order (kind, key, value) with Reader and Replay, Len and " +
 		"Size count them, and a replayed batch writes the same", testBatchReadBack},
+	{"Sizes", "ApproximateSize counts the bytes written into a range (in memory before Flush, on disk after it) " +
+		"and about nothing outside it, and zero for an inverted range; DiskUsage is positive and grows by the bytes " +
+		"written and flushed; Property of an unknown name is ErrNotFound; each is skipped on ErrNotSupported",
+		testSizes},
 	{"Concurrency", "goroutines mixing reads, writes, batches and flushes leave exactly the state the " +
 		"committed writes describe, and reads see only values that were written", testConcurrency},
 }

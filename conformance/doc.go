@@ -270,6 +270,15 @@
 //     not recorded), Len and Size count them, a batch replayed into another
 //     has the same Len and Size and writes the same (without its range
 //     deletion, for a driver that has none), and Reset empties it.
+//   - Sizes: 500 KiB written into [m, n) show in ApproximateSize's OnDisk
+//     plus InMemory within a factor of two, before and after Flush; after
+//     Flush a range outside the keys is under a tenth of that, the whole
+//     database at least [m, n), and an inverted range zero; DiskUsage is
+//     positive and grows by at least half the bytes written and flushed;
+//     Property("shale.no-such-property") is an error matching
+//     driver.ErrNotFound. Each query is skipped on driver.ErrNotSupported
+//     (driver.ApproximateSizer, driver.DiskUsager, driver.PropertyReader),
+//     the case when all three are.
 //   - Concurrency: four goroutines mix puts, deletes, batches, transactions
 //     (if available), Gets (reading their own writes), MultiGets, bounded
 //     scans and Flushes (if available) on keys of their own; every value
