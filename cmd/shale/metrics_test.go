@@ -19,15 +19,18 @@ func TestStatsPrintsMetrics(t *testing.T) {
 	require.Contains(t, r.stdout, "\nLSM shape\nlevel | tables")
 	require.Regexp(t, `(?m)^total \|      2 `, r.stdout, "the two tables")
 	require.Regexp(t, `(?m)^read amp \d+, write amp `, r.stdout)
+	require.Regexp(t, `(?m)^disk usage: \d`, r.stdout)
 
 	r = runTool(t, "stats", "-dsn", dir, "-json")
 	require.Equal(t, exitOK, r.code, "%s", r)
 	var js struct {
-		LSM *driver.Metrics `json:"lsm"`
+		LSM       *driver.Metrics `json:"lsm"`
+		DiskUsage uint64          `json:"disk_usage"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
 	require.NotNil(t, js.LSM)
 	require.Equal(t, 2, js.LSM.Total().Tables)
+	require.Greater(t, js.DiskUsage, js.LSM.Total().Bytes, "the tables and more")
 }
 
 func TestBenchPrintsMetrics(t *testing.T) {

@@ -24,7 +24,9 @@ full scan with an iterator, then VerifyChecksum; each lands in its own
 per-activity histogram (db.iterator and verify.db.checksum), and corruption
 met on the way exits with code 1.
 
-The output is the per-activity file-read table and the key tickers; -full
+The output is the database's disk usage (DB.DiskUsage: every file, MANIFEST
+and WALs included), the LSM shape, the per-activity file-read table and the
+key tickers; -full
 prints every ticker and histogram instead (Statistics.String, RocksDB's
 layout); -json prints everything as one JSON object.`
 
@@ -71,6 +73,11 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 		rep.Scan = &s
 	}
 	st := db.Statistics()
+	if du, err := db.DiskUsage(ctx); err == nil {
+		rep.DiskUsage = &du
+	} else if !errors.Is(err, driver.ErrNotSupported) {
+		return err
+	}
 	if rep.LSM, err = lsmMetrics(ctx, db); err != nil {
 		return err
 	}
@@ -80,6 +87,10 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 	w := env.stdout
 	fmt.Fprintf(w, "database %s: %d table files, %s; opened read-only in %s\n",
 		rep.Dir, rep.Tables, formatBytes(rep.TableBytes), roundDuration(time.Duration(rep.OpenMicros)*time.Microsecond))
+	if rep.DiskUsage != nil {
+		fmt.Fprintf(w, "disk usage: %s (every file of the database: tables, WALs, MANIFEST and the rest)\n",
+			formatBytes(int64(*rep.DiskUsage)))
+	}
 	if s := rep.Scan; s != nil {
 		fmt.Fprintf(w, "scan: %d keys, %s of keys and values in %s\n", s.Keys, formatBytes(s.Bytes),
 			roundDuration(time.Duration(s.ScanMicros)*time.Microsecond))
@@ -100,12 +111,14 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 // by writeStatsJSON). Field names are part of the tool's output contract.
 // It and the two types below are plain values.
 type statsReport struct {
-	Dir        string      `json:"dir"`
-	DSN        string      `json:"dsn"`
-	OpenMicros int64       `json:"open_micros"`
-	Tables     int         `json:"table_files"`
-	TableBytes int64       `json:"table_bytes"`
-	Scan       *scanResult `json:"scan,omitempty"`
+	Dir        string `json:"dir"`
+	DSN        string `json:"dsn"`
+	OpenMicros int64  `json:"open_micros"`
+	Tables     int    `json:"table_files"`
+	TableBytes int64  `json:"table_bytes"`
+	// DiskUsage is DB.DiskUsage, when the driver reports it.
+	DiskUsage *uint64     `json:"disk_usage,omitempty"`
+	Scan      *scanResult `json:"scan,omitempty"`
 	// LSM is the driver's LSM metrics, when it reports them.
 	LSM *driver.Metrics `json:"lsm,omitempty"`
 }
