@@ -69,3 +69,35 @@ func TestApproximateStats(t *testing.T) {
 	c, _ = bm.ApproximateStats(nil, nil)
 	require.Equal(t, uint64(1000), c)
 }
+
+// TestApproximateStatsConcurrent: estimates taken while writers add
+// entries never exceed what has been added by the time they return, up to
+// the sample's error, and race with nothing (run with -race).
+func TestApproximateStatsConcurrent(t *testing.T) {
+	m := New(16 << 20)
+	defer m.Free()
+	const writers, each = 4, 5000
+	done := make(chan struct{})
+	for w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				k := approxKey(i*writers + w)
+				if err := m.Add(base.SeqNum(i*writers+w+1), base.KindSet, k, k); err != nil {
+					panic(err)
+				}
+			}
+		}()
+	}
+	for finished := 0; finished < writers; {
+		select {
+		case <-done:
+			finished++
+		default:
+			c, _ := m.ApproximateStats(approxKey(1000), approxKey(9000))
+			require.LessOrEqual(t, c, uint64(8000*13/10))
+		}
+	}
+	c, _ := m.ApproximateStats(approxKey(1000), approxKey(9000))
+	require.InDelta(t, 8000, float64(c), 8000*0.3)
+}
