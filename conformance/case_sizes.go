@@ -62,11 +62,11 @@ func testSizes(t testing.TB, s *suite) {
 		if err != nil {
 			t.Fatalf("ApproximateSize after Flush: %v", err)
 		}
-		total := func(s driver.ApproximateSize) uint64 { return s.OnDisk + s.InMemory }
+		total := func(s driver.RangeSize) uint64 { return s.OnDisk + s.InMemory }
 		// The range holds 500 KiB of incompressible-ish data: on disk or in
 		// memory, it must show, within a factor of two either way.
 		for _, c := range []struct {
-			s    driver.ApproximateSize
+			s    driver.RangeSize
 			when string
 		}{{before, "before Flush"}, {after, "after Flush"}} {
 			if got := total(c.s); got < raw/2 || got > 2*raw {
@@ -91,7 +91,7 @@ func testSizes(t testing.TB, s *suite) {
 			t.Errorf("ApproximateSize(nil, nil) = %+v; want at least [m, n)'s %+v", all, after)
 		}
 		inverted, err := db.ApproximateSize(bg, []byte("n"), []byte("m"))
-		if err != nil || inverted != (driver.ApproximateSize{}) {
+		if err != nil || inverted != (driver.RangeSize{}) {
 			t.Errorf("ApproximateSize of an inverted range = %+v, %v; want zero, nil", inverted, err)
 		}
 	}

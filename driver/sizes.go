@@ -10,10 +10,10 @@ import (
 // DB.DiskUsage and DB.Property, each backed by an optional interface of the
 // DriverConn and ErrNotSupported without it.
 
-// ApproximateSize is the estimated size of a key range (RocksDB's
+// RangeSize is the estimated size of a key range (RocksDB's
 // GetApproximateSizes with files and with memtables). Both figures are
 // estimates; a driver documents their accuracy.
-type ApproximateSize struct {
+type RangeSize struct {
 	// OnDisk is the bytes of table files estimated to hold the range:
 	// every table inside the range whole, and of a table that straddles a
 	// bound the share its index puts in the range.
@@ -33,7 +33,7 @@ type ApproximateSize struct {
 // or in its cache). Without it, DB.ApproximateSize returns an error
 // matching ErrNotSupported.
 type ApproximateSizer interface {
-	ApproximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (ApproximateSize, error)
+	ApproximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (RangeSize, error)
 }
 
 // DiskUsager is an optional interface of a [DriverConn]: DiskUsage returns
@@ -56,23 +56,23 @@ type PropertyReader interface {
 // ApproximateSize estimates the size of the keys in [start, end), nil
 // bounds meaning unbounded (RocksDB's GetApproximateSizes with
 // INCLUDE_FILES and INCLUDE_MEMTABLES): the bytes of tables and of memtable
-// entries the range holds (see [ApproximateSize]). It reads no data block,
+// entries the range holds (see [RangeSize]). It reads no data block,
 // only indexes; the read is tagged ActivityUnknown, as RocksDB tags the
 // index reads of GetApproximateSizes. An empty or inverted range is zero.
 // An error matching ErrNotSupported when the driver cannot estimate (see
 // [ApproximateSizer]). The slices are not retained.
-func (db *DB) ApproximateSize(ctx context.Context, start, end []byte) (ApproximateSize, error) {
+func (db *DB) ApproximateSize(ctx context.Context, start, end []byte) (RangeSize, error) {
 	cs, req, err := db.startRead(ctx, nil, "ApproximateSize", ioctx.ActivityUnknown)
 	if err != nil {
-		return ApproximateSize{}, err
+		return RangeSize{}, err
 	}
 	defer db.exit()
 	as, ok := cs.conn.(ApproximateSizer)
 	if !ok {
-		return ApproximateSize{}, notSupported("ApproximateSize", "ApproximateSizer")
+		return RangeSize{}, notSupported("ApproximateSize", "ApproximateSizer")
 	}
 	if start != nil && end != nil && string(start) >= string(end) {
-		return ApproximateSize{}, nil
+		return RangeSize{}, nil
 	}
 	return as.ApproximateSize(ctx, req, start, end)
 }

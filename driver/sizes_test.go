@@ -17,10 +17,10 @@ type sizesConn struct {
 	calls      int
 }
 
-func (c *sizesConn) ApproximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (ApproximateSize, error) {
+func (c *sizesConn) ApproximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (RangeSize, error) {
 	c.calls++
 	c.req, c.start, c.end = req, start, end
-	return ApproximateSize{OnDisk: 1, InMemory: 2, InMemoryEntries: 3}, ctx.Err()
+	return RangeSize{OnDisk: 1, InMemory: 2, InMemoryEntries: 3}, ctx.Err()
 }
 
 func (c *sizesConn) DiskUsage(ctx context.Context) (uint64, error) { return 42, ctx.Err() }
@@ -53,7 +53,7 @@ func TestSizes(t *testing.T) {
 	db = openFake(t, conn)
 	s, err := db.ApproximateSize(ctx, []byte("a"), []byte("b"))
 	require.NoError(t, err)
-	require.Equal(t, ApproximateSize{OnDisk: 1, InMemory: 2, InMemoryEntries: 3}, s)
+	require.Equal(t, RangeSize{OnDisk: 1, InMemory: 2, InMemoryEntries: 3}, s)
 	require.Equal(t, ioctx.ActivityUnknown, conn.req.IO.Activity)
 	require.Equal(t, "a", string(conn.start))
 	require.Equal(t, "b", string(conn.end))

@@ -36,8 +36,8 @@ import (
 // keeps, or with CacheIndexAndFilterBlocks the cached one, read on a miss
 // with req (tagged ActivityUnknown, as RocksDB tags the reads of
 // GetApproximateSizes); a table not open yet is opened, as a Get would.
-func (d *database) approximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (driver.ApproximateSize, error) {
-	var out driver.ApproximateSize
+func (d *database) approximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (driver.RangeSize, error) {
+	var out driver.RangeSize
 	if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
 		return out, nil
 	}
@@ -55,11 +55,11 @@ func (d *database) approximateSize(ctx context.Context, req ioctx.ReadRequest, s
 	for level := range manifest.NumLevels {
 		for _, f := range v.Levels[level] {
 			if err := ctx.Err(); err != nil {
-				return driver.ApproximateSize{}, err
+				return driver.RangeSize{}, err
 			}
 			n, err := d.tableBytesIn(ctx, req, f, level, start, end)
 			if err != nil {
-				return driver.ApproximateSize{}, err
+				return driver.RangeSize{}, err
 			}
 			out.OnDisk += n
 		}
@@ -138,10 +138,10 @@ func (d *database) DiskUsage(ctx context.Context) (uint64, error) {
 
 // ApproximateSize makes the engine's connection a driver.ApproximateSizer
 // (see database.approximateSize).
-func (c *conn) ApproximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (driver.ApproximateSize, error) {
+func (c *conn) ApproximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (driver.RangeSize, error) {
 	call := readCall{env: req}
 	if err := c.db.startRead(ctx, &call); err != nil {
-		return driver.ApproximateSize{}, err
+		return driver.RangeSize{}, err
 	}
 	defer call.done()
 	return c.db.approximateSize(call.ctx, call.env, start, end)
