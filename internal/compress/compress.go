@@ -182,7 +182,7 @@ func DecompressInto(t Type, dst, src []byte) ([]byte, error) {
 		// The decoder refuses (ErrDecoderSizeExceeded) any frame, or any
 		// further frame, that would not fit in cap(dst[:0:n]), so it never
 		// allocates a buffer of its own, whatever the input says.
-		out, err := zstdDecoder.DecodeAll(frame, dst[:0:n])
+		out, err := zstdDecoder().DecodeAll(frame, dst[:0:n])
 		if err != nil {
 			return nil, base.MarkCorruption(errors.Wrapf(err, "compress: cannot decode %d-byte zstd block", len(src)))
 		}

@@ -76,10 +76,12 @@ func EncodeZstd(level int, dst, src []byte) []byte {
 	return zstdEncoder(level).EncodeAll(src, out)
 }
 
-// zstdDecoder decodes every zstd block; DecodeAll is safe for concurrent use.
-// With the cap limit it decodes into the caller's buffer and refuses a frame
-// that would not fit there instead of allocating.
-var zstdDecoder = func() *zstd.Decoder {
+// zstdDecoder returns the decoder of every zstd block, made when first
+// used (a program that reads no zstd pays nothing for it). DecodeAll is
+// safe for concurrent use. With the cap limit it decodes into the caller's
+// buffer and refuses a frame that would not fit there instead of
+// allocating.
+var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 	d, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithDecodeAllCapLimit(true),
@@ -87,10 +89,10 @@ var zstdDecoder = func() *zstd.Decoder {
 		zstd.WithDecoderMaxWindow(maxZstdDecoded),
 	)
 	if err != nil {
-		panic(err)
+		panic(err) // only for invalid options
 	}
 	return d
-}()
+})
 
 // zstdHeader splits a zstd block into its decoded length and its frame,
 // checking that the frame declares that same content size.
