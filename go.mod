@@ -6,6 +6,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/cockroachdb/errors v1.14.0
 	github.com/golang/snappy v1.0.0
+	github.com/klauspost/compress v1.20.5
 	github.com/stretchr/testify v1.12.1
 )
 

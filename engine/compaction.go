@@ -90,6 +90,12 @@ func (d *database) runCompaction(ctx context.Context, c *compact.Compaction) err
 	if hook := compactionStartHook.Load(); hook != nil {
 		(*hook)(d, c)
 	}
+	// A table moves down as it is only when both levels use the same
+	// codec: otherwise it is rewritten, so that, say, data reaching L6 by
+	// moves alone still ends up in bottommost_compression's codec.
+	if c.TrivialMove && d.opts.compressionFor(c.Level) != d.opts.compressionFor(c.OutputLevel) {
+		c.TrivialMove = false
+	}
 	u := &versionUpdate{compaction: c, compactEv: d.startCompactionEvent(c),
 		sw: d.stats.StartStopWatch(statistics.CompactionTime, statistics.HistogramNone)}
 	var err error

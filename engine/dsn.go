@@ -3,11 +3,13 @@ package engine
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 )
@@ -222,20 +224,78 @@ var dsnKeys = []dsnKey{
 		"reads an index and a data block there instead (with bloom_bits_per_key=0 there are no filters to leave out)",
 		func(c *Options) *bool { return &c.OptimizeFiltersForHits }, false),
 	{
-		name: "compression", doc: "block compression: snappy or none",
+		name: "compression", doc: "block compression of every level that compression_per_level and " +
+			"bottommost_compression leave to it: snappy, none or zstd (RocksDB's kSnappyCompression, " +
+			"kNoCompression and kZSTD are accepted too); zstd tables need a release that reads zstd",
 		parse: func(c *Options, v string) error {
-			switch v {
-			case "snappy":
-				c.Compression = CompressionSnappy
-			case "none":
-				c.Compression = CompressionNone
-			default:
-				return errors.Newf("%q is not snappy or none", v)
+			cc, ok := parseCompression(v)
+			if !ok {
+				return errors.Newf("%q is not snappy, none or zstd", v)
 			}
+			c.Compression = cc
 			return nil
 		},
 		get: func(c *Options) string { return c.Compression.String() },
 	},
+	{
+		name: "compression_per_level", doc: "compression of each level's new tables, L0 first, separated " +
+			"by colons (RocksDB's compression_per_level), e.g. none:none:snappy:snappy:zstd; with fewer " +
+			"entries than the 7 levels the last applies to the rest; default: compression at every level",
+		parse: func(c *Options, v string) error {
+			if v == "default" {
+				c.CompressionPerLevel = nil
+				return nil
+			}
+			parts := strings.Split(v, ":")
+			if len(parts) > manifest.NumLevels {
+				return errors.Newf("%q has %d entries, more than the %d levels", v, len(parts), manifest.NumLevels)
+			}
+			per := make([]Compression, len(parts))
+			for i, p := range parts {
+				cc, ok := parseCompression(p)
+				if p == "default" { // as compression; only FormatDSN of typed Options writes it
+					cc, ok = CompressionDefault, true
+				}
+				if !ok {
+					return errors.Newf("entry %d of %q, %q, is not snappy, none or zstd", i, v, p)
+				}
+				per[i] = cc
+			}
+			c.CompressionPerLevel = per
+			return nil
+		},
+		get: func(c *Options) string {
+			if len(c.CompressionPerLevel) == 0 {
+				return "default"
+			}
+			parts := make([]string, len(c.CompressionPerLevel))
+			for i, cc := range c.CompressionPerLevel {
+				parts[i] = cc.String()
+			}
+			return strings.Join(parts, ":")
+		},
+	},
+	{
+		name: "bottommost_compression", doc: "compression of the last level's (L6's) new tables, over " +
+			"compression and compression_per_level: snappy, none or zstd (RocksDB's bottommost_compression, " +
+			"which applies to the lowest level holding data); default: as those say",
+		parse: func(c *Options, v string) error {
+			if v == "default" {
+				c.BottommostCompression = CompressionDefault
+				return nil
+			}
+			cc, ok := parseCompression(v)
+			if !ok {
+				return errors.Newf("%q is not default, snappy, none or zstd", v)
+			}
+			c.BottommostCompression = cc
+			return nil
+		},
+		get: func(c *Options) string { return c.BottommostCompression.String() },
+	},
+	intKey("zstd_level", "zstd level of zstd blocks ("+zstdLevelBound.String()+", RocksDB's compression_opts "+
+		"level); 1-2, 3-5, 6-9 and 10-22 each encode alike",
+		func(c *Options) *int { return &c.ZstdLevel }, positive, zstdLevelBound),
 	{
 		name: "checksum", doc: "block checksum: xxh64 or crc32c",
 		parse: func(c *Options, v string) error {

@@ -32,7 +32,7 @@ func TestParseDSN(t *testing.T) {
 		{"/db?bogus=1", `unknown key "bogus"`},
 		{"/db?block_cache_size=lots", "block_cache_size"},
 		{"/db?stats_level=verbose", "stats_level"},
-		{"/db?compression=zstd", `"zstd" is not snappy or none`},
+		{"/db?compression=lz4", `"lz4" is not snappy, none or zstd`},
 		{"/db?create_if_missing=maybe", "create_if_missing"},
 		{"/db?write_buffer_size=1KiB", `bad value for write_buffer_size: "1KiB" is not within 64KiB to 3584MiB`},
 		{"/db?rate_limit_mode=sideways", "rate_limit_mode"},

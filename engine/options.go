@@ -21,7 +21,8 @@ import (
 )
 
 // Compression selects the block compression of new tables. The zero value is
-// the default, Snappy.
+// the default: Snappy for Options.Compression, "as the other options say"
+// for CompressionPerLevel's entries and BottommostCompression.
 type Compression uint8
 
 // Compressions.
@@ -29,27 +30,72 @@ const (
 	CompressionDefault Compression = iota
 	CompressionSnappy
 	CompressionNone
+	// CompressionZstd compresses blocks with zstd (RocksDB's kZSTD) at
+	// Options.ZstdLevel. Tables with zstd blocks cannot be read by
+	// releases before it (see FORMAT.md).
+	CompressionZstd
 )
 
-// String returns the DSN spelling: "snappy" or "none" ("default" for the
-// zero value).
+// String returns the DSN spelling: "snappy", "none" or "zstd" ("default"
+// for the zero value).
 func (c Compression) String() string {
 	switch c {
 	case CompressionSnappy:
 		return "snappy"
 	case CompressionNone:
 		return "none"
+	case CompressionZstd:
+		return "zstd"
 	case CompressionDefault:
 		return "default"
 	}
 	return "invalid"
 }
 
+// parseCompression parses a DSN spelling of a codec: shale's ("none",
+// "snappy", "zstd") or RocksDB's (kNoCompression, kSnappyCompression,
+// kZSTD).
+func parseCompression(v string) (Compression, bool) {
+	switch v {
+	case "snappy", "kSnappyCompression":
+		return CompressionSnappy, true
+	case "none", "kNoCompression":
+		return CompressionNone, true
+	case "zstd", "kZSTD":
+		return CompressionZstd, true
+	}
+	return 0, false
+}
+
 func (c Compression) internal() compress.Type {
-	if c == CompressionNone {
+	switch c {
+	case CompressionNone:
 		return compress.None
+	case CompressionZstd:
+		return compress.Zstd
 	}
 	return compress.Snappy
+}
+
+// valid reports whether c is a codec, or with dflt also CompressionDefault.
+func (c Compression) valid(dflt bool) bool {
+	return c == CompressionSnappy || c == CompressionNone || c == CompressionZstd || (dflt && c == CompressionDefault)
+}
+
+// compressionFor returns the compression of new tables of level:
+// BottommostCompression for the last level when set, else
+// CompressionPerLevel's entry for level (its last entry for the levels
+// beyond it) when set, else Compression. o has its defaults.
+func (o *Options) compressionFor(level int) Compression {
+	if level == manifest.NumLevels-1 && o.BottommostCompression != CompressionDefault {
+		return o.BottommostCompression
+	}
+	if n := len(o.CompressionPerLevel); n > 0 {
+		if c := o.CompressionPerLevel[min(level, n-1)]; c != CompressionDefault {
+			return c
+		}
+	}
+	return o.Compression
 }
 
 // ChecksumType selects the checksum in the trailer of every block of new
@@ -280,8 +326,29 @@ type Options struct {
 	// filter. Tables flushed or compacted into L0 to L5 keep their
 	// filters. Default false.
 	OptimizeFiltersForHits bool
-	// Compression of new data blocks. Default Snappy.
+	// Compression of new data and index blocks, at every level that
+	// CompressionPerLevel and BottommostCompression leave to it (DSN
+	// compression). Default Snappy.
 	Compression Compression
+	// CompressionPerLevel is the compression of each level's new tables,
+	// L0 first (RocksDB's compression_per_level; DSN
+	// compression_per_level=none:none:snappy:zstd). A flush writes L0's, a
+	// compaction its output level's. With fewer entries than levels, the
+	// last entry applies to the levels beyond it, as in RocksDB; more
+	// entries than the 7 levels are refused. A CompressionDefault entry, and
+	// a nil slice, mean Compression.
+	CompressionPerLevel []Compression
+	// BottommostCompression is the compression of the last level's (L6's)
+	// tables, whatever Compression and CompressionPerLevel say (RocksDB's
+	// bottommost_compression). RocksDB applies it to the lowest level that
+	// holds data; shale to L6 only, so a database whose data has not
+	// reached L6 writes none. Default: as the other two say.
+	BottommostCompression Compression
+	// ZstdLevel is the zstd level of zstd blocks, 1 (fastest) to 22
+	// (smallest), as RocksDB's compression_opts level and the zstd tool
+	// number them (DSN zstd_level). The encoder has four speeds: 1-2, 3-5,
+	// 6-9 and 10-22 each encode alike. Default 3.
+	ZstdLevel int
 	// ChecksumType of new blocks. Default XXH64.
 	ChecksumType ChecksumType
 	// DisableFileChecksums stops recording each table's whole-file CRC32C in
@@ -504,6 +571,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.Compression == CompressionDefault {
 		o.Compression = CompressionSnappy
 	}
+	if o.ZstdLevel == 0 {
+		o.ZstdLevel = compress.DefaultZstdLevel
+	}
 	if o.ChecksumType == ChecksumDefault {
 		o.ChecksumType = ChecksumXXH64
 	}
@@ -594,6 +664,8 @@ var (
 	rateLimitFairnessBound = bound{1, ratelimit.MaxFairness, false}
 	// A limiter needs at least 8 tables open.
 	maxOpenFilesBound = bound{8, math.MaxInt64, false}
+	// zstd's levels (negative "fast" levels are not offered).
+	zstdLevelBound = bound{compress.MinZstdLevel, compress.MaxZstdLevel, false}
 )
 
 // rateLimitRefillPeriod bounds: the limiter counts periods in microseconds
@@ -697,9 +769,22 @@ func (o *Options) Validate() error {
 	if o.WALRecoveryMode > WALRecoverySkipAnyCorruptedRecords {
 		bad("wal_recovery_mode %d (WALRecoveryMode) is not one of the four WALRecoveryMode values", o.WALRecoveryMode)
 	}
-	if o.Compression != CompressionSnappy && o.Compression != CompressionNone {
-		bad("compression %d (Compression) is not snappy or none", o.Compression)
+	if !o.Compression.valid(false) {
+		bad("compression %d (Compression) is not snappy, none or zstd", o.Compression)
 	}
+	if len(o.CompressionPerLevel) > manifest.NumLevels {
+		bad("compression_per_level has %d entries (CompressionPerLevel), more than the %d levels",
+			len(o.CompressionPerLevel), manifest.NumLevels)
+	}
+	for i, c := range o.CompressionPerLevel {
+		if !c.valid(true) {
+			bad("compression_per_level entry %d, %d (CompressionPerLevel[%d]), is not default, snappy, none or zstd", i, c, i)
+		}
+	}
+	if !o.BottommostCompression.valid(true) {
+		bad("bottommost_compression %d (BottommostCompression) is not default, snappy, none or zstd", o.BottommostCompression)
+	}
+	check("zstd_level", "ZstdLevel", zstdLevelBound, int64(o.ZstdLevel), "")
 	if o.ChecksumType != ChecksumXXH64 && o.ChecksumType != ChecksumCRC32C {
 		bad("checksum %d (ChecksumType) is not xxh64 or crc32c", o.ChecksumType)
 	}

@@ -77,7 +77,8 @@ func (d *database) writerOptions(level int) sstable.WriterOptions {
 		BlockSize:            d.opts.BlockSize,
 		BlockRestartInterval: d.opts.BlockRestartInterval,
 		BloomBitsPerKey:      bits,
-		Compression:          d.opts.Compression.internal(),
+		Compression:          d.opts.compressionFor(level).internal(),
+		ZstdLevel:            d.opts.ZstdLevel,
 		Checksum:             d.opts.ChecksumType.internal(),
 		IndexPartitionSize:   partition,
 	}

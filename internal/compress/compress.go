@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/cockroachdb/errors"
@@ -19,6 +20,9 @@ const (
 	None Type = 0
 	// Snappy stores blocks in the Snappy block format.
 	Snappy Type = 1
+	// Zstd stores blocks as RocksDB does (kZSTD): a varint32 of the decoded
+	// length, then one zstd frame that declares the same content size.
+	Zstd Type = 7
 )
 
 // names spells every RocksDB compression id, so an error about a file written
@@ -44,31 +48,48 @@ func (t Type) String() string {
 }
 
 // Supported reports whether this package can compress and decompress t.
-func (t Type) Supported() bool { return t == None || t == Snappy }
+func (t Type) Supported() bool { return t == None || t == Snappy || t == Zstd }
 
-// ParseType parses a DSN spelling ("none" or "snappy"). Anything else is an
-// error marked base.ErrInvalidArgument that names it.
+// ParseType parses a DSN spelling ("none", "snappy" or "zstd"). Anything else
+// is an error marked base.ErrInvalidArgument that names it.
 func ParseType(s string) (Type, error) {
 	switch s {
 	case "none":
 		return None, nil
 	case "snappy":
 		return Snappy, nil
+	case "zstd":
+		return Zstd, nil
 	}
-	return 0, base.InvalidArgumentf("compress: unknown or unsupported compression %q; use none or snappy", s)
+	return 0, base.InvalidArgumentf("compress: unknown or unsupported compression %q; use none, snappy or zstd", s)
 }
 
-// Compress compresses src with t, appending to dst[:0]. It returns the
-// compressed bytes and Snappy when that saves at least 1/8 of len(src);
+// Compress is CompressLevel with DefaultZstdLevel.
+func Compress(t Type, dst, src []byte) ([]byte, Type) {
+	return CompressLevel(t, DefaultZstdLevel, dst, src)
+}
+
+// CompressLevel compresses src with t (zstd at level, MinZstdLevel to
+// MaxZstdLevel; other types ignore it), appending to dst[:0]. It returns
+// the compressed bytes and t when that saves at least 1/8 of len(src);
 // otherwise it returns (src, None) and the caller stores src as is.
 //
 // The returned slice is either src or shares dst's memory (dst is reused when
-// its capacity is at least snappy's worst-case size); it is valid until the
-// caller next reuses that buffer. t must be None or Snappy: any other type is
-// a bug, reported by returning (src, None) after base.AssertionFailedf.
-func Compress(t Type, dst, src []byte) ([]byte, Type) {
+// its capacity is at least Buffer's); it is valid until the caller next
+// reuses that buffer. t must be supported: any other type is a bug,
+// reported by returning (src, None) after base.AssertionFailedf.
+func CompressLevel(t Type, level int, dst, src []byte) ([]byte, Type) {
 	switch t {
 	case None:
+		return src, None
+	case Zstd:
+		if zstdBound(len(src)) > math.MaxUint32 {
+			return src, None
+		}
+		out := EncodeZstd(level, dst, src)
+		if len(out) < len(src)-len(src)/8 {
+			return out, Zstd
+		}
 		return src, None
 	case Snappy:
 		n := snappy.MaxEncodedLen(len(src))
@@ -98,10 +119,14 @@ func Compress(t Type, dst, src []byte) ([]byte, Type) {
 // from one call to the next grows it here: Compress returns src for data
 // that does not compress, so a buffer it allocated would be lost.
 func Buffer(t Type, dst []byte, n int) []byte {
-	if t != Snappy {
-		return dst
+	m := 0
+	switch t {
+	case Snappy:
+		m = snappy.MaxEncodedLen(n)
+	case Zstd:
+		m = zstdBound(n)
 	}
-	if m := snappy.MaxEncodedLen(n); m > cap(dst) {
+	if m > cap(dst) {
 		return make([]byte, 0, m)
 	}
 	return dst
@@ -120,6 +145,9 @@ func DecodedLen(t Type, src []byte) (int, error) {
 			return 0, base.MarkCorruption(errors.Wrapf(err, "compress: bad snappy length header in %d-byte block", len(src)))
 		}
 		return n, nil
+	case Zstd:
+		n, _, err := zstdHeader(src)
+		return n, err
 	}
 	return 0, unsupportedCorruption(t)
 }
@@ -144,6 +172,22 @@ func DecompressInto(t Type, dst, src []byte) ([]byte, error) {
 		out, err := snappy.Decode(dst[:n], src)
 		if err != nil {
 			return nil, base.MarkCorruption(errors.Wrapf(err, "compress: cannot decode %d-byte snappy block", len(src)))
+		}
+		return out, nil
+	case Zstd:
+		_, frame, err := zstdHeader(src)
+		if err != nil {
+			return nil, err
+		}
+		// The decoder refuses (ErrDecoderSizeExceeded) any frame, or any
+		// further frame, that would not fit in cap(dst[:0:n]), so it never
+		// allocates a buffer of its own, whatever the input says.
+		out, err := zstdDecoder().DecodeAll(frame, dst[:0:n])
+		if err != nil {
+			return nil, base.MarkCorruption(errors.Wrapf(err, "compress: cannot decode %d-byte zstd block", len(src)))
+		}
+		if len(out) != n {
+			return nil, base.CorruptionErrorf("compress: zstd block of %d bytes decoded to %d bytes, its header says %d", len(src), len(out), n)
 		}
 		return out, nil
 	}

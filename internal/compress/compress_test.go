@@ -2,6 +2,7 @@ package compress
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -23,7 +24,7 @@ func TestTypeNames(t *testing.T) {
 		{Snappy, "snappy", true},
 		{Type(2), "zlib", false},
 		{Type(4), "lz4", false},
-		{Type(7), "zstd", false},
+		{Zstd, "zstd", true},
 		{Type(8), "Type(8)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,6 +43,7 @@ func TestTypeNames(t *testing.T) {
 	// RocksDB's compression ids; a change breaks every file written.
 	require.EqualValues(t, 0, None)
 	require.EqualValues(t, 1, Snappy)
+	require.EqualValues(t, 7, Zstd)
 }
 
 // blockLike returns n bytes resembling a data block: keys sharing prefixes
@@ -153,7 +155,7 @@ func TestDecodeCorrupt(t *testing.T) {
 		{"overlong-length", Snappy, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, true, "length header"},
 		{"truncated", Snappy, good[:len(good)/2], false, "snappy"},
 		{"bad-tag", Snappy, append([]byte{10}, 0xff, 0xff, 0xff), false, "snappy"},
-		{"zstd", Type(7), good, true, "zstd"},
+		{"lz4", Type(4), good, true, "lz4"},
 		{"unknown", Type(200), good, true, "Type(200)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,8 +215,13 @@ func FuzzDecompress(f *testing.F) {
 		f.Add(byte(Snappy), enc)
 		f.Add(byte(None), src)
 	}
+	for _, src := range [][]byte{nil, make([]byte, 100), blockLike(rng, 300), blockLike(rng, 4096)} {
+		enc, _ := CompressLevel(Zstd, 1, nil, src)
+		f.Add(byte(Zstd), enc)
+		f.Add(byte(Zstd), append(binary.AppendUvarint(nil, uint64(len(src))), zstdEncoder(19).EncodeAll(src, nil)...))
+	}
 	f.Add(byte(Snappy), []byte{0xff, 0xff, 0xff, 0xff, 0x0f})
-	f.Add(byte(7), []byte("zstd"))
+	f.Add(byte(Zstd), []byte("zstd"))
 	f.Fuzz(func(t *testing.T, typ byte, data []byte) {
 		ct := Type(typ)
 		n, err := DecodedLen(ct, data)
@@ -231,14 +238,16 @@ func FuzzDecompress(f *testing.F) {
 			t.Fatalf("error not marked corruption: %v", err)
 		}
 
-		enc, got := Compress(Snappy, nil, data)
-		n, err = DecodedLen(got, enc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, err := DecompressInto(got, make([]byte, n), enc)
-		if err != nil || !bytes.Equal(dec, data) {
-			t.Fatalf("round trip: %v", err)
+		for _, c := range []Type{Snappy, Zstd} {
+			enc, got := Compress(c, nil, data)
+			n, err = DecodedLen(got, enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := DecompressInto(got, make([]byte, n), enc)
+			if err != nil || !bytes.Equal(dec, data) {
+				t.Fatalf("round trip %s: %v", c, err)
+			}
 		}
 	})
 }

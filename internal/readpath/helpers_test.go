@@ -352,7 +352,7 @@ func buildLSM(t testing.TB, rng *rand.Rand, cfg lsmConfig) *lsm {
 	opts := func() sstable.WriterOptions {
 		o := cfg.writerOpts
 		if cfg.randomOpts {
-			o.Compression = []compress.Type{compress.None, compress.Snappy}[rng.IntN(2)]
+			o.Compression = []compress.Type{compress.None, compress.Snappy, compress.Zstd}[rng.IntN(2)]
 			o.Checksum = []checksum.Type{checksum.CRC32C, checksum.XXHash64}[rng.IntN(2)]
 			o.BloomBitsPerKey = []int{0, 10}[rng.IntN(2)]
 			o.BlockSize = []int{64, 256, 4096}[rng.IntN(3)]

@@ -167,7 +167,17 @@
 // does not overlap it.
 //
 // Data and index blocks are compressed with the table's compression when that
-// saves at least an eighth of the block (package compress).
+// saves at least an eighth of the block (package compress): none, snappy or
+// zstd, named by each block's trailer (RocksDB's ids 0, 1 and 7) and, for the
+// table, by shale.compression. One exception: a zstd table stores the index
+// block a reader loads at open (the top-level index when partitioned) zstd
+// compressed whether or not that pays. A release that does not know zstd
+// refuses such a table when it opens it: first at the shale.compression
+// property (an unknown name), and, were that ignored, at the index block (an
+// unknown compression byte), both as corruption, rather than opening it and
+// failing at its first zstd data block. zstd needs no new format version:
+// the layout is unchanged and the compression byte was always checked (see
+// FORMAT.md).
 //
 // # Footer
 //

@@ -40,6 +40,22 @@ var formatGoldens = []formatGolden{
 	{FormatVersion, "deletions.sst", "v0.1.0", nil},
 	{FormatVersionRangeDel, "format-v2-rangedel.sst", "v0.2.0", rangeDelGoldenSpec},
 	{FormatVersionPartitioned, "format-v3-partitioned.sst", "v0.2.0", partitionedGoldenSpec},
+	// zstd blocks (compression byte 7) are not a format version of their
+	// own; FORMAT.md says what older releases do with them.
+	{FormatVersionRangeDel, "format-v2-zstd.sst", "v0.3.0", zstdGoldenSpec},
+	{FormatVersionPartitioned, "format-v3-zstd-partitioned.sst", "v0.3.0", zstdPartitionedGoldenSpec},
+}
+
+func zstdGoldenSpec() (WriterOptions, []entry, []rangedel.Fragment) {
+	o, es, frags := rangeDelGoldenSpec()
+	o.Compression, o.ZstdLevel = compress.Zstd, 3
+	return o, es, frags
+}
+
+func zstdPartitionedGoldenSpec() (WriterOptions, []entry, []rangedel.Fragment) {
+	o, es, frags := partitionedGoldenSpec()
+	o.Compression, o.ZstdLevel = compress.Zstd, 19
+	return o, es, frags
 }
 
 // goldenPoints returns n point entries over keys "key%04d": every fifth key

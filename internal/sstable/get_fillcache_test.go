@@ -9,6 +9,7 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/sstable/block"
 	"github.com/shaledb/shale/internal/vfs"
@@ -120,9 +121,14 @@ func TestGetNoFillAllocs(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	es := genEntries(rand.New(rand.NewPCG(95, 96)), 2000, 30)
-	for _, partition := range []int{0, 128} {
+	for _, v := range []struct {
+		partition int
+		comp      compress.Type
+	}{{0, compress.Snappy}, {128, compress.Snappy}, {0, compress.Zstd}, {128, compress.Zstd}} {
+		partition := v.partition
 		opts := partOpts
 		opts.IndexPartitionSize = partition
+		opts.Compression = v.comp
 		data := buildTable(t, opts, es)
 		c := cache.New(4 << 20)
 		r := openTable(t, data, openConfig{cache: c, cacheMeta: true})
@@ -138,7 +144,7 @@ func TestGetNoFillAllocs(t *testing.T) {
 			{"absent", []byte("key000999x"), false},
 			{"filtered", []byte("nothing-like-it"), false},
 		} {
-			t.Run(fmt.Sprintf("partition=%d/%s", partition, tc.name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/partition=%d/%s", v.comp, partition, tc.name), func(t *testing.T) {
 				get := func() {
 					_, _, found, pin, err := r.Get(ctx, noFill, tc.key, base.MaxSeqNum)
 					if err != nil || found != tc.found {

@@ -52,7 +52,7 @@ func TestGetVersions(t *testing.T) {
 // while pinned, even as other Gets run.
 func TestGetPinOwnsBlock(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(41, 42)), 300, 50)
-	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+	for _, comp := range []compress.Type{compress.None, compress.Snappy, compress.Zstd} {
 		data := buildTable(t, WriterOptions{BlockSize: 256, Compression: comp, Checksum: checksum.CRC32C}, es)
 		r := openTable(t, data, openConfig{})
 		type held struct {
@@ -81,7 +81,7 @@ func TestGetPinOwnsBlock(t *testing.T) {
 // pooled buffers, while pinned and after being evicted and reloaded.
 func TestGetCachedBlockOwnsMemory(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(47, 48)), 3000, 100)
-	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+	for _, comp := range []compress.Type{compress.None, compress.Snappy, compress.Zstd} {
 		t.Run(comp.String(), func(t *testing.T) {
 			data := buildTable(t, WriterOptions{BlockSize: 512, Compression: comp, Checksum: checksum.XXHash64}, es)
 			// A cache of a few blocks: most Gets load and evict.

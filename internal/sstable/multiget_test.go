@@ -181,7 +181,7 @@ func TestMultiGetCoalesces(t *testing.T) {
 // order, whether it is cached, owned or in the read buffer.
 func TestMultiGetSharedBlock(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(33, 34)), 100, 40)
-	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+	for _, comp := range []compress.Type{compress.None, compress.Snappy, compress.Zstd} {
 		data := buildTable(t, WriterOptions{BlockSize: 4096, Compression: comp, Checksum: checksum.CRC32C}, es)
 		for _, cfg := range []openConfig{{}, {cache: cache.New(1 << 20)}, {cache: cache.New(1 << 20), env: ReadEnv{VerifyChecksums: true}}} {
 			t.Run(fmt.Sprintf("%s/%s/fill=%t", comp, cfg, cfg.env.FillCache), func(t *testing.T) {

@@ -90,7 +90,7 @@ func TestDecodePropertiesErrors(t *testing.T) {
 		{"empty-value", propsBlock("shale.num.entries", ""), "not one varint64"},
 		{"overflow", propsBlock("shale.num.entries", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"), "not one varint64"},
 		{"bad-checksum-name", propsBlock("shale.checksum.type", "md5"), `unknown checksum type "md5"`},
-		{"bad-compression-name", propsBlock("shale.compression", "zstd"), `unknown compression "zstd"`},
+		{"bad-compression-name", propsBlock("shale.compression", "zlib"), `unknown compression "zlib"`},
 		{"out-of-order", propsBlock("shale.num.entries", "\x01", "shale.block.size", "\x01"), "follows"},
 		{"duplicate", propsBlock("shale.num.entries", "\x01", "shale.num.entries", "\x02"), "follows"},
 		{"corrupt-entry", func() []byte {

@@ -266,7 +266,7 @@ func checkGet(t testing.TB, r *Reader, env ReadEnv, es []entry, ukey []byte, seq
 // writerCombos are the writer options the round-trip tests cover.
 func writerCombos() []WriterOptions {
 	var out []WriterOptions
-	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+	for _, comp := range []compress.Type{compress.None, compress.Snappy, compress.Zstd} {
 		for _, ck := range []checksum.Type{checksum.CRC32C, checksum.XXHash64} {
 			for _, bits := range []int{0, 10} {
 				for _, bs := range []int{256, 4096} {
@@ -279,7 +279,7 @@ func writerCombos() []WriterOptions {
 	// Partitioned indexes and filters: partitions of a few entries (so that
 	// tables of a few hundred entries have many), and one size that many
 	// small blocks fill only a few partitions of.
-	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+	for _, comp := range []compress.Type{compress.None, compress.Snappy, compress.Zstd} {
 		for _, bits := range []int{0, 10} {
 			out = append(out, WriterOptions{BlockSize: 256, BloomBitsPerKey: bits, Compression: comp,
 				Checksum: checksum.CRC32C, IndexPartitionSize: 64 + 64*bits})
@@ -668,7 +668,7 @@ func TestCacheStats(t *testing.T) {
 // in place (not cached) and compressed ones are cached.
 func TestMmapInPlace(t *testing.T) {
 	es := genEntries(rand.New(rand.NewPCG(9, 10)), 200, 20)
-	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+	for _, comp := range []compress.Type{compress.None, compress.Snappy, compress.Zstd} {
 		t.Run(comp.String(), func(t *testing.T) {
 			data := buildTable(t, WriterOptions{BlockSize: 512, Compression: comp, Checksum: checksum.CRC32C}, es)
 			c := cache.New(1 << 20)

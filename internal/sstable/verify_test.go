@@ -187,6 +187,9 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		{BlockSize: 32, BlockRestartInterval: 2, Checksum: checksum.CRC32C},
 		{BlockSize: 64, BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64},
 		{BlockSize: 48, BlockRestartInterval: 1, Checksum: checksum.None},
+		// zstd without checksums, so that mutations reach the decoder.
+		{BlockSize: 256, Compression: compress.Zstd, Checksum: checksum.None},
+		{BlockSize: 64, BloomBitsPerKey: 10, Compression: compress.Zstd, ZstdLevel: 9, Checksum: checksum.None},
 	} {
 		seeds = append(seeds, buildTable(t, opts, genEntries(rng, 6, 12)))
 	}

@@ -30,6 +30,9 @@ type WriterOptions struct {
 	BloomBitsPerKey int
 	// Compression compresses data and index blocks.
 	Compression compress.Type
+	// ZstdLevel is the zstd level (compress.MinZstdLevel to MaxZstdLevel)
+	// with Compression zstd; 0 means compress.DefaultZstdLevel.
+	ZstdLevel int
 	// Checksum is the block checksum type.
 	Checksum checksum.Type
 	// IndexPartitionSize, when > 0, partitions the index and the filter
@@ -50,6 +53,9 @@ func (o WriterOptions) ensureDefaults() WriterOptions {
 	if o.BlockRestartInterval == 0 {
 		o.BlockRestartInterval = defaultRestartInterval
 	}
+	if o.ZstdLevel == 0 {
+		o.ZstdLevel = compress.DefaultZstdLevel
+	}
 	return o
 }
 
@@ -65,6 +71,9 @@ func (o WriterOptions) validate() error {
 		return base.InvalidArgumentf("sstable: negative bloom bits per key %d", o.BloomBitsPerKey)
 	case !o.Compression.Supported():
 		return base.InvalidArgumentf("sstable: unsupported compression %s", o.Compression)
+	case o.ZstdLevel != 0 && (o.ZstdLevel < compress.MinZstdLevel || o.ZstdLevel > compress.MaxZstdLevel):
+		return base.InvalidArgumentf("sstable: zstd level %d is not within %d to %d",
+			o.ZstdLevel, compress.MinZstdLevel, compress.MaxZstdLevel)
 	case !o.Checksum.Supported():
 		return base.InvalidArgumentf("sstable: unsupported checksum type %s", o.Checksum)
 	}
@@ -480,7 +489,7 @@ func (w *Writer) writeWhole() (block.Handle, int, error) {
 		w.indexBuf, indexLen = w.parts[0].index, w.parts[0].indexLen
 		filter = w.parts[0].filter
 	} else {
-		indexLen = w.prepareBlock(&w.indexBuf, w.index.Finish(), w.opts.Compression)
+		indexLen = w.prepareOpenIndex(&w.indexBuf, w.index.Finish())
 		if w.filter != nil {
 			filter = w.filter.Finish(w.filterBuf[:0])
 		}
@@ -527,7 +536,7 @@ func (w *Writer) writePartitions() (int, error) {
 		}
 		top.Add(p.lastSep, w.handleBuf)
 	}
-	n := w.prepareBlock(&w.indexBuf, top.Finish(), w.opts.Compression)
+	n := w.prepareOpenIndex(&w.indexBuf, top.Finish())
 	w.props.IndexSize += uint64(len(w.indexBuf))
 	w.props.IndexPartitions = uint64(len(w.parts))
 	return n, nil
@@ -540,9 +549,26 @@ func (w *Writer) prepareBlock(dst *[]byte, raw []byte, comp compress.Type) int {
 	// Kept at snappy's worst case for raw, so that Compress never allocates
 	// (with values that do not compress, every data block did).
 	w.compressBuf = compress.Buffer(comp, w.compressBuf, len(raw))
-	payload, ct := compress.Compress(comp, w.compressBuf, raw)
+	payload, ct := compress.CompressLevel(comp, w.opts.ZstdLevel, w.compressBuf, raw)
 	buf := append((*dst)[:0], payload...)
 	*dst = block.AppendTrailer(buf, w.opts.Checksum, ct, buf)
+	return len(payload)
+}
+
+// prepareOpenIndex is prepareBlock for the index block a reader loads when
+// it opens the table (the index, or the top-level index when partitioned).
+// With zstd it stores the block zstd-compressed even when that does not pay,
+// so that a release that cannot read zstd refuses the table when it opens
+// it (as corruption: an unknown compression type), not at the first read
+// of a data block that happened to compress. See the package doc.
+func (w *Writer) prepareOpenIndex(dst *[]byte, raw []byte) int {
+	if w.opts.Compression != compress.Zstd {
+		return w.prepareBlock(dst, raw, w.opts.Compression)
+	}
+	w.compressBuf = compress.Buffer(compress.Zstd, w.compressBuf, len(raw))
+	payload := compress.EncodeZstd(w.opts.ZstdLevel, w.compressBuf, raw)
+	buf := append((*dst)[:0], payload...)
+	*dst = block.AppendTrailer(buf, w.opts.Checksum, compress.Zstd, buf)
 	return len(payload)
 }
 

@@ -187,6 +187,8 @@ func TestWriterRoundTrip(t *testing.T) {
 		{BlockSize: 512, BlockRestartInterval: 3, BloomBitsPerKey: 5, Compression: compress.Snappy, Checksum: checksum.CRC32C},
 		{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64},
 		{BlockSize: 1 << 16, BloomBitsPerKey: 20, Checksum: checksum.XXHash64},
+		{BlockSize: 512, BloomBitsPerKey: 10, Compression: compress.Zstd, Checksum: checksum.CRC32C},
+		{BloomBitsPerKey: 10, Compression: compress.Zstd, ZstdLevel: 19, Checksum: checksum.XXHash64},
 	} {
 		for _, n := range []int{1, 2, 50, 2000} {
 			t.Run(fmt.Sprintf("%+v/n=%d", opts, n), func(t *testing.T) {
@@ -321,7 +323,9 @@ func TestWriterOptionsInvalid(t *testing.T) {
 		{BlockSize: -1},
 		{BlockRestartInterval: -1},
 		{BloomBitsPerKey: -1},
-		{Compression: compress.Type(7)},
+		{Compression: compress.Type(4)},
+		{Compression: compress.Zstd, ZstdLevel: 23},
+		{Compression: compress.Zstd, ZstdLevel: -1},
 		{Checksum: checksum.XXH3},
 		{Checksum: checksum.Type(99)},
 	} {

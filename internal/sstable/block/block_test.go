@@ -453,7 +453,7 @@ func TestHandle(t *testing.T) {
 func TestTrailer(t *testing.T) {
 	payload := []byte("some block bytes")
 	for _, ct := range []checksum.Type{checksum.None, checksum.CRC32C, checksum.XXHash64} {
-		for _, comp := range []compress.Type{compress.None, compress.Snappy} {
+		for _, comp := range []compress.Type{compress.None, compress.Snappy, compress.Zstd} {
 			t.Run(fmt.Sprintf("checksum=%s/compression=%s", ct, comp), func(t *testing.T) {
 				raw := AppendTrailer(slices.Clone(payload), ct, comp, payload)
 				require.Len(t, raw, len(payload)+TrailerLen)
