@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -96,7 +96,7 @@ func (diskFS) Lock(name string) (io.Closer, error) {
 		return nil, errors.Wrapf(err, "vfs: lock %s", name)
 	}
 	if !processLocks.acquire(key) {
-		return nil, base.Mark(errors.Newf("vfs: lock %s: already held by this process", name), ErrLocked)
+		return nil, errclass.Mark(errors.Newf("vfs: lock %s: already held by this process", name), ErrLocked)
 	}
 	for attempt := 0; ; attempt++ {
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)

@@ -21,7 +21,7 @@ import (
 // that is what a batch saves. SHALE_URING_BENCH_DIR names another directory (a disk
 // filesystem whose page cache holds the file, for one).
 //
-//	go test ./internal/vfs -run '^$' -bench ReadAtBatch -count 5
+//	go test ./vfs -run '^$' -bench ReadAtBatch -count 5
 func BenchmarkReadAtBatch(b *testing.B) {
 	const fileSize = 128 << 20
 	const batch = 16
