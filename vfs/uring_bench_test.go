@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/cpubench"
+	"github.com/shaledb/shale/internal/iobatch"
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkReadAtBatch(b *testing.B) {
 					defer uringAnyFS.Store(false)
 				}
 				rng := rand.New(rand.NewPCG(1, 2))
-				reqs := make([]BatchRead, batch)
+				reqs := make([]iobatch.Read, batch)
 				for i := range reqs {
 					reqs[i].P = make([]byte, size.n)
 				}
