@@ -31,6 +31,12 @@
 // generated from it); [ParseDSN] and [FormatDSN] convert between a DSN and
 // [Options].
 //
+// A ":memory:" database takes its in-memory filesystem with it when it is
+// closed. A program that wants the files to outlive Close, to reopen the
+// database in a test, simulate a crash or inject faults, opens it with
+// [NewConnector] on a filesystem of its own, Options.FS = [vfs.NewMem]()
+// (see package [vfs], and package errorfs under it for injected faults).
+//
 // With typed options, for what a DSN cannot carry (an [EventListener], a
 // filesystem, a logger, a statistics object or rate limiter shared between
 // databases), build a connector:

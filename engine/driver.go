@@ -9,9 +9,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // DriverName is the name the engine registers with the driver package.

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/driver"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

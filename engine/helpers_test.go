@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
-	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/internal/vfs/errorfs"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 

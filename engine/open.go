@@ -15,10 +15,10 @@ import (
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/sstable"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // openReadEnv tags the reads made while opening: table opens and the check

@@ -14,10 +14,10 @@ import (
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/manifest"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // Compression selects the block compression of new tables. The zero value is

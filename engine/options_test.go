@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/driver"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/cpubench"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 )
 
 // rdBenchKeys is the number of live keys in the range-deletion benchmarks.

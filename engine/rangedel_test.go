@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -21,10 +21,10 @@ import (
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/internal/sstable"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // Suffixes of the files a recovery keeps aside. ParseFileName knows none of

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/manifest"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

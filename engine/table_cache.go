@@ -12,8 +12,8 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/readpath"
 	"github.com/shaledb/shale/internal/sstable"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // tableCache keeps table readers open. With MaxOpenFiles 0 every table stays

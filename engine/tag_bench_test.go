@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // benchCachedDB opens a database whose every block is in the block cache:

@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 )
 
 // walMaxPending bounds the WAL bytes waiting for the background writer: a

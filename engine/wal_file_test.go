@@ -11,8 +11,8 @@ import (
 
 	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/invariants"
-	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/internal/vfs/errorfs"
+	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/internal/memtable"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

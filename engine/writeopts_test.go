@@ -8,10 +8,10 @@ import (
 
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/invariants"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/sstable/block"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/vfs"
 )
 
 const sstDumpUsage = `sst dump [-blocks] [-keys N] [-hex] FILE.sst`

@@ -26,7 +26,7 @@
 // a generous stall bound that calls a silent child hung.
 //
 // With Faults, every other round injects filesystem faults through
-// internal/vfs/errorfs in windows of writes: ENOSPC on writes, short writes
+// vfs/errorfs in windows of writes: ENOSPC on writes, short writes
 // (a DiskFull budget just above the space used), failed syncs, creates and
 // renames. A failed write is not acknowledged (its versions stay pending);
 // when writes keep failing after a window closes, the child closes and

@@ -9,9 +9,10 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/internal/iobatch"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // ReadRequest is one range of a MultiRead or ReadAsync.
@@ -89,7 +90,7 @@ const (
 	maxParallelReads    = 4
 )
 
-// readAll reads every request. A file with a vfs.BatchReader reads them in
+// readAll reads every request. A file with an iobatch.Reader reads them in
 // one call where it can (see readBatch). Otherwise readAll reads the first
 // one alone and times it:
 // when that took at least Options.ParallelAfter, the file is on a device
@@ -137,10 +138,10 @@ func (r *Reader) readAll(opts ioctx.IOOptions, reqs []ReadRequest) {
 	wg.Wait()
 }
 
-// batchPool recycles the vfs.BatchRead slices of readBatch.
-var batchPool = sync.Pool{New: func() any { return new([]vfs.BatchRead) }}
+// batchPool recycles the iobatch.Read slices of readBatch.
+var batchPool = sync.Pool{New: func() any { return new([]iobatch.Read) }}
 
-// readBatch reads reqs with one vfs.BatchReader call and reports whether it
+// readBatch reads reqs with one iobatch.Reader call and reports whether it
 // did. On Linux the OS file's batch is one io_uring_enter instead of a pread
 // per request: on a VM, where a system call costs microseconds, that is most
 // of the CPU time of reading cached blocks. It leaves to the request-by-request
@@ -149,11 +150,11 @@ var batchPool = sync.Pool{New: func() any { return new([]vfs.BatchRead) }}
 // reading (it gives the error), and a batch the file declines; nothing is
 // set then.
 func (r *Reader) readBatch(opts ioctx.IOOptions, reqs []ReadRequest) bool {
-	br, ok := r.file.(vfs.BatchReader)
+	br, ok := r.file.(iobatch.Reader)
 	if !ok || r.mapped != nil || len(reqs) < 2 || opts.Timeout != 0 {
 		return false
 	}
-	bp := batchPool.Get().(*[]vfs.BatchRead)
+	bp := batchPool.Get().(*[]iobatch.Read)
 	defer batchPool.Put(bp)
 	batch := (*bp)[:0]
 	defer func() {
@@ -165,7 +166,7 @@ func (r *Reader) readBatch(opts ioctx.IOOptions, reqs []ReadRequest) bool {
 		if !r.inBounds(q) || len(q.Scratch) < q.Len {
 			return false
 		}
-		batch = append(batch, vfs.BatchRead{P: q.Scratch[:q.Len:q.Len], Off: q.Offset})
+		batch = append(batch, iobatch.Read{P: q.Scratch[:q.Len:q.Len], Off: q.Offset})
 	}
 	if !br.ReadAtBatch(opts, batch) {
 		return false

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/internal/vfs/errorfs"
+	"github.com/shaledb/shale/internal/iobatch"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +24,7 @@ type mappableFile interface {
 	vfs.Mappable
 }
 
-// batchFile is a file with a vfs.BatchReader that reads each request with
+// batchFile is a file with an iobatch.Reader that reads each request with
 // ReadAt, fails the offsets in fail, and counts its batches.
 type batchFile struct {
 	mappableFile
@@ -34,7 +35,7 @@ type batchFile struct {
 	batches [][]int64 // the offsets of each batch read
 }
 
-func (f *batchFile) ReadAtBatch(_ ioctx.IOOptions, reqs []vfs.BatchRead) bool {
+func (f *batchFile) ReadAtBatch(_ ioctx.IOOptions, reqs []iobatch.Read) bool {
 	if f.decline {
 		return false
 	}
@@ -55,7 +56,7 @@ func (f *batchFile) ReadAtBatch(_ ioctx.IOOptions, reqs []vfs.BatchRead) bool {
 }
 
 // TestMultiReadBatch checks when MultiRead hands its requests to the file's
-// vfs.BatchReader in one call, and that the outcomes, statistics and errors
+// iobatch.Reader in one call, and that the outcomes, statistics and errors
 // are those of the request-by-request path.
 func TestMultiReadBatch(t *testing.T) {
 	const size = 10000
@@ -134,7 +135,7 @@ func cmpOr(a, b error) error {
 }
 
 // TestMultiReadBatchFaultInjection: a file wrapped for fault injection
-// (errorfs) has no vfs.BatchReader even when the file under it has one (the
+// (errorfs) has no iobatch.Reader even when the file under it has one (the
 // OS file), so the injector sees, and can fail, every request of a
 // MultiRead.
 func TestMultiReadBatchFaultInjection(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // publicPackages are the packages a program outside the module imports.
 // Each must have a package doc, and each of its exported names a doc
 // comment: they are the API, and `go doc` is where a user meets it.
-var publicPackages = []string{"driver", "engine", "ioctx", "statistics", "ratelimit", "readpath", "conformance"}
+var publicPackages = []string{"driver", "engine", "ioctx", "statistics", "ratelimit", "readpath", "conformance", "vfs", "vfs/errorfs"}
 
 // TestPublicDocs checks that every public package has a package doc and
 // that every exported top-level name (function, type, method of an exported

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/vfs"
 )
 
 // FuzzVersionEdit feeds arbitrary bytes to Decode. Decode must never panic;

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/vfs"
 )
 
 // DefaultMaxManifestFileSize is the MANIFEST size past which LogAndApply

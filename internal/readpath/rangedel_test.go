@@ -10,8 +10,8 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/rangedel"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

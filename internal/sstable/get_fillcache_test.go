@@ -12,8 +12,8 @@ import (
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/sstable/block"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

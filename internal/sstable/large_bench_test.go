@@ -17,7 +17,7 @@ import (
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/fileio"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/cpubench"
 	"github.com/shaledb/shale/internal/fileio"
-	"github.com/shaledb/shale/internal/vfs"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/sstable/block"
-	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/internal/vfs/errorfs"
+	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -21,10 +21,10 @@ import (
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/sstable/block"
-	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/internal/vfs/errorfs"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 

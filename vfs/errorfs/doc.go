@@ -1,5 +1,10 @@
 // Package errorfs wraps a vfs.FS to inject errors into its operations and to
-// observe them, for tests of the engine's error paths and IO tagging.
+// observe them: for a program's tests of how it handles shale's errors (a
+// full disk, a failed sync, a failed open), handing the wrapped FS to
+// engine.Options.FS, and for the engine's own tests of its error paths and
+// IO tagging. Its names are the wrapper ([Wrap], [WrapObserver], [FS]), the
+// vocabulary of operations ([Op], [OpKind]), the injectors below, and
+// [ErrInjected], which every injected error matches.
 //
 // # Injecting
 //

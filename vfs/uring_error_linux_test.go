@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/shaledb/shale/internal/iobatch"
 )
 
 // TestReadAtBatchErrorIsReadAts pins that a read the ring fails gives
@@ -26,7 +28,7 @@ func TestReadAtBatchErrorIsReadAts(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = f.Close() })
 	d := f.(*diskFile)
-	batch := []BatchRead{{P: make([]byte, 100), Off: 0}, {P: make([]byte, 10), Off: 4096}}
+	batch := []iobatch.Read{{P: make([]byte, 100), Off: 0}, {P: make([]byte, 10), Off: 4096}}
 	readBatch(t, d, batch, true)
 	for _, q := range batch {
 		sameOutcome(t, d, q)
@@ -42,7 +44,7 @@ func TestReadAtBatchErrorIsReadAts(t *testing.T) {
 // error ReadAt gives for it.
 func TestRingFinishError(t *testing.T) {
 	d, _ := openRandomFile(t, 4096)
-	q := BatchRead{P: make([]byte, 512), Off: 1024}
+	q := iobatch.Read{P: make([]byte, 512), Off: 1024}
 	d.finish(&q, &uringRead{done: true, res: -int32(syscall.EIO)})
 	want := &os.PathError{Op: "read", Path: d.f.Name(), Err: syscall.EIO}
 	if q.N != 0 || q.Err == nil || q.Err.Error() != want.Error() {

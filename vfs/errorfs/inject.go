@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -254,7 +254,7 @@ func (e *errInjector) MaybeError(op Op) error {
 	if !e.p.Evaluate(op) {
 		return nil
 	}
-	return base.Mark(errors.Wrapf(e.err, "%s (injected by %s)", op, e.p), ErrInjected)
+	return errclass.Mark(errors.Wrapf(e.err, "%s (injected by %s)", op, e.p), ErrInjected)
 }
 
 // Any returns an Injector that asks each of injs in turn and returns the

@@ -46,7 +46,7 @@ type Linker interface {
 
 // FS is the filesystem the engine uses. It is kept small: capabilities that
 // only some files have are optional interfaces of File (ReaderAtWithOptions,
-// BatchReader, Mappable), found by type assertion.
+// Mappable), found by type assertion.
 //
 // Errors for a missing or existing name satisfy errors.Is(err,
 // os.ErrNotExist) and errors.Is(err, os.ErrExist) as the os package's do.
@@ -108,44 +108,6 @@ var Default FS = diskFS{}
 // forward it. p is owned by the caller and not retained, as with ReadAt.
 type ReaderAtWithOptions interface {
 	ReadAtWithOptions(opts ioctx.IOOptions, p []byte, off int64) (int, error)
-}
-
-// BatchRead is one read of a BatchReader.ReadAtBatch: P and Off are its
-// arguments as for ReadAt, N and Err its results.
-type BatchRead struct {
-	P   []byte
-	Off int64
-
-	N   int
-	Err error
-}
-
-// BatchReader is an optional interface of File: a file that can read several
-// ranges in one call for less than one ReadAt each. On Linux the OS
-// filesystem submits them together with io_uring, one system call instead of
-// one per range, for files on filesystems whose cached reads io_uring
-// completes without a worker thread (ext4, xfs, btrfs; not tmpfs).
-//
-// ReadAtBatch either reads every request and returns true, or reads none and
-// returns false: the file has no faster way for these requests than ReadAt
-// each (io_uring unavailable under seccomp or kernel.io_uring_disabled, all
-// of the process's rings busy, a filesystem it does not suit, a single
-// request), and the caller reads them as it would have without the
-// interface. A read sets the request's N and Err to what ReadAt(P, Off)
-// returns: a read that ends past the end of the file returns the bytes there
-// are and io.EOF, a failed read its own error; one request's failure does not
-// affect the others. The requests may be read in any order and at the same
-// time, so they must not share buffer bytes. The buffers are owned by the
-// caller, written only until ReadAtBatch returns, and not retained.
-// ReadAtBatch is safe for concurrent use, as ReadAt is.
-//
-// opts is that of ReaderAtWithOptions, but the file reader uses ReadAtBatch
-// only for reads without a timeout (opts.Timeout == 0): a timed read is
-// issued request by request, so that each can be checked against it.
-// Wrappers (errorfs, MemFS, test files) do not implement it, so reads through
-// them, and fault injection, go request by request through ReadAt.
-type BatchReader interface {
-	ReadAtBatch(opts ioctx.IOOptions, reqs []BatchRead) bool
 }
 
 // Mappable is an optional interface of File: the file can be mapped into

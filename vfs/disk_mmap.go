@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 )
 
 var _ Mappable = (*diskFile)(nil)
@@ -25,7 +25,7 @@ func lockFile(f *os.File) error {
 		return err
 	}
 	if lerr == syscall.EWOULDBLOCK || lerr == syscall.EAGAIN {
-		return base.Mark(lerr, ErrLocked)
+		return errclass.Mark(lerr, ErrLocked)
 	}
 	return lerr
 }

@@ -1,7 +1,30 @@
-// Package vfs is the filesystem interface the engine uses, with two
-// implementations: [Default], the operating system's, and [MemFS], an
-// in-memory one that can simulate a crash. Package errorfs wraps any FS to
-// inject faults.
+// Package vfs is the filesystem shale reads and writes through, and the one
+// a program can hand it in engine.Options.FS. It has two implementations:
+// [Default], the operating system's, and [MemFS] ([NewMem]), an in-memory
+// one that can simulate a crash ([MemFS.CrashClone]). Package errorfs wraps
+// any FS to inject faults. Together they let a program test itself against
+// shale without a disk, with failed writes and with crashes:
+//
+//	fs := vfs.NewMem()
+//	db, err := driver.OpenDB(engine.NewConnector("/db", &engine.Options{FS: fs}))
+//
+// A program may also implement FS itself (to count, slow down or redirect
+// IO): it implements [FS] and [File], and nothing else is required.
+//
+// # What is public, and what is not
+//
+// The package's names are the ones a program implements or calls: FS, File,
+// Default, MemFS and NewMem, ErrLocked, and three optional interfaces a
+// file or filesystem may have ([Linker], [ReaderAtWithOptions], [Mappable])
+// with [ReadAtOptions] for wrappers that forward reads. The engine's own
+// plumbing is not here: the OS files read batches of ranges with io_uring on
+// Linux (probing for seccomp and kernel.io_uring_disabled first), but the
+// contract between those files and the engine's file reader lives in an
+// internal package (internal/iobatch) that both import, because Go's
+// internal rule would not let the engine import vfs/internal/... . A
+// filesystem a program hands in is read through ReadAt, which is always
+// correct; it simply takes the request-by-request path. The lock registry,
+// mmap and io_uring code are unexported.
 //
 // # Contract
 //

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 )
 
 // DiskFull is an Injector that gives the filesystem a limited amount of
@@ -78,7 +78,7 @@ func (d *DiskFull) MaybeError(op Op) error {
 			n = room
 			d.take(op.Path, n)
 			err := &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
-			return &shortWrite{n: int(n), err: base.Mark(err, ErrInjected)}
+			return &shortWrite{n: int(n), err: errclass.Mark(err, ErrInjected)}
 		}
 		d.take(op.Path, n)
 	}

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/vfs"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/vfs"
 )
 
 // FS is a vfs.FS that asks an Injector before every operation and fails the

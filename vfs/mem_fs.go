@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
 )
 
 // MemFS is an in-memory FS that can simulate a crash (see CrashClone).
@@ -377,7 +377,7 @@ func (m *MemFS) Lock(name string) (io.Closer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.mu.locked[key]; ok {
-		return nil, base.Mark(errors.Newf("vfs: lock %s: already held", name), ErrLocked)
+		return nil, errclass.Mark(errors.Newf("vfs: lock %s: already held", name), ErrLocked)
 	}
 	dir, base, err := m.walkLocked("open", name)
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/vfs"
-	"github.com/shaledb/shale/internal/vfs/errorfs"
 	"github.com/shaledb/shale/ioctx"
+	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // ExampleWrapObserver records every file read and checks its IO activity,

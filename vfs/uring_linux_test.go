@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shaledb/shale/internal/iobatch"
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -84,7 +85,7 @@ var errNotSet = errors.New("not set")
 // readBatch reads batch as the file reader does: with ReadAtBatch, and one
 // ReadAt per request if it declines, which it must do exactly when accept is
 // false, reading nothing.
-func readBatch(t *testing.T, d *diskFile, batch []BatchRead, accept bool) {
+func readBatch(t *testing.T, d *diskFile, batch []iobatch.Read, accept bool) {
 	t.Helper()
 	for i := range batch {
 		batch[i].N, batch[i].Err = -1, errNotSet
@@ -103,7 +104,7 @@ func readBatch(t *testing.T, d *diskFile, batch []BatchRead, accept bool) {
 }
 
 // sameOutcome compares a request's outcome with ReadAt's on the same file.
-func sameOutcome(t *testing.T, d *diskFile, q BatchRead) {
+func sameOutcome(t *testing.T, d *diskFile, q iobatch.Read) {
 	t.Helper()
 	want := make([]byte, len(q.P))
 	n, err := d.ReadAt(want, q.Off)
@@ -128,7 +129,7 @@ func TestReadAtBatchMatchesReadAt(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			// Fixed edge cases, then random batches of every size around
 			// the ring's 32 entries.
-			edges := []BatchRead{
+			edges := []iobatch.Read{
 				{Off: 0, P: make([]byte, 4096)},
 				{Off: size - 4096, P: make([]byte, 4096)},   // ends at EOF
 				{Off: size - 100, P: make([]byte, 4096)},    // crosses EOF
@@ -146,12 +147,12 @@ func TestReadAtBatchMatchesReadAt(t *testing.T) {
 				{Off: 1, P: make([]byte, size-1)},           // ends at EOF, unaligned
 				{Off: size - 4300, P: make([]byte, 4300+1)}, // crosses EOF by one
 			}
-			batches := [][]BatchRead{edges}
+			batches := [][]iobatch.Read{edges}
 			for _, n := range []int{1, 2, 3, 16, 31, 32, 33, 64, 70} {
-				batch := make([]BatchRead, n)
+				batch := make([]iobatch.Read, n)
 				for i := range batch {
 					l := rng.IntN(9000)
-					batch[i] = BatchRead{Off: rng.Int64N(size + 2000), P: make([]byte, l)}
+					batch[i] = iobatch.Read{Off: rng.Int64N(size + 2000), P: make([]byte, l)}
 				}
 				batches = append(batches, batch)
 			}
@@ -179,7 +180,7 @@ func TestReadAtBatchClosed(t *testing.T) {
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
-			batch := []BatchRead{{Off: 0, P: make([]byte, 100)}, {Off: 500, P: make([]byte, 100)}}
+			batch := []iobatch.Read{{Off: 0, P: make([]byte, 100)}, {Off: 500, P: make([]byte, 100)}}
 			readBatch(t, d, batch, false)
 			for _, q := range batch {
 				if q.N != 0 || !errors.Is(q.Err, os.ErrClosed) {
@@ -217,7 +218,7 @@ func TestReadAtBatchDescriptorClosedUnderneath(t *testing.T) {
 				}
 				_ = syscall.Close(spare)
 			}()
-			batch := []BatchRead{{Off: 0, P: make([]byte, 100)}, {Off: 500, P: make([]byte, 100)}, {Off: 9000, P: make([]byte, 4096)}}
+			batch := []iobatch.Read{{Off: 0, P: make([]byte, 100)}, {Off: 500, P: make([]byte, 100)}, {Off: 9000, P: make([]byte, 4096)}}
 			readBatch(t, d, batch, mode == modeRing)
 			for _, q := range batch {
 				var pe *os.PathError
@@ -241,10 +242,10 @@ func TestReadAtBatchConcurrent(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
-			batch := make([]BatchRead, 16)
+			batch := make([]iobatch.Read, 16)
 			for range 200 {
 				for i := range batch {
-					batch[i] = BatchRead{Off: rng.Int64N(size - 5000), P: make([]byte, 1+rng.IntN(5000))}
+					batch[i] = iobatch.Read{Off: rng.Int64N(size - 5000), P: make([]byte, 1+rng.IntN(5000))}
 				}
 				if !d.ReadAtBatch(ioctx.IOOptions{}, batch) {
 					d.readEach(batch) // every ring busy

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/shaledb/shale/internal/iobatch"
 )
 
 // This file reads a batch of ranges of a file with io_uring: one
@@ -218,7 +220,7 @@ type uringRead struct {
 // submitted one has completed. It returns false if the ring failed in a way
 // that makes it unfit for reuse; the reads without a completion (done false)
 // were then never submitted, and are the caller's to redo.
-func (r *uring) read(fd int32, reqs []BatchRead, batch []uringRead) bool {
+func (r *uring) read(fd int32, reqs []iobatch.Read, batch []uringRead) bool {
 	tail := r.sqTail.Load()
 	for i := range batch {
 		c := &batch[i]
@@ -399,7 +401,7 @@ func (d *diskFile) ringSuits() bool {
 // request's outcome was set (the file is closed, on a filesystem the ring does
 // not suit, or no ring is free). It runs the ring while the descriptor is held
 // (rawControl), so a concurrent Close cannot recycle it under a read.
-func (d *diskFile) readRing(reqs []BatchRead) bool {
+func (d *diskFile) readRing(reqs []iobatch.Read) bool {
 	if !d.ringSuits() {
 		return false
 	}
@@ -425,7 +427,7 @@ func (d *diskFile) readRing(reqs []BatchRead) bool {
 // readOnRing reads reqs on r, r.entries at a time, and sets every request's
 // outcome. It returns false if the ring failed; the reads it did not do are
 // then read with pread.
-func (d *diskFile) readOnRing(r *uring, fd int32, reqs []BatchRead) bool {
+func (d *diskFile) readOnRing(r *uring, fd int32, reqs []iobatch.Read) bool {
 	var buf [uringEntries]uringRead
 	for i := 0; i < len(reqs); {
 		batch := buf[:0]
@@ -454,7 +456,7 @@ func (d *diskFile) readOnRing(r *uring, fd int32, reqs []BatchRead) bool {
 }
 
 // readEach reads reqs one by one, as a caller does when ReadAtBatch declines.
-func (d *diskFile) readEach(reqs []BatchRead) {
+func (d *diskFile) readEach(reqs []iobatch.Read) {
 	for i := range reqs {
 		reqs[i].N, reqs[i].Err = d.f.ReadAt(reqs[i].P, reqs[i].Off)
 	}
@@ -466,7 +468,7 @@ func (d *diskFile) readEach(reqs []BatchRead) {
 // *os.PathError (op "read", the file's name, the errno). A read the ring did not do, or that the kernel could not do then
 // (EAGAIN, EINTR, ECANCELED when the submitting thread exited), is read
 // with pread.
-func (d *diskFile) finish(q *BatchRead, c *uringRead) {
+func (d *diskFile) finish(q *iobatch.Read, c *uringRead) {
 	switch {
 	case !c.done || c.res == -int32(syscall.EAGAIN) || c.res == -int32(syscall.EINTR) || c.res == -int32(syscall.ECANCELED):
 		q.N, q.Err = d.f.ReadAt(q.P, q.Off)

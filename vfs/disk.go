@@ -10,7 +10,8 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/errclass"
+	"github.com/shaledb/shale/internal/iobatch"
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -96,7 +97,7 @@ func (diskFS) Lock(name string) (io.Closer, error) {
 		return nil, errors.Wrapf(err, "vfs: lock %s", name)
 	}
 	if !processLocks.acquire(key) {
-		return nil, base.Mark(errors.Newf("vfs: lock %s: already held by this process", name), ErrLocked)
+		return nil, errclass.Mark(errors.Newf("vfs: lock %s: already held by this process", name), ErrLocked)
 	}
 	for attempt := 0; ; attempt++ {
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
@@ -223,15 +224,15 @@ var _ File = (*diskFile)(nil)
 
 func (d *diskFile) ReadAt(p []byte, off int64) (int, error) { return d.f.ReadAt(p, off) }
 
-var _ BatchReader = (*diskFile)(nil)
+var _ iobatch.Reader = (*diskFile)(nil)
 
-// ReadAtBatch implements BatchReader. On Linux, for a file on a filesystem
+// ReadAtBatch implements iobatch.Reader. On Linux, for a file on a filesystem
 // whose cached reads io_uring completes inline, a batch goes to the kernel
 // with one io_uring_enter per 32 reads (uring_linux.go). It returns false
 // for a single request, elsewhere, when io_uring is unavailable (seccomp,
 // kernel.io_uring_disabled) or all of the process's rings are busy. The file
 // has no use for opts.
-func (d *diskFile) ReadAtBatch(_ ioctx.IOOptions, reqs []BatchRead) bool {
+func (d *diskFile) ReadAtBatch(_ ioctx.IOOptions, reqs []iobatch.Read) bool {
 	return len(reqs) > 1 && d.readRing(reqs)
 }
 

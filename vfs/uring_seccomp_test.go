@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/shaledb/shale/internal/iobatch"
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -44,7 +45,7 @@ func TestReadAtBatchSeccomp(t *testing.T) {
 	}
 	uringAnyFS.Store(true)
 	d, data := openRandomFile(t, 10_000)
-	batch := []BatchRead{{Off: 0, P: make([]byte, 100)}, {Off: 5000, P: make([]byte, 100)}}
+	batch := []iobatch.Read{{Off: 0, P: make([]byte, 100)}, {Off: 5000, P: make([]byte, 100)}}
 	if d.ReadAtBatch(ioctx.IOOptions{}, batch) {
 		t.Fatal("ReadAtBatch read a batch without io_uring")
 	}

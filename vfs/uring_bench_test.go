@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/cpubench"
+	"github.com/shaledb/shale/internal/iobatch"
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -21,7 +22,7 @@ import (
 // that is what a batch saves. SHALE_URING_BENCH_DIR names another directory (a disk
 // filesystem whose page cache holds the file, for one).
 //
-//	go test ./internal/vfs -run '^$' -bench ReadAtBatch -count 5
+//	go test ./vfs -run '^$' -bench ReadAtBatch -count 5
 func BenchmarkReadAtBatch(b *testing.B) {
 	const fileSize = 128 << 20
 	const batch = 16
@@ -59,7 +60,7 @@ func BenchmarkReadAtBatch(b *testing.B) {
 					defer uringAnyFS.Store(false)
 				}
 				rng := rand.New(rand.NewPCG(1, 2))
-				reqs := make([]BatchRead, batch)
+				reqs := make([]iobatch.Read, batch)
 				for i := range reqs {
 					reqs[i].P = make([]byte, size.n)
 				}
