@@ -83,7 +83,7 @@ func CompressLevel(t Type, level int, dst, src []byte) ([]byte, Type) {
 	case None:
 		return src, None
 	case Zstd:
-		if zstdBound(len(src)) > math.MaxUint32 {
+		if uint64(zstdBound(len(src))) > math.MaxUint32 {
 			return src, None
 		}
 		out := EncodeZstd(level, dst, src)
