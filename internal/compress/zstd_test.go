@@ -162,7 +162,7 @@ func benchValues(rng *rand.Rand, n int, compressible bool) []byte {
 	var b []byte
 	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
 	for i := 0; len(b) < n; i++ {
-		b = fmt.Appendf(b, "key%013d", rng.IntN(1e12))
+		b = fmt.Appendf(b, "key%013d", rng.Int64N(1e12))
 		v := make([]byte, 0, 256)
 		if compressible {
 			for len(v) < 128 {
