@@ -29,6 +29,7 @@ func TestFormatDSNRoundTripsEveryKey(t *testing.T) {
 		DisableAutoCompactions: true, BlockSize: 16 << 10, BlockRestartInterval: 8,
 		BloomBitsPerKey: NoBloomFilter, OptimizeFiltersForHits: true,
 		Compression: CompressionNone, ChecksumType: ChecksumCRC32C, DisableFileChecksums: true,
+		PrefixExtractor: PrefixExtractor{Kind: PrefixCapped, Len: 4},
 		WALRecoveryMode: WALRecoveryPointInTime, Sync: true,
 		RateLimit: 1 << 20, RateLimitMode: &mode, RateLimitRefillPeriod: 10 * time.Millisecond,
 		RateLimitFairness: 5, RateLimitAutoTuned: true,

@@ -996,3 +996,28 @@ func (r *Reader) noteCacheAdd(loaded bool, n int) {
 		r.opts.Stats.RecordTick(statistics.BlockCacheBytesWrite, uint64(n))
 	}
 }
+
+// PrefixMayMatch asks the table's filter whether it may hold a key whose
+// prefix, by the extractor named extractorName, has bloom.Hash h (see
+// WriterOptions.PrefixExtractor). checked is false, and may true, when the
+// filter cannot answer: the table has no filter, its filter holds the
+// prefixes of another extractor or none (RocksDB likewise ignores a
+// table's prefix filter when the extractor changed), or its filter is
+// partitioned (a prefix's keys may span partitions; prefix checks are made
+// on full filters only). Otherwise may false means that no key of the
+// table has that prefix. A filter kept in the block cache is read (and
+// inserted) with io when the cache does not hold it, as Get does. It records
+// no statistics: the caller ticks BloomFilterPrefixChecked and
+// BloomFilterPrefixUseful.
+func (r *Reader) PrefixMayMatch(ctx context.Context, io ioctx.IOOptions, extractorName string, h uint32) (checked, may bool, err error) {
+	if !r.hasFilter || r.top != nil || extractorName == "" || r.props.PrefixExtractorName != extractorName {
+		return false, true, nil
+	}
+	filter, fh, err := r.pinFilter(ctx, io, -1)
+	if err != nil {
+		return false, true, err
+	}
+	may = bloom.MayContainHash(filter, h)
+	fh.Release()
+	return true, may, nil
+}
