@@ -240,7 +240,7 @@ var dsnKeys = []dsnKey{
 		name: "prefix_extractor", doc: "RocksDB's prefix_extractor: none, fixed:N or capped:N (N within " +
 			prefixExtractorLenBound.String() + "); new tables' bloom filters also hold their keys' N-byte " +
 			"prefixes, so an iterator with IterOptions.Prefix of at least N bytes skips the tables holding " +
-			"none of its keys (tables with partitioned filters are not skipped); may change between opens",
+			"none of its keys; may change between opens (tables written with another extractor are not skipped)",
 		parse: func(c *Options, v string) error {
 			p, err := ParsePrefixExtractor(v)
 			if err != nil {

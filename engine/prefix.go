@@ -40,10 +40,9 @@ var prefixExtractorLenBound = bound{1, 255, false}
 //
 // The extractor may change between opens, as in RocksDB: tables written
 // with another extractor (or none) are read as before, their filters
-// consulted for whole keys only. Prefix checks use full filters only: a
-// table with partitioned filters (PartitionIndexAndFilters, when its index
-// spans several partitions) holds the prefixes in its partitions but is
-// never skipped for a prefix.
+// consulted for whole keys only. With partitioned filters
+// (PartitionIndexAndFilters) each partition holds the prefixes of its keys,
+// and the check asks the partitions of the prefix's range.
 //
 // The zero value is no extractor.
 type PrefixExtractor struct {

@@ -224,10 +224,10 @@ func TestPrefixExtractorChange(t *testing.T) {
 	}
 }
 
-// TestPrefixPartitionedNotSkipped: tables with partitioned filters hold the
-// prefixes but are never skipped for a prefix (prefix checks use full
-// filters only); scans are right all the same.
-func TestPrefixPartitionedNotSkipped(t *testing.T) {
+// TestPrefixPartitioned: tables with partitioned filters hold each prefix
+// in the partitions of its keys, and a prefix scan asks the partitions of
+// its range and skips the tables they rule out, as with full filters.
+func TestPrefixPartitioned(t *testing.T) {
 	ctx := context.Background()
 	m := map[string]string{}
 	st := statistics.New(statistics.LevelAll)
@@ -236,11 +236,17 @@ func TestPrefixPartitionedNotSkipped(t *testing.T) {
 	db := driver.OpenDB(NewConnector("/db", opts))
 	defer db.Close()
 	fillPrefixDB(t, ctx, db, m, 200)
-	for _, p := range []string{"p123", "p999", "p000/", "p7"} {
+	for _, p := range []string{"p123", "p999", "p000/", "p7", "p401", "p\xff\xff\xff"} {
 		o := &driver.IterOptions{Prefix: []byte(p)}
 		require.Equal(t, modelPrefixScan(m, o, false), scanPrefix(t, ctx, db, o, false), "prefix %q", p)
+		require.Equal(t, modelPrefixScan(m, o, true), scanPrefix(t, ctx, db, o, true), "prefix %q", p)
 	}
-	require.Zero(t, st.TickerCount(statistics.BloomFilterPrefixChecked))
+	// Per scan: p123 (in one table), p999 (in all 40), p401 (in none): 40
+	// tables asked; p000/ (in table 0): the 4 tables whose range reaches
+	// it (0 and the three whose short key "p0" comes first); p7 is shorter
+	// than the extractor's length and p\xff\xff\xff above every table.
+	require.Equal(t, uint64(2*(40+40+4+40)), st.TickerCount(statistics.BloomFilterPrefixChecked))
+	require.GreaterOrEqual(t, st.TickerCount(statistics.BloomFilterPrefixUseful), uint64(2*(39+0+3+40)-6))
 	names, err := opts.FS.List("/db")
 	require.NoError(t, err)
 	tables, partitioned := 0, 0

@@ -167,7 +167,8 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	it := &Iterator{stats: v.Stats, seq: seq}
 	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
 	if opts.FilterPrefix != nil && opts.PrefixExtractorName != "" {
-		it.prefix = &prefixCheck{name: opts.PrefixExtractorName, hash: bloom.Hash(opts.FilterPrefix)}
+		it.prefix = &prefixCheck{name: opts.PrefixExtractorName, prefix: bytes.Clone(opts.FilterPrefix),
+			hash: bloom.Hash(opts.FilterPrefix)}
 	}
 
 	n := 0
@@ -561,10 +562,11 @@ func (it *Iterator) fail(err error) bool {
 }
 
 // prefixCheck is an Iterator's prefix filter question (see
-// IterOptions.FilterPrefix): the extractor's name and the prefix's hash.
+// IterOptions.FilterPrefix): the extractor's name, the prefix and its hash.
 type prefixCheck struct {
-	name string
-	hash uint32
+	name   string
+	prefix []byte
+	hash   uint32
 }
 
 // prune returns files without those whose prefix filter rules the prefix
@@ -599,7 +601,7 @@ func (pc *prefixCheck) mayMatch(ctx context.Context, v *View, env sstable.ReadEn
 	if t.Reader.RangeDeletions() != nil {
 		return true
 	}
-	checked, may, err := t.Reader.PrefixMayMatch(ctx, env.IO, pc.name, pc.hash)
+	checked, may, err := t.Reader.PrefixMayMatch(ctx, env.IO, pc.name, pc.prefix, pc.hash)
 	if err != nil || !checked {
 		return true
 	}

@@ -278,7 +278,7 @@ func exerciseTable(t *testing.T, r *Reader, env ReadEnv) {
 		requireCorruption(t, err)
 		pin.Release()
 		if name := r.Properties().PrefixExtractorName; name != "" {
-			_, _, err := r.PrefixMayMatch(ctx, env.IO, name, bloom.Hash(k[:min(len(k), 3)]))
+			_, _, err := r.PrefixMayMatch(ctx, env.IO, name, k[:min(len(k), 3)], bloom.Hash(k[:min(len(k), 3)]))
 			requireCorruption(t, err)
 		}
 		it, err := r.NewIter(ctx, env, k, append(bytes.Clone(k), 0xff))
