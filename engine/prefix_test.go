@@ -153,37 +153,44 @@ func TestPrefixScanSkipsTables(t *testing.T) {
 			require.GreaterOrEqual(t, useful, uint64(36), "the tables without p123 skipped (a few false positives allowed)")
 		}
 
-		rng := rand.New(rand.NewPCG(7, uint64(i)))
-		for range 300 {
-			var p []byte
-			switch rng.IntN(5) {
-			case 0:
-				p = fmt.Appendf(nil, "p%03d", rng.IntN(1000)) // exactly the extractor's length
-			case 1:
-				p = fmt.Appendf(nil, "p%03d/%05d", rng.IntN(400), rng.IntN(6)) // longer: one key or none
-			case 2:
-				p = fmt.Appendf(nil, "p%02d", rng.IntN(40)) // shorter: no filter
-			case 3:
-				p = []byte("p999")
-			default:
-				p = fmt.Appendf(nil, "p%03d/", rng.IntN(400))
-			}
-			o := &driver.IterOptions{Prefix: p}
-			if rng.IntN(3) == 0 {
-				o.LowerBound = append(bytes.Clone(p), byte('0'+rng.IntN(3)))
-			}
-			if rng.IntN(3) == 0 {
-				o.UpperBound = fmt.Appendf(nil, "%s/%05d", p, rng.IntN(6))
-			}
-			for _, rev := range []bool{false, true} {
-				require.Equal(t, modelPrefixScan(m, o, rev), scanPrefix(t, ctx, db, o, rev),
-					"extractor %s, prefix %q [%q, %q) reverse %t", pe, o.Prefix, o.LowerBound, o.UpperBound, rev)
-			}
-		}
+		checkRandomPrefixScans(t, ctx, db, m, rand.New(rand.NewPCG(7, uint64(i))), pe.String())
 		require.NoError(t, db.Close())
 	}
 	t.Logf("data blocks read scanning p123: %d without an extractor, %d with fixed:4", blocks[0], blocks[1])
 	require.Less(t, blocks[1]*4, blocks[0], "prefix filters spare most data block reads")
+}
+
+// checkRandomPrefixScans compares 300 scans of random prefixes (of the
+// extractor's length, longer, shorter, shared by every table, absent), with
+// random bounds, both ways, against the model m.
+func checkRandomPrefixScans(t *testing.T, ctx context.Context, db *driver.DB, m map[string]string, rng *rand.Rand, what string) {
+	t.Helper()
+	for range 300 {
+		var p []byte
+		switch rng.IntN(5) {
+		case 0:
+			p = fmt.Appendf(nil, "p%03d", rng.IntN(1000)) // exactly the extractor's length
+		case 1:
+			p = fmt.Appendf(nil, "p%03d/%05d", rng.IntN(400), rng.IntN(6)) // longer: one key or none
+		case 2:
+			p = fmt.Appendf(nil, "p%02d", rng.IntN(40)) // shorter: no filter
+		case 3:
+			p = []byte("p999")
+		default:
+			p = fmt.Appendf(nil, "p%03d/", rng.IntN(400))
+		}
+		o := &driver.IterOptions{Prefix: p}
+		if rng.IntN(3) == 0 {
+			o.LowerBound = append(bytes.Clone(p), byte('0'+rng.IntN(3)))
+		}
+		if rng.IntN(3) == 0 {
+			o.UpperBound = fmt.Appendf(nil, "%s/%05d", p, rng.IntN(6))
+		}
+		for _, rev := range []bool{false, true} {
+			require.Equal(t, modelPrefixScan(m, o, rev), scanPrefix(t, ctx, db, o, rev),
+				"%s, prefix %q [%q, %q) reverse %t", what, o.Prefix, o.LowerBound, o.UpperBound, rev)
+		}
+	}
 }
 
 // TestPrefixExtractorChange: a database written with fixed:4 reopens with
@@ -247,6 +254,7 @@ func TestPrefixPartitioned(t *testing.T) {
 	// than the extractor's length and p\xff\xff\xff above every table.
 	require.Equal(t, uint64(2*(40+40+4+40)), st.TickerCount(statistics.BloomFilterPrefixChecked))
 	require.GreaterOrEqual(t, st.TickerCount(statistics.BloomFilterPrefixUseful), uint64(2*(39+0+3+40)-6))
+	checkRandomPrefixScans(t, ctx, db, m, rand.New(rand.NewPCG(8, 9)), "partitioned")
 	names, err := opts.FS.List("/db")
 	require.NoError(t, err)
 	tables, partitioned := 0, 0

@@ -1003,56 +1003,35 @@ func (r *Reader) noteCacheAdd(loaded bool, n int) {
 // when the filter cannot answer: the table has no filter, or its filter
 // holds the prefixes of another extractor or none (RocksDB likewise ignores
 // a table's prefix filter when the extractor changed). Otherwise may false
-// means that no key of the table has that prefix. In a partitioned table
-// the prefix's keys lie in the partitions the top-level index picks for
-// the search keys of prefix and of its successor, and each of those
-// partitions' filters holds the prefix if it holds one of its keys: the
-// table may match if one of them says so (none when prefix is above every
-// partition). A filter kept in the block cache is read (and inserted) with
-// io when the cache does not hold it, as Get does. It records no
-// statistics: the caller ticks BloomFilterPrefixChecked and
-// BloomFilterPrefixUseful.
+// means that no key of the table has that prefix.
+//
+// In a partitioned table, the smallest entry with the prefix, if any, is
+// the first entry >= (prefix, MaxSeqNum, KindMax), so it lies in the
+// partition the top-level index picks for that search key, and the writer
+// put the prefix in that partition's filter (each partition gets the
+// prefixes of its own keys): that one filter partition answers, as
+// MayContainKey's does for a key; a prefix above every partition is in no
+// entry.
+//
+// A filter kept in the block cache is read (and inserted) with io when the
+// cache does not hold it, as Get does. It records no statistics: the caller
+// ticks BloomFilterPrefixChecked and BloomFilterPrefixUseful.
 func (r *Reader) PrefixMayMatch(ctx context.Context, io ioctx.IOOptions, extractorName string, prefix []byte, h uint32) (checked, may bool, err error) {
 	if !r.hasFilter || extractorName == "" || r.props.PrefixExtractorName != extractorName {
 		return false, true, nil
 	}
-	first, last := -1, -1
+	part := -1
 	if r.top != nil {
 		var buf [64]byte
-		first = r.partitionOf(appendSearchKey(buf[:0], prefix, base.MaxSeqNum))
-		last = r.top.len() - 1
-		if first > last {
+		if part = r.partitionOf(appendSearchKey(buf[:0], prefix, base.MaxSeqNum)); part == r.top.len() {
 			return true, false, nil
 		}
-		if succ := prefixSuccessor(prefix); succ != nil {
-			last = min(last, r.partitionOf(appendSearchKey(buf[:0], succ, base.MaxSeqNum)))
-		}
 	}
-	for part := first; part <= last; part++ {
-		filter, fh, err := r.pinFilter(ctx, io, part)
-		if err != nil {
-			return false, true, err
-		}
-		may = bloom.MayContainHash(filter, h)
-		fh.Release()
-		if may {
-			return true, true, nil
-		}
+	filter, fh, err := r.pinFilter(ctx, io, part)
+	if err != nil {
+		return false, true, err
 	}
-	return true, false, nil
-}
-
-// prefixSuccessor returns the smallest key above every key that starts with
-// prefix, nil when there is none (prefix is empty or all 0xff).
-func prefixSuccessor(prefix []byte) []byte {
-	n := len(prefix)
-	for n > 0 && prefix[n-1] == 0xff {
-		n--
-	}
-	if n == 0 {
-		return nil
-	}
-	succ := append([]byte(nil), prefix[:n]...)
-	succ[n-1]++
-	return succ
+	may = bloom.MayContainHash(filter, h)
+	fh.Release()
+	return true, may, nil
 }
