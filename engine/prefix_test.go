@@ -290,3 +290,25 @@ func TestPrefixRangeDeletionKept(t *testing.T) {
 	require.NoError(t, db.Flush(ctx))
 	require.Empty(t, scanPrefix(t, ctx, db, &driver.IterOptions{Prefix: []byte("p123")}, false))
 }
+
+// TestBoundsWithin: the engine consults prefix filters only when every key
+// in the bounds starts with the filter prefix, whatever the caller passed.
+func TestBoundsWithin(t *testing.T) {
+	b := func(s string) []byte { return []byte(s) }
+	for _, tc := range []struct {
+		prefix, lower, upper []byte
+		want                 bool
+	}{
+		{b("ab"), b("ab"), b("ac"), true},
+		{b("ab"), b("abc"), b("abd"), true},
+		{b("ab"), b("a"), b("ac"), false},  // lower below the prefix
+		{b("ab"), b("ab"), b("ad"), false}, // upper past its end
+		{b("ab"), b("ab"), nil, false},
+		{b("ab"), nil, b("ac"), false},
+		{b("a\xff"), b("a\xff"), b("b"), true},
+		{b("\xff\xff"), b("\xff\xff"), nil, true}, // no successor: every key above starts with it
+		{b("\xff\xff"), b("\xff"), nil, false},
+	} {
+		require.Equal(t, tc.want, boundsWithin(tc.prefix, tc.lower, tc.upper), "%q [%q, %q)", tc.prefix, tc.lower, tc.upper)
+	}
+}
