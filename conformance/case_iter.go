@@ -382,3 +382,75 @@ func testIteratorClose(t testing.TB, s *suite) {
 	// Closing the iterator leaves the database usable.
 	checkGet(t, db, iterKey(0), []byte("v"), "after closing an iterator")
 }
+
+func testIteratorPrefix(t testing.TB, s *suite) {
+	db := s.open(t)
+	m := newModel()
+	var keys [][]byte
+	for _, p := range []string{"", "a", "ab", "abc", "ab\xff", "ac", "b", "\xff", "\xff\xff"} {
+		for _, sfx := range []string{"", "\x00", "1", "2", "\xff", "\xff\xff"} {
+			keys = append(keys, []byte(p+sfx))
+		}
+	}
+	for i, k := range keys {
+		v := fmt.Appendf(nil, "v%d", i)
+		mustPut(t, db, k, v)
+		m.put(k, v)
+		if i == len(keys)/2 {
+			if err := db.Flush(bg); err != nil && !errors.Is(err, driver.ErrNotSupported) {
+				t.Fatalf("Flush: %v", err)
+			}
+		}
+	}
+	inPrefix := func(kvs []kv, prefix []byte) []kv {
+		var out []kv
+		for _, e := range kvs {
+			if bytes.HasPrefix([]byte(e.k), prefix) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	targets := [][]byte{{}, []byte("\x00"), []byte("a"), []byte("ab"), []byte("ab1"), []byte("ab\xff\xff\xff"),
+		[]byte("ac"), []byte("b"), []byte("\xff"), []byte("\xff\xff\xff\xff")}
+	for _, tc := range []struct {
+		name                 string
+		prefix, lower, upper []byte
+	}{
+		{"prefix", []byte("ab"), nil, nil},
+		{"prefix holding no key", []byte("zz"), nil, nil},
+		{"one-byte prefix", []byte("a"), nil, nil},
+		{"empty prefix (every key)", []byte{}, nil, nil},
+		{"all-0xff prefix (no successor)", []byte("\xff\xff"), nil, nil},
+		{"one 0xff byte", []byte("\xff"), nil, nil},
+		{"prefix ending in 0xff", []byte("ab\xff"), nil, nil},
+		{"prefix and lower bound inside it", []byte("ab"), []byte("ab2"), nil},
+		{"prefix and upper bound inside it", []byte("ab"), nil, []byte("ab2")},
+		{"prefix and both bounds outside it", []byte("ab"), []byte("a"), []byte("b")},
+		{"prefix and bounds disjoint from it", []byte("ab"), []byte("b"), []byte("c")},
+		{"all-0xff prefix and an upper bound", []byte("\xff"), nil, []byte("\xff\xff\x00")},
+	} {
+		what := fmt.Sprintf("%s: prefix %s, bounds [%s, %s)", tc.name, q(tc.prefix), q(tc.lower), q(tc.upper))
+		want := inPrefix(m.scan(tc.lower, tc.upper), tc.prefix)
+		opts := &driver.IterOptions{Prefix: bytes.Clone(tc.prefix), LowerBound: bytes.Clone(tc.lower),
+			UpperBound: bytes.Clone(tc.upper)}
+		checkScans(t, db, opts, want, what)
+		it, err := db.NewIterator(bg, opts)
+		if err != nil {
+			t.Fatalf("NewIterator with %s: %v", what, err)
+		}
+		for i := range opts.Prefix { // NewIterator copies the prefix
+			opts.Prefix[i] = 'x'
+		}
+		ref := &refIter{kvs: want}
+		for _, k := range targets {
+			compareMove(t, it, ref, it.SeekGE(k), ref.seekGE(k), moveTrail{fmt.Sprintf("SeekGE(%s)", q(k))}, what)
+			compareMove(t, it, ref, it.SeekLT(k), ref.seekLT(k), moveTrail{fmt.Sprintf("SeekLT(%s)", q(k))}, what)
+		}
+		randomWalk(t, rng, it, ref, targets, 300, what)
+		if err := it.Close(); err != nil {
+			t.Errorf("Iterator.Close with %s: %v", what, err)
+		}
+	}
+}

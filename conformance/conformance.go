@@ -102,6 +102,9 @@ var cases = []testCase{
 		"and every interleaving of Next and Prev", testIteratorModel},
 	{"IteratorBounds", "an iterator yields exactly the keys k with LowerBound <= k < UpperBound, in " +
 		"both directions and after seeks outside the bounds", testIteratorBounds},
+	{"IteratorPrefix", "an iterator with IterOptions.Prefix yields exactly the keys with that prefix " +
+		"within its bounds, in both directions and after seeks outside the prefix, an all-0xff prefix included",
+		testIteratorPrefix},
 	{"IteratorSnapshot", "an iterator reads the database as it was when NewIterator returned: later " +
 		"writes (and flushes) are invisible to it, and its Key and Value stay valid until its next move",
 		testIteratorSnapshot},

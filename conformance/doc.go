@@ -98,6 +98,12 @@
 //     between keys, empty lower bound, one key, lower = upper, ranges with
 //     no keys, before and after every key): scans, seeks outside the
 //     bounds, random moves; bounds the caller changes after NewIterator.
+//   - IteratorPrefix: twelve IterOptions.Prefix cases over keys sharing
+//     prefixes (some ending in 0xff) written across a Flush: a prefix, one
+//     holding no key, the empty prefix, all-0xff prefixes (no successor),
+//     prefixes combined with bounds inside, around and apart from them:
+//     scans both ways, SeekGE and SeekLT inside and outside the prefix,
+//     random moves; a prefix the caller changes after NewIterator.
 //   - IteratorSnapshot: writes, a batch and a Flush after NewIterator are
 //     invisible to the iterator, whether it is positioned yet or not; the
 //     Key and Value of an iterator that did not move do not change.

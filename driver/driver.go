@@ -107,7 +107,10 @@ type DriverConn interface {
 	// NewIterator returns an iterator over the database at a consistent
 	// point in time, limited to opts' bounds. opts' slices stay valid and
 	// unchanged until the Iter is closed, so the driver may keep them. ctx
-	// bounds the iterator's whole life, not only this call.
+	// bounds the iterator's whole life, not only this call. When
+	// opts.Prefix is set the façade has already narrowed the bounds to it
+	// (see [IterOptions.Prefix]): a driver honours it by honouring the
+	// bounds, and may use it further (prefix filters).
 	NewIterator(ctx context.Context, req ioctx.ReadRequest, opts IterOptions) (Iter, error)
 
 	// Close closes the database. It is called exactly once.

@@ -309,7 +309,7 @@ func (ds driverSnapshot) NewIterator(ctx context.Context, req ioctx.ReadRequest,
 	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return driverIter(ds.s.db.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, ds.s.seq))
+	return driverIter(ds.s.db.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound, Prefix: opts.Prefix}, ds.s.seq))
 }
 
 func (ds driverSnapshot) Close() error { return ds.s.Close() }
@@ -328,7 +328,7 @@ func (c *conn) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts driv
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return driverIter(c.db.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}, readLatest))
+	return driverIter(c.db.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound, Prefix: opts.Prefix}, readLatest))
 }
 
 func (c *conn) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
@@ -443,7 +443,7 @@ func (t *driverTx) NewIterator(ctx context.Context, req ioctx.ReadRequest, opts 
 	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	return driverIter(t.tx.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}))
+	return driverIter(t.tx.newIteratorImpl(&call, &iterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound, Prefix: opts.Prefix}))
 }
 
 func (t *driverTx) Put(ctx context.Context, key, value []byte) error {

@@ -297,6 +297,21 @@ var dsnKeys = []dsnKey{
 		"level); 1-2, 3-5, 6-9 and 10-22 each encode alike",
 		func(c *Options) *int { return &c.ZstdLevel }, positive, zstdLevelBound),
 	{
+		name: "prefix_extractor", doc: "RocksDB's prefix_extractor: none, fixed:N or capped:N (N within " +
+			prefixExtractorLenBound.String() + "); new tables' bloom filters also hold their keys' N-byte " +
+			"prefixes, so an iterator with IterOptions.Prefix of at least N bytes skips the tables holding " +
+			"none of its keys; may change between opens (tables written with another extractor are not skipped)",
+		parse: func(c *Options, v string) error {
+			p, err := ParsePrefixExtractor(v)
+			if err != nil {
+				return err
+			}
+			c.PrefixExtractor = p
+			return nil
+		},
+		get: func(c *Options) string { return c.PrefixExtractor.String() },
+	},
+	{
 		name: "checksum", doc: "block checksum: xxh64 or crc32c",
 		parse: func(c *Options, v string) error {
 			switch v {

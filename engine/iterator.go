@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 // a nil bound is open. A nil *iterOptions means no bounds.
 type iterOptions struct {
 	LowerBound, UpperBound []byte
+	// Prefix is driver.IterOptions.Prefix: the façade has already narrowed
+	// the bounds to it; the engine uses it only to consult prefix filters.
+	Prefix []byte
 }
 
 // iterator iterates over the database's keys in order, as of the moment it
@@ -57,6 +61,9 @@ func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.S
 	var io readpath.IterOptions
 	if opts != nil {
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
+		if fp := d.opts.PrefixExtractor.filterPrefix(opts.Prefix); fp != nil && boundsWithin(fp, opts.LowerBound, opts.UpperBound) {
+			io.FilterPrefix, io.PrefixExtractorName = fp, d.opts.PrefixExtractor.String()
+		}
 	}
 	return &iterator{
 		it:       readpath.NewIterator(call.ctx, &rs.view, call.env, seq, io),
@@ -149,4 +156,28 @@ func (i *iterator) Close() error {
 		i.cancel()
 	}
 	return err
+}
+
+// boundsWithin reports whether every key in [lower, upper) starts with
+// prefix: lower starts with it and upper is at most its successor (any
+// upper when it has none). The façade narrows the bounds to
+// IterOptions.Prefix, so this holds for its iterators; checking it keeps a
+// filter from skipping tables for a caller that did not.
+func boundsWithin(prefix, lower, upper []byte) bool {
+	if lower == nil || !bytes.HasPrefix(lower, prefix) {
+		return false
+	}
+	n := len(prefix)
+	for n > 0 && prefix[n-1] == 0xff {
+		n--
+	}
+	if n == 0 {
+		return true // no successor: every key >= lower starts with prefix
+	}
+	if upper == nil {
+		return false
+	}
+	succ := append([]byte(nil), prefix[:n]...)
+	succ[n-1]++
+	return bytes.Compare(upper, succ) <= 0
 }

@@ -349,6 +349,11 @@ type Options struct {
 	// number them (DSN zstd_level). The encoder has four speeds: 1-2, 3-5,
 	// 6-9 and 10-22 each encode alike. Default 3.
 	ZstdLevel int
+	// PrefixExtractor adds the prefixes of keys to new tables' bloom
+	// filters, so that an iterator with driver.IterOptions.Prefix skips
+	// the tables holding no key of its prefix (see [PrefixExtractor]).
+	// Default none.
+	PrefixExtractor PrefixExtractor
 	// ChecksumType of new blocks. Default XXH64.
 	ChecksumType ChecksumType
 	// DisableFileChecksums stops recording each table's whole-file CRC32C in
@@ -765,6 +770,9 @@ func (o *Options) Validate() error {
 	if o.BloomBitsPerKey != NoBloomFilter {
 		check("bloom_bits_per_key", "BloomBitsPerKey", bloomBitsPerKeyBound, int64(o.BloomBitsPerKey),
 			"; NoBloomFilter (-1, DSN 0) writes no filter")
+	}
+	if err := o.PrefixExtractor.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.WALRecoveryMode > WALRecoverySkipAnyCorruptedRecords {
 		bad("wal_recovery_mode %d (WALRecoveryMode) is not one of the four WALRecoveryMode values", o.WALRecoveryMode)

@@ -31,6 +31,7 @@ func TestFormatDSNRoundTripsEveryKey(t *testing.T) {
 		Compression: CompressionNone, ChecksumType: ChecksumCRC32C, DisableFileChecksums: true,
 		CompressionPerLevel:   []Compression{CompressionNone, CompressionSnappy, CompressionZstd},
 		BottommostCompression: CompressionSnappy, ZstdLevel: 9,
+		PrefixExtractor: PrefixExtractor{Kind: PrefixCapped, Len: 4},
 		WALRecoveryMode: WALRecoveryPointInTime, Sync: true,
 		RateLimit: 1 << 20, RateLimitMode: &mode, RateLimitRefillPeriod: 10 * time.Millisecond,
 		RateLimitFairness: 5, RateLimitAutoTuned: true,

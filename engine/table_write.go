@@ -73,7 +73,7 @@ func (d *database) writerOptions(level int) sstable.WriterOptions {
 	if d.opts.PartitionIndexAndFilters {
 		partition = d.opts.MetadataBlockSize
 	}
-	return sstable.WriterOptions{
+	wo := sstable.WriterOptions{
 		BlockSize:            d.opts.BlockSize,
 		BlockRestartInterval: d.opts.BlockRestartInterval,
 		BloomBitsPerKey:      bits,
@@ -82,6 +82,11 @@ func (d *database) writerOptions(level int) sstable.WriterOptions {
 		Checksum:             d.opts.ChecksumType.internal(),
 		IndexPartitionSize:   partition,
 	}
+	if pe := d.opts.PrefixExtractor; pe.Kind != PrefixNone && bits > 0 {
+		wo.PrefixExtractor = pe.prefix
+		wo.PrefixExtractorName = pe.String()
+	}
+	return wo
 }
 
 // finish completes the table, makes it durable and sets tw.meta. On failure

@@ -110,6 +110,15 @@ const (
 	BlockCacheIndexMiss
 	BlockCacheFilterMiss
 	BlockCacheFilterHit
+	// BloomFilterPrefixChecked and BloomFilterPrefixUseful count prefix
+	// filter checks (RocksDB's BLOOM_FILTER_PREFIX_CHECKED and
+	// BLOOM_FILTER_PREFIX_USEFUL): an iterator with IterOptions.Prefix
+	// whose prefix the database's prefix_extractor covers asks each table's
+	// filter, built with that extractor, for the extractor's prefix of it;
+	// checked counts the questions, useful the answers that let the
+	// iterator skip the table without reading its index or data.
+	BloomFilterPrefixChecked
+	BloomFilterPrefixUseful
 
 	// NumTickers bounds the tickers; arrays indexed by Ticker have this
 	// length.
@@ -189,6 +198,8 @@ var tickerNames = [NumTickers]string{
 	BlockCacheIndexMiss:       "shale.block.cache.index.miss",
 	BlockCacheFilterMiss:      "shale.block.cache.filter.miss",
 	BlockCacheFilterHit:       "shale.block.cache.filter.hit",
+	BloomFilterPrefixChecked:  "shale.bloom.filter.prefix.checked",
+	BloomFilterPrefixUseful:   "shale.bloom.filter.prefix.useful",
 }
 
 // String returns the ticker's name, "shale." plus RocksDB's suffix, for

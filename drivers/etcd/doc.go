@@ -122,7 +122,9 @@
 //
 // An iterator reads at the revision current when NewIterator runs (which
 // fetches the first page), in pages of page_size keys, within [LowerBound,
-// UpperBound), both ways. Moves within the page held make no RPC. A forward
+// UpperBound), both ways. A prefix scan (driver.IterOptions.Prefix) works:
+// the façade narrows the bounds to the prefix, which is what etcd's own
+// prefix Range does (etcd has no filters to consult). Moves within the page held make no RPC. A forward
 // page is one Range. etcd sorts a descending Range by reading the whole
 // range first, so a backward page (Last, SeekLT, or Prev past the start of
 // the page held) is two RPCs: a keys-only descending Range of [LowerBound,

@@ -14,8 +14,11 @@
 //     DeleteRange (bounded and open at either end), batches small and large with range deletions,
 //     transactions that conflict (two writing one key: the second commit
 //     must fail with driver.ErrConflict), snapshots read and closed,
-//     iterators on the database, a snapshot or a transaction with bounds,
-//     moved both ways (First/Next, Last/Prev, SeekGE, SeekLT), Get,
+//     iterators on the database, a snapshot or a transaction with bounds
+//     and, for a third of them ("piter"), an IterOptions.Prefix of 1 to 6
+//     bytes (shorter than, as long as and longer than the prefix_extractor
+//     of the configs prefix-fixed, prefix-capped-partitioned and of random
+//     ones, so that prefix filters skip tables), moved both ways (First/Next, Last/Prev, SeekGE, SeekLT), Get,
 //     MultiGet, Flush, Compact (whole and bounded), SyncWAL, Checkpoint
 //     (the checkpoint is opened and scanned), close-and-reopen, and runs
 //     of DisableWAL writes followed by a Flush.

@@ -301,7 +301,15 @@ func (g *generator) step() {
 			}
 			it := g.id("i")
 			lo, hi := g.bounds()
-			g.emit(owner, "iter", it, lo, hi)
+			if g.rng.IntN(3) == 0 {
+				// A prefix of a key (k%05d): 1 to 6 bytes, so that it is
+				// shorter, as long as or longer than the configs'
+				// prefix extractors.
+				k := g.key()
+				g.emit(owner, "piter", it, lo, hi, k[:1+g.rng.IntN(len(k))])
+			} else {
+				g.emit(owner, "iter", it, lo, hi)
+			}
 			g.iters = append(g.iters, it)
 			g.owner[it] = owner
 		}

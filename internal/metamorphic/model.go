@@ -184,6 +184,18 @@ func newMIter(view map[string]string, lo, hi []byte) *miter {
 	return it
 }
 
+// withPrefix returns the entries of view whose key starts with prefix: the
+// model of IterOptions.Prefix, independent of how the façade applies it.
+func withPrefix(view map[string]string, prefix string) map[string]string {
+	out := make(map[string]string)
+	for k, v := range view {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func scanOut(view map[string]string) string {
 	it := newMIter(view, nil, nil)
 	var b strings.Builder
@@ -306,6 +318,12 @@ func (m *model) execDB(o Op) (string, error) {
 		}
 		m.iters[o.Args[0]] = newMIter(m.cur, bound(o.Args[1]), bound(o.Args[2]))
 		return "ok", nil
+	case "piter":
+		if err := argN(o, 4); err != nil {
+			return "", err
+		}
+		m.iters[o.Args[0]] = newMIter(withPrefix(m.cur, o.Args[3]), bound(o.Args[1]), bound(o.Args[2]))
+		return "ok", nil
 	case "compact":
 		if err := argN(o, 2); err != nil {
 			return "", err
@@ -360,6 +378,12 @@ func (m *model) execSnap(o Op) (string, error) {
 		}
 		m.iters[o.Args[0]] = newMIter(view, bound(o.Args[1]), bound(o.Args[2]))
 		return "ok", nil
+	case "piter":
+		if err := argN(o, 4); err != nil {
+			return "", err
+		}
+		m.iters[o.Args[0]] = newMIter(withPrefix(view, o.Args[3]), bound(o.Args[1]), bound(o.Args[2]))
+		return "ok", nil
 	case "close":
 		delete(m.snaps, o.Obj)
 		return "ok", nil
@@ -395,6 +419,12 @@ func (m *model) execTx(o Op) (string, error) {
 			return "", err
 		}
 		m.iters[o.Args[0]] = newMIter(tx.view, bound(o.Args[1]), bound(o.Args[2]))
+		return "ok", nil
+	case "piter":
+		if err := argN(o, 4); err != nil {
+			return "", err
+		}
+		m.iters[o.Args[0]] = newMIter(withPrefix(tx.view, o.Args[3]), bound(o.Args[1]), bound(o.Args[2]))
 		return "ok", nil
 	case "commit":
 		delete(m.txs, o.Obj)

@@ -56,6 +56,9 @@ var Configs = []Config{
 	{"filters-for-hits", with(small, "optimize_filters_for_hits=true", "target_file_size_base=8KiB",
 		"level0_file_num_compaction_trigger=1", "level0_slowdown_writes_trigger=4", "level0_stop_writes_trigger=8")},
 	{"nobloom-fewfiles", with(small, "bloom_bits_per_key=0", "max_open_files=8", "paranoid_file_checks=true")},
+	{"prefix-fixed", with(small, "prefix_extractor=fixed:4")},
+	{"prefix-capped-partitioned", with(small, "prefix_extractor=capped:5", "partition_index_and_filters=true",
+		"metadata_block_size=256", "block_size=256")},
 	{"manual-compactions", with("write_buffer_size=64KiB", "disable_auto_compactions=true",
 		"max_manifest_file_size=1KiB", "block_cache_off_heap=false", "file_checksums=false")},
 }
@@ -79,6 +82,7 @@ func RandomConfig(seed uint64) Config {
 		"mmap_reads=" + pick("true", "false"),
 		"optimize_filters_for_hits=" + pick("true", "false"),
 		"max_open_files=" + pick("0", "8", "16"),
+		"prefix_extractor=" + pick("none", "none", "fixed:1", "fixed:4", "capped:3", "capped:6"),
 	}
 	if rng.IntN(2) == 0 {
 		ps = append(ps, "partition_index_and_filters=true", "cache_index_and_filter_blocks=true",

@@ -176,11 +176,19 @@ func (r *runner) execRead(o Op, rd reader) (string, error) {
 		return strings.Join(out, " "), nil
 	case "scan":
 		return r.scan(o, rd), nil
-	case "iter":
-		if err := argN(o, 3); err != nil {
+	case "iter", "piter":
+		// piter: iter with IterOptions.Prefix (its fourth argument).
+		opts := &driver.IterOptions{}
+		if o.Name == "piter" {
+			if err := argN(o, 4); err != nil {
+				return "", err
+			}
+			opts.Prefix = []byte(o.Args[3])
+		} else if err := argN(o, 3); err != nil {
 			return "", err
 		}
-		it, err := rd.NewIterator(r.ctx, &driver.IterOptions{LowerBound: bound(o.Args[1]), UpperBound: bound(o.Args[2])})
+		opts.LowerBound, opts.UpperBound = bound(o.Args[1]), bound(o.Args[2])
+		it, err := rd.NewIterator(r.ctx, opts)
 		if err != nil {
 			return r.errClass(o, err), nil
 		}
@@ -270,7 +278,7 @@ func (r *runner) execDB(o Op) (string, error) {
 			err = r.db.DeleteRange(ctx, bound(w.a), bound(w.b))
 		}
 		return r.errClass(o, err), nil
-	case "get", "multiget", "scan", "iter":
+	case "get", "multiget", "scan", "iter", "piter":
 		return r.execRead(o, r.db)
 	case "batch":
 		if err := argN(o, 1); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/merging"
 	"github.com/shaledb/shale/internal/rangedel"
@@ -16,6 +17,18 @@ import (
 // [LowerBound, UpperBound); a nil bound is open. NewIterator copies them.
 type IterOptions struct {
 	LowerBound, UpperBound []byte
+
+	// FilterPrefix, when not nil, is a prefix, by the prefix extractor named
+	// PrefixExtractorName, of every user key in [LowerBound, UpperBound):
+	// the caller (the engine, from driver.IterOptions.Prefix) guarantees
+	// it. NewIterator then asks the filter of each table overlapping the
+	// bounds about it (sstable.Reader.PrefixMayMatch), ticking
+	// BloomFilterPrefixChecked, and leaves out every table whose filter
+	// rules it out (BloomFilterPrefixUseful): such a table has no key in
+	// the bounds. A table with range tombstones is kept whatever its filter
+	// says, since they may delete keys of the prefix in older tables.
+	FilterPrefix        []byte
+	PrefixExtractorName string
 }
 
 // iterPos is where an Iterator stands.
@@ -106,6 +119,9 @@ type Iterator struct {
 	stats        *statistics.Statistics
 	seq          base.SeqNum
 	lower, upper []byte
+	// prefix is the prefix filter question of IterOptions.FilterPrefix,
+	// asked of each table as NewIterator adds it; nil when none.
+	prefix *prefixCheck
 
 	// iter is what the Iterator moves: merged, or the only child itself
 	// when there is just one, so that a scan of one level (after a full
@@ -150,6 +166,10 @@ type Iterator struct {
 func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
 	it := &Iterator{stats: v.Stats, seq: seq}
 	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
+	if opts.FilterPrefix != nil && opts.PrefixExtractorName != "" {
+		it.prefix = &prefixCheck{name: opts.PrefixExtractorName, prefix: bytes.Clone(opts.FilterPrefix),
+			hash: bloom.Hash(opts.FilterPrefix)}
+	}
 
 	n := 0
 	if vers := v.Version; vers != nil {
@@ -214,6 +234,9 @@ func (it *Iterator) addLevel(ctx context.Context, v *View, env sstable.ReadEnv, 
 	it.levels = append(it.levels, levelIter{})
 	l := &it.levels[len(it.levels)-1]
 	l.init(ctx, env, v.Tables, level, files, it.lower, it.upper)
+	if it.prefix != nil {
+		l.files = it.prefix.prune(ctx, v, env, level, l.files)
+	}
 	if len(l.files) == 0 {
 		it.levels = it.levels[:len(it.levels)-1]
 	}
@@ -536,4 +559,55 @@ func (it *Iterator) fail(err error) bool {
 	}
 	it.pos, it.key, it.value, it.ikv = posNone, nil, nil, nil
 	return false
+}
+
+// prefixCheck is an Iterator's prefix filter question (see
+// IterOptions.FilterPrefix): the extractor's name, the prefix and its hash.
+type prefixCheck struct {
+	name   string
+	prefix []byte
+	hash   uint32
+}
+
+// prune returns files without those whose prefix filter rules the prefix
+// out; files itself when it drops none. A table it cannot acquire is kept:
+// the level iterator reports the error when it gets there.
+func (pc *prefixCheck) prune(ctx context.Context, v *View, env sstable.ReadEnv, level int, files []*manifest.FileMetadata) []*manifest.FileMetadata {
+	var kept []*manifest.FileMetadata // nil until a file is dropped
+	for i, f := range files {
+		if pc.mayMatch(ctx, v, env, level, f) {
+			if kept != nil {
+				kept = append(kept, f)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append(make([]*manifest.FileMetadata, 0, len(files)-1), files[:i]...)
+		}
+	}
+	if kept == nil {
+		return files
+	}
+	return kept
+}
+
+// mayMatch asks f's filter about the prefix.
+func (pc *prefixCheck) mayMatch(ctx context.Context, v *View, env sstable.ReadEnv, level int, f *manifest.FileMetadata) bool {
+	t, err := v.Tables.Acquire(ctx, env, f, level)
+	if err != nil {
+		return true
+	}
+	defer t.Release()
+	if t.Reader.RangeDeletions() != nil {
+		return true
+	}
+	checked, may, err := t.Reader.PrefixMayMatch(ctx, env.IO, pc.name, pc.prefix, pc.hash)
+	if err != nil || !checked {
+		return true
+	}
+	v.Stats.RecordTick(statistics.BloomFilterPrefixChecked, 1)
+	if !may {
+		v.Stats.RecordTick(statistics.BloomFilterPrefixUseful, 1)
+	}
+	return may
 }

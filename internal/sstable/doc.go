@@ -62,6 +62,10 @@
 //	shale.num.data.blocks      number of data blocks
 //	shale.num.deletions        number of tombstones (KindDelete entries)
 //	shale.num.entries          number of entries
+//	shale.prefix.extractor.name  the prefix extractor whose key prefixes the
+//	                           filter holds besides whole keys ("fixed:8",
+//	                           "capped:8"; RocksDB's rocksdb.prefix.extractor.name);
+//	                           absent when none (WriterOptions.PrefixExtractor)
 //	shale.raw.key.size         sum of the encoded internal key lengths
 //	shale.raw.value.size       sum of the value lengths
 //	shale.smallest.seqno       smallest sequence number of any entry

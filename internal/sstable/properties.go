@@ -35,6 +35,11 @@ type Properties struct {
 	SmallestSeqNum  base.SeqNum
 	LargestSeqNum   base.SeqNum
 	FormatVersion   uint64
+	// PrefixExtractorName names the prefix extractor whose prefixes the
+	// table's filter holds besides whole keys (shale.prefix.extractor.name,
+	// RocksDB's rocksdb.prefix.extractor.name); empty when none (the
+	// property is then not written).
+	PrefixExtractorName string
 }
 
 // propKind says how a property's value is encoded.
@@ -48,6 +53,7 @@ const (
 	propUintOmitZero
 	propChecksum    // checksum.Type name
 	propCompression // compress.Type name
+	propPrefixName  // Properties.PrefixExtractorName, omitted when empty
 )
 
 // property describes one stored property; u points at the field of a
@@ -75,6 +81,7 @@ var properties = [...]property{
 	{"shale.num.data.blocks", propUint, func(p *Properties) *uint64 { return &p.NumDataBlocks }},
 	{"shale.num.deletions", propUint, func(p *Properties) *uint64 { return &p.NumDeletions }},
 	{"shale.num.entries", propUint, func(p *Properties) *uint64 { return &p.NumEntries }},
+	{"shale.prefix.extractor.name", propPrefixName, nil},
 	{"shale.raw.key.size", propUint, func(p *Properties) *uint64 { return &p.RawKeySize }},
 	{"shale.raw.value.size", propUint, func(p *Properties) *uint64 { return &p.RawValueSize }},
 	{"shale.smallest.seqno", propUint, func(p *Properties) *uint64 { return (*uint64)(&p.SmallestSeqNum) }},
@@ -98,7 +105,13 @@ func (p *Properties) Encode() []byte {
 
 // omitted reports whether prop is left out of p's encoding.
 func (p *Properties) omitted(prop *property) bool {
-	return prop.kind == propUintOmitZero && *prop.u(p) == 0
+	switch prop.kind {
+	case propUintOmitZero:
+		return *prop.u(p) == 0
+	case propPrefixName:
+		return p.PrefixExtractorName == ""
+	}
+	return false
 }
 
 func (p *Properties) appendValue(dst []byte, prop *property) []byte {
@@ -107,6 +120,8 @@ func (p *Properties) appendValue(dst []byte, prop *property) []byte {
 		return append(dst, p.Checksum.String()...)
 	case propCompression:
 		return append(dst, p.Compression.String()...)
+	case propPrefixName:
+		return append(dst, p.PrefixExtractorName...)
 	}
 	return binary.AppendUvarint(dst, *prop.u(p))
 }
@@ -160,6 +175,8 @@ func decodeProperties(data []byte) (Properties, error) {
 				return Properties{}, base.CorruptionErrorf("property %s: unknown compression %q", prop.name, val)
 			}
 			p.Compression = t
+		case propPrefixName:
+			p.PrefixExtractorName = string(val)
 		default:
 			v, n := binary.Uvarint(val)
 			if n <= 0 || n != len(val) {
@@ -198,6 +215,8 @@ func (p *Properties) String() string {
 			sb.WriteString(p.Checksum.String())
 		case propCompression:
 			sb.WriteString(p.Compression.String())
+		case propPrefixName:
+			sb.WriteString(p.PrefixExtractorName)
 		default:
 			sb.WriteString(strconv.FormatUint(*prop.u(p), 10))
 		}

@@ -20,7 +20,7 @@ func fullProperties() Properties {
 		BlockSize: 4096, BloomBitsPerKey: 10, Checksum: checksum.XXHash64, Compression: compress.Snappy,
 		DataSize: 1 << 40, FilterSize: 2, IndexSize: 3, NumDataBlocks: 4, NumDeletions: 5, NumEntries: 6,
 		RawKeySize: 7, RawValueSize: 8, SmallestSeqNum: 9, LargestSeqNum: base.MaxSeqNum, FormatVersion: FormatVersion,
-		IndexPartitions: 11,
+		IndexPartitions: 11, PrefixExtractorName: "fixed:8",
 	}
 }
 
@@ -42,6 +42,20 @@ func TestPropertyNamesSorted(t *testing.T) {
 	require.Contains(t, s, "shale.data.size: 1099511627776\n")
 	require.Contains(t, s, "shale.largest.seqno: 72057594037927935\n")
 	require.Contains(t, s, "shale.index.partitions: 11\n")
+	require.Contains(t, s, "shale.prefix.extractor.name: fixed:8\n")
+}
+
+// TestPrefixExtractorNameOmittedWhenEmpty: a table written without a prefix
+// extractor stores no shale.prefix.extractor.name, so that its bytes are
+// what they were before the property existed.
+func TestPrefixExtractorNameOmittedWhenEmpty(t *testing.T) {
+	p := fullProperties()
+	p.PrefixExtractorName = ""
+	require.NotContains(t, string(p.Encode()), "prefix")
+	require.NotContains(t, p.String(), "prefix")
+	got, err := DecodeProperties(p.Encode())
+	require.NoError(t, err)
+	require.Equal(t, p, got)
 }
 
 // TestIndexPartitionsOmittedWhenZero: a table without partitions stores no
@@ -115,6 +129,8 @@ func FuzzProperties(f *testing.F) {
 	p := Properties{}
 	f.Add(p.Encode())
 	f.Add(propsBlock("shale.block.size", "\x80\x20", "shale.zzz", "x"))
+	f.Add(propsBlock("shale.num.entries", "\x03", "shale.prefix.extractor.name", "capped:255"))
+	f.Add(propsBlock("shale.prefix.extractor.name", ""))
 	for _, name := range []string{"three-keys", "deletions"} {
 		file, err := os.ReadFile(filepath.Join("testdata", name+".sst"))
 		if err != nil {

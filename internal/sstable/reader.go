@@ -996,3 +996,42 @@ func (r *Reader) noteCacheAdd(loaded bool, n int) {
 		r.opts.Stats.RecordTick(statistics.BlockCacheBytesWrite, uint64(n))
 	}
 }
+
+// PrefixMayMatch asks the table's filter whether it may hold a key with
+// prefix, a prefix by the extractor named extractorName whose bloom.Hash is
+// h (see WriterOptions.PrefixExtractor). checked is false, and may true,
+// when the filter cannot answer: the table has no filter, or its filter
+// holds the prefixes of another extractor or none (RocksDB likewise ignores
+// a table's prefix filter when the extractor changed). Otherwise may false
+// means that no key of the table has that prefix.
+//
+// In a partitioned table, the smallest entry with the prefix, if any, is
+// the first entry >= (prefix, MaxSeqNum, KindMax), so it lies in the
+// partition the top-level index picks for that search key, and the writer
+// put the prefix in that partition's filter (each partition gets the
+// prefixes of its own keys): that one filter partition answers, as
+// MayContainKey's does for a key; a prefix above every partition is in no
+// entry.
+//
+// A filter kept in the block cache is read (and inserted) with io when the
+// cache does not hold it, as Get does. It records no statistics: the caller
+// ticks BloomFilterPrefixChecked and BloomFilterPrefixUseful.
+func (r *Reader) PrefixMayMatch(ctx context.Context, io ioctx.IOOptions, extractorName string, prefix []byte, h uint32) (checked, may bool, err error) {
+	if !r.hasFilter || extractorName == "" || r.props.PrefixExtractorName != extractorName {
+		return false, true, nil
+	}
+	part := -1
+	if r.top != nil {
+		var buf [64]byte
+		if part = r.partitionOf(appendSearchKey(buf[:0], prefix, base.MaxSeqNum)); part == r.top.len() {
+			return true, false, nil
+		}
+	}
+	filter, fh, err := r.pinFilter(ctx, io, part)
+	if err != nil {
+		return false, true, err
+	}
+	may = bloom.MayContainHash(filter, h)
+	fh.Release()
+	return true, may, nil
+}

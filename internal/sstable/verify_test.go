@@ -190,6 +190,10 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		// zstd without checksums, so that mutations reach the decoder.
 		{BlockSize: 256, Compression: compress.Zstd, Checksum: checksum.None},
 		{BlockSize: 64, BloomBitsPerKey: 10, Compression: compress.Zstd, ZstdLevel: 9, Checksum: checksum.None},
+		// A prefix filter (capped:3): prefixes besides whole keys, and the
+		// shale.prefix.extractor.name property.
+		{BlockSize: 64, BloomBitsPerKey: 10, Checksum: checksum.CRC32C,
+			PrefixExtractor: func(k []byte) []byte { return k[:min(len(k), 3)] }, PrefixExtractorName: "capped:3"},
 	} {
 		seeds = append(seeds, buildTable(t, opts, genEntries(rng, 6, 12)))
 	}
@@ -276,6 +280,10 @@ func exerciseTable(t *testing.T, r *Reader, env ReadEnv) {
 		_, _, _, pin, err := r.Get(ctx, env, k, base.MaxSeqNum)
 		requireCorruption(t, err)
 		pin.Release()
+		if name := r.Properties().PrefixExtractorName; name != "" {
+			_, _, err := r.PrefixMayMatch(ctx, env.IO, name, k[:min(len(k), 3)], bloom.Hash(k[:min(len(k), 3)]))
+			requireCorruption(t, err)
+		}
 		it, err := r.NewIter(ctx, env, k, append(bytes.Clone(k), 0xff))
 		requireCorruption(t, err)
 		if err != nil {

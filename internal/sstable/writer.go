@@ -44,6 +44,17 @@ type WriterOptions struct {
 	// partition is written exactly as with 0, which writes one index block
 	// and one filter block.
 	IndexPartitionSize int
+	// PrefixExtractor, when not nil and the table has a filter, adds to the
+	// filter the prefix of each user key it returns a non-nil prefix for
+	// (RocksDB's prefix_extractor with whole_key_filtering: whole keys stay
+	// in the filter too), each once per run of keys sharing it, in the
+	// filter (or filter partition) of the key's entry. The prefix returned
+	// may alias the key and is only read during the call.
+	// PrefixExtractorName names it in the table's properties
+	// (shale.prefix.extractor.name), so that a reader checks prefixes only
+	// against filters built by the same extractor.
+	PrefixExtractor     func(userKey []byte) []byte
+	PrefixExtractorName string
 }
 
 func (o WriterOptions) ensureDefaults() WriterOptions {
@@ -135,6 +146,10 @@ type Writer struct {
 	parts       []partition
 	partsSize   uint64
 	freshFilter bool
+	// lastPrefix is the last prefix added to the filter (hasLastPrefix
+	// says there is one), so that each prefix is added once per run.
+	lastPrefix    []byte
+	hasLastPrefix bool
 
 	// pending is the handle of the last finished data block. Its index entry
 	// is added when the next key arrives, so that the separator can be
@@ -215,6 +230,9 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	}
 	if w.filter != nil && (w.meta.NumEntries == 0 || w.freshFilter || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
 		w.filter.AddKey(key.UserKey)
+		if w.opts.PrefixExtractor != nil {
+			w.addPrefix(key.UserKey)
+		}
 		w.freshFilter = false
 	}
 	w.data.Add(w.keyBuf, value)
@@ -333,6 +351,9 @@ func (w *Writer) close() error {
 
 	w.props.BlockSize = uint64(w.opts.BlockSize)
 	w.props.BloomBitsPerKey = uint64(w.opts.BloomBitsPerKey)
+	if w.filter != nil && w.opts.PrefixExtractor != nil {
+		w.props.PrefixExtractorName = w.opts.PrefixExtractorName
+	}
 	w.props.Checksum = w.opts.Checksum
 	w.props.Compression = w.opts.Compression
 	w.props.NumDeletions = w.meta.NumDeletions
@@ -637,4 +658,21 @@ func (w *Writer) shortKey(prefix []byte) []byte {
 	w.sepBuf[len(w.sepBuf)-1]++
 	w.sepBuf = binary.LittleEndian.AppendUint64(w.sepBuf, base.MakeTrailer(base.MaxSeqNum, base.KindMax))
 	return w.sepBuf
+}
+
+// addPrefix adds userKey's prefix, if the extractor gives one, to the
+// filter, unless the last key added to this filter (or partition) had the
+// same prefix: keys come in order, so a prefix's keys are one run.
+func (w *Writer) addPrefix(userKey []byte) {
+	p := w.opts.PrefixExtractor(userKey)
+	if p == nil {
+		w.hasLastPrefix = false
+		return
+	}
+	if w.hasLastPrefix && !w.freshFilter && bytes.Equal(p, w.lastPrefix) {
+		return
+	}
+	w.filter.AddKey(p)
+	w.lastPrefix = append(w.lastPrefix[:0], p...)
+	w.hasLastPrefix = true
 }

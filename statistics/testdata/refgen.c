@@ -194,7 +194,9 @@ static const char* tickers[] = {
     "number.block.decompressed", "db.mutex.wait.micros", "txn.conflicts",
     "rate.limiter.requests.read", "rate.limiter.bytes.read", "rate.limiter.delayed.requests.read",
     "rate.limiter.requests.write", "rate.limiter.bytes.write", "rate.limiter.delayed.requests.write",
-    "wal.recovery.dropped.records", "wal.recovery.dropped.bytes"};
+    "wal.recovery.dropped.records", "wal.recovery.dropped.bytes", "block.cache.index.miss",
+    "block.cache.filter.miss", "block.cache.filter.hit", "bloom.filter.prefix.checked",
+    "bloom.filter.prefix.useful"};
 static const char* histograms[] = {
     "db.get.micros", "db.write.micros", "compaction.times.micros", "table.open.io.micros",
     "db.multiget.micros", "db.seek.micros", "db.write.stall", "sst.read.micros",
