@@ -417,7 +417,7 @@ func TestChaos(t *testing.T) {
 // waitAnyLeader waits until a running member leads, and returns its index.
 func (c *testCluster) waitAnyLeader(t testing.TB) int {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if i := c.leaderIndex(); i >= 0 {
 			return i
