@@ -423,7 +423,7 @@ func (c *testCluster) waitAnyLeader(t testing.TB) int {
 			return i
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no member leads after 20s")
+			t.Fatal("no member leads after 2 minutes")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

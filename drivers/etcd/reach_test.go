@@ -171,7 +171,7 @@ func TestFailedConnectLeavesNothing(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for after := clientGoroutines(); after > before; after = clientGoroutines() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d client goroutines before the failed connects, %d 20s after them", before, after)
+			t.Fatalf("%d client goroutines before the failed connects, %d two minutes after them", before, after)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
