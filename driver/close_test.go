@@ -43,7 +43,7 @@ func TestCloseWaitsForInFlightCall(t *testing.T) {
 
 	// Close has begun: new calls are refused at once, while the blocked
 	// Get keeps Close waiting.
-	require.Eventually(t, db.isClosed, time.Second, time.Millisecond)
+	require.Eventually(t, db.isClosed, 2*time.Minute, time.Millisecond)
 	_, err := db.Get(ctx, []byte("k"))
 	require.ErrorIs(t, err, ErrClosed)
 	select {

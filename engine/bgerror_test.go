@@ -142,7 +142,7 @@ func (f *fullDiskDB) resumeOrWait(resume bool) {
 	require.Eventually(f.t, func() bool {
 		err = f.put("after-retry", 100, false)
 		return err == nil
-	}, 5*time.Second, 2*time.Millisecond, "writes must resume without a reopen: %v", err)
+	}, 2*time.Minute, 2*time.Millisecond, "writes must resume without a reopen: %v", err)
 }
 
 const noSpaceStopsWrites = "(no space left on device): writes are stopped until space is freed"
@@ -280,7 +280,7 @@ func TestCompactionNoSpaceIsSoft(t *testing.T) {
 				f.db.mu.Lock()
 				defer f.db.mu.Unlock()
 				return f.db.bgErrorLocked() != nil
-			}, 5*time.Second, time.Millisecond)
+			}, 2*time.Minute, time.Millisecond)
 
 			require.NoError(t, f.put("small", 10, false), "a compaction out of space does not stop writes")
 			err := f.db.Resume(ctx)
@@ -300,12 +300,12 @@ func TestCompactionNoSpaceIsSoft(t *testing.T) {
 				f.db.mu.Lock()
 				defer f.db.mu.Unlock()
 				return f.db.bgErrorLocked() == nil && f.db.l0CountLocked() == 0
-			}, 5*time.Second, time.Millisecond, "compactions resume once space is freed")
+			}, 2*time.Minute, time.Millisecond, "compactions resume once space is freed")
 			// The unsynced "small" write may have reached the WAL while the
 			// disk was full, after the check above: a hard error, which the
 			// flush loop recovers from by itself. Writes resume once it has.
 			require.Eventually(t, func() bool { return f.put("big", 3<<19, false) == nil },
-				5*time.Second, 10*time.Millisecond, "writes resume once space is freed")
+				2*time.Minute, 10*time.Millisecond, "writes resume once space is freed")
 			f.checkAcked(f.db)
 			f.reopen()
 		})

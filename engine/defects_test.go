@@ -65,7 +65,7 @@ func TestTableCacheWaiterOutlivesOpenersContext(t *testing.T) {
 		defer tc.mu.RUnlock()
 		e := tc.entries[meta.FileNum]
 		return e != nil && e.refs.Load() == 3
-	}, 5*time.Second, time.Millisecond)
+	}, 2*time.Minute, time.Millisecond)
 	cancelOpener()
 	close(gate)
 
@@ -151,12 +151,12 @@ func TestCompactWaitsForOutputLevelBusyBeyondRange(t *testing.T) {
 	}
 	// b–c (about 20 KiB) passes L1, over its 16 KiB, and stays in L2.
 	putRange("b", 200)
-	require.Eventually(t, shapeIs([7]int{0, 0, 1}), 5*time.Second, time.Millisecond, "b–c in L2")
+	require.Eventually(t, shapeIs([7]int{0, 0, 1}), 2*time.Minute, time.Millisecond, "b–c in L2")
 	// a–m, small, stays in L1.
 	require.NoError(t, db.Put(ctx, []byte("a"), []byte("a")))
 	require.NoError(t, db.Put(ctx, []byte("m"), []byte("m")))
 	require.NoError(t, db.Flush(ctx))
-	require.Eventually(t, shapeIs([7]int{0, 1, 1}), 5*time.Second, time.Millisecond, "a–m in L1")
+	require.Eventually(t, shapeIs([7]int{0, 1, 1}), 2*time.Minute, time.Millisecond, "a–m in L1")
 	// x–z fills L1 over its limit, moves to L2 and fills L2 over its own:
 	// the background compacts b–c, the first by key, out of L2, and holds.
 	putRange("x", 170)

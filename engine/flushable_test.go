@@ -208,7 +208,7 @@ func TestFlushableBatchQueue(t *testing.T) {
 		db.mu.Lock()
 		defer db.mu.Unlock()
 		return len(db.mu.imm) == 1
-	}, 10*time.Second, time.Millisecond)
+	}, 2*time.Minute, time.Millisecond)
 	_, err = fs.Stat(manifest.LogFileName("/db", fb.logNum))
 	require.NoError(t, err, "the batch's WAL outlives the flush of the memtable before it")
 

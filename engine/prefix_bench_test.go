@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/driver"
-	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 )
 
 // BenchmarkPrefixScan scans one 8-byte prefix (a tenant: "t%07d") of a

@@ -11,8 +11,8 @@ import (
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/sstable"
-	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/statistics"
+	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
 )
 

@@ -257,7 +257,7 @@ func waitForLevel(t *testing.T, db *database, level, n int) {
 			}
 		}
 		return rs.current.NumFiles(level) == n
-	}, 10*time.Second, time.Millisecond)
+	}, 2*time.Minute, time.Millisecond)
 }
 
 // reopenWith closes db and opens the same directory again.
