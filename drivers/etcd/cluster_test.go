@@ -185,8 +185,8 @@ func (c *testCluster) startMembers(ms []*testMember) error {
 		case <-m.etcd.Server.ReadyNotify():
 		case err := <-m.etcd.Err():
 			return fmt.Errorf("member %s: %w", m.name, err)
-		case <-time.After(20 * time.Second):
-			return fmt.Errorf("member %s: not ready after 20s", m.name)
+		case <-time.After(2 * time.Minute):
+			return fmt.Errorf("member %s: not ready after two minutes", m.name)
 		}
 	}
 	return nil
