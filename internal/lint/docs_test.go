@@ -31,52 +31,45 @@ func TestPublicDocs(t *testing.T) {
 			t.Errorf("public package %s not found", path)
 			continue
 		}
-		fset := token.NewFileSet()
-		hasPkgDoc := false
-		for _, name := range p.goFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(p.dir, name), nil, parser.ParseComments)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package "+f.Name.Name) {
-				hasPkgDoc = true
-			}
-			for _, missing := range undocumented(f) {
-				t.Errorf("%s: exported %s has no doc comment", fset.Position(missing.Pos()), missing.Name)
-			}
-		}
-		if !hasPkgDoc {
-			t.Errorf("package %s has no package doc (a comment starting \"Package %s\")", path, filepath.Base(path))
-		}
+		checkPackageDocs(t, path, p.dir, p.goFiles)
 	}
 	// The nested modules' packages, which go list of this module does not
-	// see: parsed from their directories.
+	// see: their non-test Go files, read from their directories.
 	for _, dir := range nestedPublicPackages {
 		entries, err := os.ReadDir(filepath.Join("..", "..", dir))
 		if err != nil {
 			t.Fatal(err)
 		}
-		fset := token.NewFileSet()
-		hasPkgDoc := false
+		var files []string
 		for _, e := range entries {
-			name := e.Name()
-			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, filepath.Join("..", "..", dir, name), nil, parser.ParseComments)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package "+f.Name.Name) {
-				hasPkgDoc = true
-			}
-			for _, missing := range undocumented(f) {
-				t.Errorf("%s: exported %s has no doc comment", fset.Position(missing.Pos()), missing.Name)
+			if name := e.Name(); !e.IsDir() && strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+				files = append(files, name)
 			}
 		}
-		if !hasPkgDoc {
-			t.Errorf("package in %s has no package doc", dir)
+		checkPackageDocs(t, dir, filepath.Join("..", "..", dir), files)
+	}
+}
+
+// checkPackageDocs reports, for the package path whose files are in dir,
+// a missing package doc and every exported name without a doc comment.
+func checkPackageDocs(t *testing.T, path, dir string, files []string) {
+	t.Helper()
+	fset := token.NewFileSet()
+	hasPkgDoc := false
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package "+f.Name.Name) {
+			hasPkgDoc = true
+		}
+		for _, missing := range undocumented(f) {
+			t.Errorf("%s: exported %s has no doc comment", fset.Position(missing.Pos()), missing.Name)
+		}
+	}
+	if !hasPkgDoc {
+		t.Errorf("package %s has no package doc (a comment starting \"Package %s\")", path, filepath.Base(path))
 	}
 }
 
