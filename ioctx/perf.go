@@ -20,15 +20,24 @@ import (
 // check per site and records nothing.
 //
 // What is counted: tables consulted and their filter checks by point reads
-// (Get, MultiGet); for every read, the block-cache hits and misses of data
-// blocks, the file reads with their bytes and time, and the time spent
-// waiting for a rate limiter (the database's and the tag's budget).
+// (Get, MultiGet), once per key and table; for every read, the block-cache
+// hits and misses of every kind of block (data, index, filter), with the
+// index and filter blocks' also counted on their own, the blocks read from
+// files, the file reads with their bytes and time, and the time spent
+// waiting for a rate limiter (the database's and the tag's budget). The
+// meanings are RocksDB's (block_cache_hit_count, block_read_count, ...),
+// and each cache counter moves with the database ticker named in its doc,
+// for the reads the request made.
 type PerfContext struct {
 	tablesConsulted atomic.Uint64
 	filterChecks    atomic.Uint64
 	filterHits      atomic.Uint64
 	blockCacheHits  atomic.Uint64
 	blockCacheMiss  atomic.Uint64
+	indexHits       atomic.Uint64
+	indexMiss       atomic.Uint64
+	filterBlockHits atomic.Uint64
+	filterBlockMiss atomic.Uint64
 	blocksRead      atomic.Uint64
 	blockReadBytes  atomic.Uint64
 	fileReads       atomic.Uint64
@@ -40,18 +49,37 @@ type PerfContext struct {
 // PerfCounts is a PerfContext read at one moment (each counter read
 // atomically).
 type PerfCounts struct {
-	// TablesConsulted counts the tables a point read looked the key up in
-	// (after the key-range check, before the filter).
+	// TablesConsulted counts the tables a point read looked a key up in
+	// (after the key-range check, before the filter), once per key and
+	// table: a MultiGet of 3 keys that all fall in one table counts 3.
 	TablesConsulted uint64
-	// FilterChecks counts filter queries; FilterHits those the filter
-	// answered "may be present" (RocksDB's bloom_sst_hit_count), so
-	// FilterChecks-FilterHits tables were skipped without a block read.
+	// FilterChecks counts filter queries, one per key and table with a
+	// filter; FilterHits those the filter answered "may be present"
+	// (RocksDB's bloom_sst_hit_count), so FilterChecks-FilterHits of the
+	// TablesConsulted were skipped without reading a data block. They move
+	// with the tickers shale.bloom.filter.useful (the skipped ones) and
+	// shale.bloom.filter.full.positive (the hits).
 	FilterChecks, FilterHits uint64
-	// BlockCacheHits and BlockCacheMisses count data-block lookups in the
-	// block cache.
+	// BlockCacheHits and BlockCacheMisses count block-cache lookups of
+	// every kind of block, data, index and filter (RocksDB's
+	// block_cache_hit_count; the tickers shale.block.cache.hit and
+	// shale.block.cache.miss). Index and filter blocks are looked up in the
+	// cache only with cache_index_and_filter_blocks.
 	BlockCacheHits, BlockCacheMisses uint64
-	// BlocksRead counts data blocks read from table files (cache misses
-	// and reads with no cache), BlockReadBytes their stored size.
+	// BlockCacheIndexHits and BlockCacheIndexMisses are the index blocks'
+	// share of BlockCacheHits and BlockCacheMisses (RocksDB's
+	// block_cache_index_hit_count; shale.block.cache.index.hit and .miss),
+	// BlockCacheFilterHits and BlockCacheFilterMisses the filter blocks'
+	// (block_cache_filter_hit_count; shale.block.cache.filter.hit and
+	// .miss). What remains is the data blocks' share, which a tag's
+	// block.cache.hit and .miss count (shale.block.cache.data.hit, .miss).
+	BlockCacheIndexHits, BlockCacheIndexMisses   uint64
+	BlockCacheFilterHits, BlockCacheFilterMisses uint64
+	// BlocksRead counts blocks of every kind read from table files by the
+	// request (cache misses it loaded, and reads with no cache; RocksDB's
+	// block_read_count), BlockReadBytes their stored size with the block
+	// trailer (block_read_byte). A block read by readahead counts when the
+	// read path takes it from the readahead buffer.
 	BlocksRead, BlockReadBytes uint64
 	// FileReads counts calls of the file reader (one may cover several
 	// blocks: readahead, a MultiGet batch), FileReadBytes their bytes and
@@ -73,12 +101,18 @@ func (p *PerfContext) Counts() PerfCounts {
 		FilterHits:       p.filterHits.Load(),
 		BlockCacheHits:   p.blockCacheHits.Load(),
 		BlockCacheMisses: p.blockCacheMiss.Load(),
-		BlocksRead:       p.blocksRead.Load(),
-		BlockReadBytes:   p.blockReadBytes.Load(),
-		FileReads:        p.fileReads.Load(),
-		FileReadBytes:    p.fileReadBytes.Load(),
-		FileReadTime:     time.Duration(p.fileReadNanos.Load()),
-		RateLimiterWait:  time.Duration(p.limiterNanos.Load()),
+
+		BlockCacheIndexHits:    p.indexHits.Load(),
+		BlockCacheIndexMisses:  p.indexMiss.Load(),
+		BlockCacheFilterHits:   p.filterBlockHits.Load(),
+		BlockCacheFilterMisses: p.filterBlockMiss.Load(),
+
+		BlocksRead:      p.blocksRead.Load(),
+		BlockReadBytes:  p.blockReadBytes.Load(),
+		FileReads:       p.fileReads.Load(),
+		FileReadBytes:   p.fileReadBytes.Load(),
+		FileReadTime:    time.Duration(p.fileReadNanos.Load()),
+		RateLimiterWait: time.Duration(p.limiterNanos.Load()),
 	}
 }
 
@@ -89,7 +123,7 @@ func (p *PerfContext) Reset() {
 		return
 	}
 	for _, c := range []*atomic.Uint64{&p.tablesConsulted, &p.filterChecks, &p.filterHits, &p.blockCacheHits,
-		&p.blockCacheMiss, &p.blocksRead, &p.blockReadBytes, &p.fileReads, &p.fileReadBytes} {
+		&p.blockCacheMiss, &p.indexHits, &p.indexMiss, &p.filterBlockHits, &p.filterBlockMiss, &p.blocksRead, &p.blockReadBytes, &p.fileReads, &p.fileReadBytes} {
 		c.Store(0)
 	}
 	p.fileReadNanos.Store(0)
@@ -102,9 +136,12 @@ func (p *PerfContext) String() string { return p.Counts().String() }
 // String returns the counters on one line, as name=value pairs.
 func (c PerfCounts) String() string {
 	return fmt.Sprintf("tables_consulted=%d filter_checks=%d filter_hits=%d block_cache_hits=%d "+
-		"block_cache_misses=%d blocks_read=%d block_read_bytes=%d file_reads=%d file_read_bytes=%d "+
+		"block_cache_misses=%d block_cache_index_hits=%d block_cache_index_misses=%d "+
+		"block_cache_filter_hits=%d block_cache_filter_misses=%d "+
+		"blocks_read=%d block_read_bytes=%d file_reads=%d file_read_bytes=%d "+
 		"file_read_time=%s rate_limiter_wait=%s",
 		c.TablesConsulted, c.FilterChecks, c.FilterHits, c.BlockCacheHits, c.BlockCacheMisses,
+		c.BlockCacheIndexHits, c.BlockCacheIndexMisses, c.BlockCacheFilterHits, c.BlockCacheFilterMisses,
 		c.BlocksRead, c.BlockReadBytes, c.FileReads, c.FileReadBytes, c.FileReadTime, c.RateLimiterWait)
 }
 
@@ -129,21 +166,48 @@ func (p *PerfContext) AddFilterCheck(hit bool) {
 	}
 }
 
-// AddBlockCacheHit counts a data-block cache hit.
-func (p *PerfContext) AddBlockCacheHit() {
+// BlockKind says which kind of table block a block-cache lookup was for.
+type BlockKind uint8
+
+// The kinds of blocks.
+const (
+	// DataBlock is a data block.
+	DataBlock BlockKind = iota
+	// IndexBlock is an index block or index partition (the top-level index
+	// of a partitioned table included).
+	IndexBlock
+	// FilterBlock is a filter block or filter partition.
+	FilterBlock
+)
+
+// AddBlockCacheHit counts a block-cache hit of a block of kind k.
+func (p *PerfContext) AddBlockCacheHit(k BlockKind) {
 	if p != nil {
 		p.blockCacheHits.Add(1)
+		switch k {
+		case IndexBlock:
+			p.indexHits.Add(1)
+		case FilterBlock:
+			p.filterBlockHits.Add(1)
+		}
 	}
 }
 
-// AddBlockCacheMiss counts a data-block cache miss.
-func (p *PerfContext) AddBlockCacheMiss() {
+// AddBlockCacheMiss counts a block-cache miss of a block of kind k.
+func (p *PerfContext) AddBlockCacheMiss(k BlockKind) {
 	if p != nil {
 		p.blockCacheMiss.Add(1)
+		switch k {
+		case IndexBlock:
+			p.indexMiss.Add(1)
+		case FilterBlock:
+			p.filterBlockMiss.Add(1)
+		}
 	}
 }
 
-// AddBlockRead counts a data block of n stored bytes read from a file.
+// AddBlockRead counts a block (of any kind) of n stored bytes, its
+// trailer included, read from a file.
 func (p *PerfContext) AddBlockRead(n int) {
 	if p != nil {
 		p.blocksRead.Add(1)

@@ -142,8 +142,10 @@ func TestPerfContext(t *testing.T) {
 				p.AddTableConsulted()
 				p.AddFilterCheck(true)
 				p.AddFilterCheck(false)
-				p.AddBlockCacheHit()
-				p.AddBlockCacheMiss()
+				p.AddBlockCacheHit(DataBlock)
+				p.AddBlockCacheMiss(DataBlock)
+				p.AddBlockCacheHit(IndexBlock)
+				p.AddBlockCacheMiss(FilterBlock)
 				p.AddBlockRead(100)
 				p.AddFileRead(200, time.Microsecond)
 				p.AddRateLimiterWait(time.Nanosecond)
@@ -153,7 +155,7 @@ func TestPerfContext(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, PerfCounts{
 		TablesConsulted: 4000, FilterChecks: 8000, FilterHits: 4000,
-		BlockCacheHits: 4000, BlockCacheMisses: 4000, BlocksRead: 4000, BlockReadBytes: 400000,
+		BlockCacheHits: 8000, BlockCacheMisses: 8000, BlockCacheIndexHits: 4000, BlockCacheFilterMisses: 4000, BlocksRead: 4000, BlockReadBytes: 400000,
 		FileReads: 4000, FileReadBytes: 800000, FileReadTime: 4000 * time.Microsecond,
 		RateLimiterWait: 4000 * time.Nanosecond,
 	}, p.Counts())

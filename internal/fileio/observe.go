@@ -99,28 +99,36 @@ func (o *observer) done(n int, swMicros uint64, swWaits bool) {
 	}
 }
 
-// NoteCacheHit records a block cache hit (of a data block, or of an index
-// or filter kept in the cache) for the tag and the sink of opts;
-// NoteCacheMiss a miss. The table reader calls them next to its
-// BlockCacheHit and BlockCacheMiss tickers.
-func NoteCacheHit(st *statistics.Statistics, opts ioctx.IOOptions) {
+// NoteCacheHit records a block cache hit of a block of kind k for the tag
+// and the sink of opts; NoteCacheMiss a miss. The table reader calls them
+// next to its BlockCacheHit and BlockCacheMiss tickers. The sink counts
+// every kind, as those tickers do; the tag only data blocks, as its
+// block.cache.hit and .miss mirror BlockCacheDataHit and BlockCacheDataMiss.
+func NoteCacheHit(st *statistics.Statistics, opts ioctx.IOOptions, k ioctx.BlockKind) {
 	if opts.Tag != ioctx.TagNone || opts.Perf != nil {
-		noteCache(st, opts, statistics.TagBlockCacheHit)
+		noteCache(st, opts, k, true)
 	}
 }
 
 // NoteCacheMiss: see NoteCacheHit.
-func NoteCacheMiss(st *statistics.Statistics, opts ioctx.IOOptions) {
+func NoteCacheMiss(st *statistics.Statistics, opts ioctx.IOOptions, k ioctx.BlockKind) {
 	if opts.Tag != ioctx.TagNone || opts.Perf != nil {
-		noteCache(st, opts, statistics.TagBlockCacheMiss)
+		noteCache(st, opts, k, false)
 	}
 }
 
-func noteCache(st *statistics.Statistics, opts ioctx.IOOptions, t statistics.TagTicker) {
-	TagStats(st, opts).RecordTick(t, 1)
-	if t == statistics.TagBlockCacheHit {
-		opts.Perf.AddBlockCacheHit()
+func noteCache(st *statistics.Statistics, opts ioctx.IOOptions, k ioctx.BlockKind, hit bool) {
+	if hit {
+		opts.Perf.AddBlockCacheHit(k)
 	} else {
-		opts.Perf.AddBlockCacheMiss()
+		opts.Perf.AddBlockCacheMiss(k)
+	}
+	if k != ioctx.DataBlock {
+		return
+	}
+	if hit {
+		TagStats(st, opts).RecordTick(statistics.TagBlockCacheHit, 1)
+	} else {
+		TagStats(st, opts).RecordTick(statistics.TagBlockCacheMiss, 1)
 	}
 }

@@ -167,7 +167,7 @@ func BenchmarkObserve(b *testing.B) {
 		})
 		b.Run("cache-hit/"+bc.name, func(b *testing.B) {
 			for b.Loop() {
-				NoteCacheHit(st, bc.opts)
+				NoteCacheHit(st, bc.opts, ioctx.DataBlock)
 			}
 		})
 	}

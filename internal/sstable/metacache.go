@@ -65,19 +65,19 @@ func (r *Reader) lookupMeta(io ioctx.IOOptions, h block.Handle, m metaBlock) (_ 
 		return cache.Handle{}, false, base.CorruptionErrorf("sstable: %s: %s block %s with its %d-byte trailer ends beyond %d",
 			r.name, m, h, block.TrailerLen, r.metaLimit)
 	}
-	hit, miss := statistics.BlockCacheFilterHit, statistics.BlockCacheFilterMiss
+	hit, miss, kind := statistics.BlockCacheFilterHit, statistics.BlockCacheFilterMiss, ioctx.FilterBlock
 	if m.index {
-		hit, miss = statistics.BlockCacheIndexHit, statistics.BlockCacheIndexMiss
+		hit, miss, kind = statistics.BlockCacheIndexHit, statistics.BlockCacheIndexMiss, ioctx.IndexBlock
 	}
 	if hd, ok := r.opts.Cache.Get(r.metaCacheKey(h, m)); ok {
 		st.RecordTick(statistics.BlockCacheHit, 1)
 		st.RecordTick(hit, 1)
-		fileio.NoteCacheHit(st, io)
+		fileio.NoteCacheHit(st, io, kind)
 		return hd, true, nil
 	}
 	st.RecordTick(statistics.BlockCacheMiss, 1)
 	st.RecordTick(miss, 1)
-	fileio.NoteCacheMiss(st, io)
+	fileio.NoteCacheMiss(st, io, kind)
 	return cache.Handle{}, false, nil
 }
 

@@ -130,7 +130,6 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 }
 
 func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys []MultiGetKey) error {
-	env.IO.Perf.AddTableConsulted()
 	if err := r.multiGetIndex(ctx, env, ms, keys); err != nil {
 		return err
 	}
@@ -243,6 +242,9 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 		if k.Done {
 			continue
 		}
+		// Per key, as Get counts it, so that FilterChecks-FilterHits of
+		// the tables consulted were skipped.
+		perf.AddTableConsulted()
 		k.Found, k.Kind, k.Value, k.Pin, k.Err = false, 0, nil, BlockPin{}, nil
 		if past {
 			// Neither this key nor the following ones are in the table.
@@ -342,11 +344,11 @@ func (r *Reader) multiGetFind(env *ReadEnv, ms *mgState) {
 				blk.pin = r.sharedPin(hd, blk.keys)
 				ms.ticks.DataHits++
 				ms.ticks.DataHitBytes += uint64(len(blk.data))
-				fileio.NoteCacheHit(st, env.IO)
+				fileio.NoteCacheHit(st, env.IO, ioctx.DataBlock)
 				continue
 			}
 			ms.ticks.DataMisses++
-			fileio.NoteCacheMiss(st, env.IO)
+			fileio.NoteCacheMiss(st, env.IO, ioctx.DataBlock)
 		}
 		if blk.h.Offset < end {
 			// MultiRead needs sorted, disjoint requests; a sane index
@@ -414,6 +416,7 @@ func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) e
 		}
 		start := int64(blk.h.Offset) - q.Offset
 		raw := q.Result[start : start+int64(blk.h.Length)+block.TrailerLen]
+		env.IO.Perf.AddBlockRead(len(raw))
 		var buf *ownedBlock
 		if len(ms.bufs) > 0 {
 			buf = ms.bufs[blk.req]

@@ -69,10 +69,13 @@ func TestGetPerfAndTag(t *testing.T) {
 		keys[i].Pin.Release()
 	}
 	c = perf.Counts()
-	require.Equal(t, uint64(1), c.TablesConsulted)
+	require.Equal(t, uint64(2), c.TablesConsulted, "one per key, as two Gets count")
 	require.Equal(t, uint64(2), c.FilterChecks)
 	require.Equal(t, uint64(1), c.BlockCacheHits, "es[1000]'s block is cached")
 	require.Equal(t, uint64(1), c.BlockCacheMisses)
+	require.Equal(t, uint64(1), c.BlocksRead, "the MultiRead's block counts as the single read's does")
+	require.Positive(t, c.BlockReadBytes)
+	require.LessOrEqual(t, c.BlockReadBytes, c.FileReadBytes)
 }
 
 // TestGetWithPerfAndTagDoesNotAllocate: a cached Get that fills a sink and

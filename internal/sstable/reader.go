@@ -852,7 +852,7 @@ func (r *Reader) readData(
 func noteDataHit(st *statistics.Statistics, env *ReadEnv, n int) {
 	t := statistics.TableTicks{DataHits: 1, DataHitBytes: uint64(n)}
 	st.RecordTableTicks(&t)
-	fileio.NoteCacheHit(st, env.IO)
+	fileio.NoteCacheHit(st, env.IO, ioctx.DataBlock)
 }
 
 // noteDataMiss records a data block not found in the block cache, as
@@ -860,7 +860,7 @@ func noteDataHit(st *statistics.Statistics, env *ReadEnv, n int) {
 func noteDataMiss(st *statistics.Statistics, env *ReadEnv) {
 	t := statistics.TableTicks{DataMisses: 1}
 	st.RecordTableTicks(&t)
-	fileio.NoteCacheMiss(st, env.IO)
+	fileio.NoteCacheMiss(st, env.IO, ioctx.DataBlock)
 }
 
 // readDataCounted is readData that counts its block cache hit or miss in t
@@ -879,11 +879,11 @@ func (r *Reader) readDataCounted(
 			v := hd.Value()
 			t.DataHits++
 			t.DataHitBytes += uint64(len(v))
-			fileio.NoteCacheHit(r.opts.Stats, env.IO)
+			fileio.NoteCacheHit(r.opts.Stats, env.IO, ioctx.DataBlock)
 			return v, BlockPin{h: hd}, locCache, nil
 		}
 		t.DataMisses++
-		fileio.NoteCacheMiss(r.opts.Stats, env.IO)
+		fileio.NoteCacheMiss(r.opts.Stats, env.IO, ioctx.DataBlock)
 	}
 	return r.readDataUncached(ctx, env, h, dest)
 }
