@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/shaledb/shale/driver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,13 +23,18 @@ func TestStatsPrintsMetrics(t *testing.T) {
 	r = runTool(t, "stats", "-dsn", dir, "-json")
 	require.Equal(t, exitOK, r.code, "%s", r)
 	var js struct {
-		LSM       *driver.Metrics `json:"lsm"`
-		DiskUsage uint64          `json:"disk_usage"`
+		LSM       *lsmJSON `json:"lsm"`
+		DiskUsage uint64   `json:"disk_usage_bytes"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
 	require.NotNil(t, js.LSM)
-	require.Equal(t, 2, js.LSM.Total().Tables)
-	require.Greater(t, js.DiskUsage, js.LSM.Total().Bytes, "the tables and more")
+	tables, bytes := 0, uint64(0)
+	for _, l := range js.LSM.Levels {
+		tables += l.Tables
+		bytes += l.Bytes
+	}
+	require.Equal(t, 2, tables)
+	require.Greater(t, js.DiskUsage, bytes, "the tables and more")
 }
 
 func TestBenchPrintsMetrics(t *testing.T) {

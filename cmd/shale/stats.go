@@ -28,7 +28,8 @@ The output is the database's disk usage (DB.DiskUsage: every file, MANIFEST
 and WALs included), the LSM shape, the per-activity file-read table and the
 key tickers; -full
 prints every ticker and histogram instead (Statistics.String, RocksDB's
-layout); -json prints everything as one JSON object.`
+layout); -json prints everything as one JSON object, described below.
+` + statsJSONDoc
 
 func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, statsUsage, statsDoc)
@@ -78,9 +79,11 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 	} else if !errors.Is(err, driver.ErrNotSupported) {
 		return err
 	}
-	if rep.LSM, err = lsmMetrics(ctx, db); err != nil {
+	lsm, err := lsmMetrics(ctx, db)
+	if err != nil {
 		return err
 	}
+	rep.LSM = toLSMJSON(lsm)
 	if *asJSON {
 		return writeStatsJSON(env.stdout, &rep, st)
 	}
@@ -96,8 +99,8 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 			roundDuration(time.Duration(s.ScanMicros)*time.Microsecond))
 		fmt.Fprintf(w, "VerifyChecksum: ok in %s\n", roundDuration(time.Duration(s.VerifyMicros)*time.Microsecond))
 	}
-	if rep.LSM != nil {
-		fmt.Fprintf(w, "\nLSM shape\n%s", rep.LSM)
+	if lsm != nil {
+		fmt.Fprintf(w, "\nLSM shape\n%s", lsm)
 	}
 	fmt.Fprintln(w)
 	if *full {
@@ -108,8 +111,9 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 }
 
 // statsReport is the JSON form of "shale stats" (with the statistics added
-// by writeStatsJSON). Field names are part of the tool's output contract.
-// It and the two types below are plain values.
+// by writeStatsJSON). Field names are part of the tool's output contract,
+// described by statsJSONDoc and pinned by a golden test. It and the two
+// types below are plain values.
 type statsReport struct {
 	Dir        string `json:"dir"`
 	DSN        string `json:"dsn"`
@@ -117,10 +121,10 @@ type statsReport struct {
 	Tables     int    `json:"table_files"`
 	TableBytes int64  `json:"table_bytes"`
 	// DiskUsage is DB.DiskUsage, when the driver reports it.
-	DiskUsage *uint64     `json:"disk_usage,omitempty"`
+	DiskUsage *uint64     `json:"disk_usage_bytes,omitempty"`
 	Scan      *scanResult `json:"scan,omitempty"`
 	// LSM is the driver's LSM metrics, when it reports them.
-	LSM *driver.Metrics `json:"lsm,omitempty"`
+	LSM *lsmJSON `json:"lsm,omitempty"`
 }
 
 type scanResult struct {
