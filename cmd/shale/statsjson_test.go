@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shaledb/shale/engine"
 	"github.com/stretchr/testify/require"
 )
 
@@ -95,4 +97,34 @@ func orRoot(path string) string {
 		return "."
 	}
 	return path
+}
+
+// TestLastLevelReadsCountAsLastLevel: with every table in the last level,
+// every read stats -scan makes (opening, the scan, VerifyChecksum) counts in
+// shale.last.level.read.bytes and none in shale.non.last.level.read.bytes;
+// verification opened its files without the level and counted them all as
+// non-last.
+func TestLastLevelReadsCountAsLastLevel(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	db := openEngine(t, dir, &engine.Options{DisableAutoCompactions: true})
+	for i := range 2000 {
+		require.NoError(t, db.Put(ctx, testKey(i), testValue(i)))
+	}
+	require.NoError(t, db.Flush(ctx))
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	require.NoError(t, db.Close())
+
+	r := runTool(t, "stats", "-json", "-scan", dir)
+	require.Equal(t, exitOK, r.code, "%s", r)
+	var js struct {
+		LSM     *lsmJSON          `json:"lsm"`
+		Tickers map[string]uint64 `json:"tickers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js))
+	last := js.LSM.Levels[len(js.LSM.Levels)-1]
+	require.Positive(t, last.Tables, "the tables are in the last level")
+	require.Positive(t, js.Tickers["shale.verify_checksum.read.bytes"])
+	require.GreaterOrEqual(t, js.Tickers["shale.last.level.read.bytes"], js.Tickers["shale.verify_checksum.read.bytes"])
+	require.Zero(t, js.Tickers["shale.non.last.level.read.bytes"])
 }

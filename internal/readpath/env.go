@@ -33,10 +33,13 @@ type Env struct {
 // tablePath returns the name of table n.
 func (e *Env) tablePath(n manifest.FileNum) string { return manifest.TableFileName(e.Dir, n) }
 
-// openFile opens table n for a verification, bypassing the table cache, as
-// RocksDB's VerifyChecksum and VerifyFileChecksums do.
-func (e *Env) openFile(n manifest.FileNum) (*fileio.Reader, error) {
-	return fileio.Open(e.FS, e.tablePath(n), fileio.Options{Stats: e.Stats, Limiter: e.Limiter, Mmap: e.Mmap})
+// openFile opens table n, which is in level, for a verification, bypassing
+// the table cache, as RocksDB's VerifyChecksum and VerifyFileChecksums do.
+// Its reads count in the last-level read tickers when level is the last, as
+// the table cache's do.
+func (e *Env) openFile(n manifest.FileNum, level int) (*fileio.Reader, error) {
+	return fileio.Open(e.FS, e.tablePath(n), fileio.Options{Stats: e.Stats, Limiter: e.Limiter, Mmap: e.Mmap,
+		LastLevel: level == manifest.NumLevels-1})
 }
 
 // ctxErr returns nil while ctx is live and otherwise an error that names what

@@ -44,7 +44,7 @@ func VerifyChecksum(ctx context.Context, env *Env, v *View, renv sstable.ReadEnv
 			if err := ctxErr(ctx, "VerifyChecksum: before", f.FileNum); err != nil {
 				return err
 			}
-			if err := verifyTable(ctx, env, renv, f); err != nil {
+			if err := verifyTable(ctx, env, renv, f, level); err != nil {
 				return err
 			}
 		}
@@ -52,9 +52,9 @@ func VerifyChecksum(ctx context.Context, env *Env, v *View, renv sstable.ReadEnv
 	return nil
 }
 
-func verifyTable(ctx context.Context, env *Env, renv sstable.ReadEnv, f *manifest.FileMetadata) error {
+func verifyTable(ctx context.Context, env *Env, renv sstable.ReadEnv, f *manifest.FileMetadata, level int) error {
 	path := env.tablePath(f.FileNum)
-	fr, err := env.openFile(f.FileNum)
+	fr, err := env.openFile(f.FileNum, level)
 	if err != nil {
 		return errors.Wrapf(err, "readpath: VerifyChecksum: opening %s", path)
 	}
@@ -122,7 +122,7 @@ func VerifyFileChecksums(ctx context.Context, env *Env, v *View, renv sstable.Re
 			if err := ctxErr(ctx, "VerifyFileChecksums: before", f.FileNum); err != nil {
 				return err
 			}
-			if err := verifyFileChecksum(ctx, env, renv, f, chunk, &buf); err != nil {
+			if err := verifyFileChecksum(ctx, env, renv, f, level, chunk, &buf); err != nil {
 				return err
 			}
 		}
@@ -131,14 +131,14 @@ func VerifyFileChecksums(ctx context.Context, env *Env, v *View, renv sstable.Re
 }
 
 func verifyFileChecksum(
-	ctx context.Context, env *Env, renv sstable.ReadEnv, f *manifest.FileMetadata, chunk int64, buf *[]byte,
+	ctx context.Context, env *Env, renv sstable.ReadEnv, f *manifest.FileMetadata, level int, chunk int64, buf *[]byte,
 ) error {
 	path := env.tablePath(f.FileNum)
 	if len(f.FileChecksum) != 4 {
 		return base.CorruptionErrorf("readpath: VerifyFileChecksums: %s: the MANIFEST's %s checksum has %d bytes, want 4",
 			path, f.FileChecksumFunc, len(f.FileChecksum))
 	}
-	fr, err := env.openFile(f.FileNum)
+	fr, err := env.openFile(f.FileNum, level)
 	if err != nil {
 		return errors.Wrapf(err, "readpath: VerifyFileChecksums: opening %s", path)
 	}
