@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -83,6 +85,12 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	cmd, rest, ok := findCommand(args)
 	if !ok {
+		if subs := subcommands(args[0]); subs != nil {
+			// "shale sst" or "shale sst load": the group exists, so
+			// point to its commands rather than print the whole usage.
+			fmt.Fprintf(stderr, "shale: %s\n", groupMessage(args, subs))
+			return exitUsage
+		}
 		fmt.Fprintf(stderr, "shale: unknown command %q\n", strings.Join(args[:min(len(args), 2)], " "))
 		printUsage(stderr)
 		return exitUsage
@@ -133,14 +141,61 @@ Run "shale help <command>" for a command's flags. With no flags,
 `)
 }
 
+// subcommands returns the names of the commands of two words whose first
+// is word ("sst" gives "sst dump"), nil when there are none.
+func subcommands(word string) []string {
+	var subs []string
+	for _, c := range commands {
+		if first, _, two := strings.Cut(c.name, " "); two && first == word {
+			subs = append(subs, c.name)
+		}
+	}
+	return subs
+}
+
+// groupMessage says what to run instead of args, whose first word names the
+// group of commands subs but which name none of them.
+func groupMessage(args []string, subs []string) string {
+	quoted := make([]string, len(subs))
+	for i, s := range subs {
+		quoted[i] = strconv.Quote("shale " + s)
+	}
+	if len(args) == 1 {
+		return fmt.Sprintf("%q needs a subcommand: %s (\"shale help %s\" for its usage)",
+			args[0], strings.Join(quoted, ", "), subs[0])
+	}
+	return fmt.Sprintf("unknown command %q: did you mean %s?", strings.Join(args[:2], " "), strings.Join(quoted, " or "))
+}
+
+const helpUsage = `help [command]`
+
+const helpDoc = `
+Prints the list of commands, or with a command's name ("shale help sst dump")
+its usage and flags, as "shale <command> -h" does.`
+
 func runHelp(_ context.Context, env *cmdEnv, args []string) error {
 	if len(args) == 0 {
 		printUsage(env.stdout)
 		return nil
 	}
 	cmd, _, ok := findCommand(args)
-	if !ok || cmd.name == "help" {
-		return usageErrorf("unknown command %q", strings.Join(args, " "))
+	if ok && cmd.name == "help" || !ok && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fs := newFlagSet(env, helpUsage, helpDoc)
+		fs.SetOutput(env.stdout)
+		fs.Usage()
+		return nil
+	}
+	if !ok {
+		subs := subcommands(args[0])
+		switch {
+		case len(args) == 1 && len(subs) == 1:
+			// "shale help sst": the group's one command's usage.
+			cmd, _, ok = findCommand(strings.Fields(subs[0]))
+		case subs != nil:
+			return usageErrorf("%s", groupMessage(args, subs))
+		default:
+			return usageErrorf("unknown command %q", strings.Join(args, " "))
+		}
 	}
 	// Every command prints its usage for -h and returns errHelpShown.
 	err := cmd.run(context.Background(), &cmdEnv{name: cmd.name, stdout: env.stdout, stderr: env.stderr}, []string{"-h"})
@@ -391,9 +446,60 @@ func openDB(ctx context.Context, dsn string) (*driver.DB, error) {
 		if errors.Is(err, driver.ErrCorruption) {
 			return nil, problem(err)
 		}
+		if nerr := notADatabase(dsn); nerr != nil {
+			err = nerr
+		}
 		return nil, &exitError{code: exitFailure, err: err}
 	}
 	return db, nil
+}
+
+// notADatabase returns the error to report instead of a failed open's when
+// the DSN's path exists but is not a database: a file, or a directory
+// without a CURRENT file (the engine says the database "does not exist",
+// which reads wrong for a directory that does). nil when the path is
+// missing (the engine's message is right), or holds a CURRENT file (the
+// failure is something else).
+func notADatabase(dsn string) error {
+	dir, _, err := engine.ParseDSN(dsn)
+	if err != nil {
+		return nil
+	}
+	info, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return nil
+	case !info.IsDir():
+		return errors.Newf("%s is not a shale database: it is a file, not a directory", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	if len(ents) == 0 {
+		return errors.Newf("%s is not a shale database: the directory is empty (no CURRENT file)", dir)
+	}
+	entries := "entries"
+	if len(ents) == 1 {
+		entries = "entry"
+	}
+	return errors.Newf("%s is not a shale database: no CURRENT file among its %d %s (%s)",
+		dir, len(ents), entries, entryNames(ents, 3))
+}
+
+// entryNames lists the first n of ents' names, and how many more there are.
+func entryNames(ents []os.DirEntry, n int) string {
+	var names []string
+	for _, e := range ents[:min(n, len(ents))] {
+		names = append(names, e.Name())
+	}
+	if more := len(ents) - n; more > 0 {
+		names = append(names, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(names, ", ")
 }
 
 // openReadOnly opens the database d names with read_only=true, for the

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/batch"
+	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/vfs"
 )
@@ -24,8 +27,9 @@ Exit code 0 when the log is whole. 1 when it is damaged: mid-log corruption
 (an error, as database recovery reports it), a torn tail (a record cut short
 at the end of the log, which recovery drops: the report gives the offset
 where the valid prefix ends), or a record that is not a valid batch. The
-message is the log reader's, with the file offset. 3 when the file cannot be
-read.`
+message is the log reader's, with the file offset. Also 1 when the file is
+not a WAL: a table file (recognised by its footer), or a file whose first
+record does not decode. 3 when the file cannot be read.`
 
 func runWALDump(_ context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, walDumpUsage, walDumpDoc)
@@ -69,6 +73,9 @@ func (d *walDumper) dump(fs vfs.FS, name string) error {
 		return &exitError{code: exitFailure, err: errors.Wrapf(err, "stat %s", name)}
 	}
 	size := info.Size()
+	if isTableFile(f, size) {
+		return problemf("%s is a table file, not a WAL file (\"shale sst dump\" prints tables)", name)
+	}
 	fmt.Fprintf(d.w, "file %s: %d bytes\n\n", name, size)
 	r := wal.NewReader(namedReader{io.NewSectionReader(f, 0, size), name}, wal.TolerateCorruptedTailRecords)
 	var (
@@ -84,6 +91,9 @@ func (d *walDumper) dump(fs vfs.FS, name string) error {
 		}
 		if err != nil {
 			d.summary(records, ops, firstSeq, maxSeq)
+			if records == 0 && start == 0 && !zeroHeader(f) {
+				return notAWAL(name, err)
+			}
 			if errors.Is(err, base.ErrCorruption) {
 				return errors.Wrapf(err, "after %d good records, at or after offset %d", records, start)
 			}
@@ -131,11 +141,43 @@ func (d *walDumper) dump(fs vfs.FS, name string) error {
 	}
 	d.summary(records, ops, firstSeq, maxSeq)
 	if off, reason := r.Stopped(); reason != nil {
+		if records == 0 && off == 0 && !zeroHeader(f) {
+			return notAWAL(name, reason)
+		}
 		return errors.Wrapf(reason, "%s: torn tail: the valid log ends at offset %d of %d; "+
 			"recovery drops the rest if it is an incomplete final record, and otherwise follows wal_recovery_mode", name, off, size)
 	}
 	fmt.Fprintf(d.w, "the log ends cleanly at offset %d\n", r.Offset())
 	return nil
+}
+
+// isTableFile reports whether f, of size bytes, ends in a table footer's
+// magic number.
+func isTableFile(f io.ReaderAt, size int64) bool {
+	if size < sstable.FooterLen {
+		return false
+	}
+	var m [8]byte
+	if _, err := f.ReadAt(m[:], size-8); err != nil {
+		return false
+	}
+	return binary.LittleEndian.Uint64(m[:]) == sstable.Magic
+}
+
+// zeroHeader reports whether the first chunk header of f is zeros (or
+// missing): a log created, maybe preallocated, and never written, which is
+// a log with nothing in it rather than another kind of file.
+func zeroHeader(f io.ReaderAt) bool {
+	var h [chunkHeaderLen]byte
+	n, _ := f.ReadAt(h[:], 0)
+	return bytes.Count(h[:n], []byte{0}) == n
+}
+
+// notAWAL is the error of a file whose first record does not decode and
+// does not start with zeros: it is not a log, or is damaged from its first
+// byte on. Exit code 1, as for a damaged log.
+func notAWAL(name string, err error) error {
+	return problem(errors.Wrapf(err, "%s is not a WAL file (or is damaged from its first byte): its first record does not decode", name))
 }
 
 // chunkHeaderLen is the size of a log chunk header (see package wal's
