@@ -67,6 +67,9 @@ type PrefetchBuffer struct {
 	// limit, when positive, is where the next refill ends at the latest
 	// (see LimitNextRefill).
 	limit int64
+	// end, when positive, is where every refill ends at the latest, and
+	// refills keep the bytes they already hold (see Bound).
+	end int64
 
 	async   bool
 	next    prefetchChunk
@@ -151,6 +154,17 @@ func (p *PrefetchBuffer) LimitNextRefill(end int64) {
 	p.limit = end
 }
 
+// Bound makes refills read no further than end (but at least the bytes
+// they are asked for), in every mode, and keep the bytes of the current
+// chunk that the new one starts with instead of reading them again: a
+// caller that reads a region once, block after block (verification), then
+// reads each of its bytes once, and none beyond it, rather than reading
+// again the block that straddles each refill and reading ahead into what
+// follows the region.
+func (p *PrefetchBuffer) Bound(end int64) {
+	p.end = end
+}
+
 // Read returns the n bytes at off, from the buffer when they are there and
 // from the file otherwise.
 func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n int) ([]byte, error) {
@@ -202,14 +216,25 @@ func (p *PrefetchBuffer) Read(ctx context.Context, opts ioctx.IOOptions, off int
 	if p.fixed == 0 && limit > off && off+int64(size) > limit {
 		size = max(n, int(limit-off))
 	}
+	if p.end > 0 && off < p.end && off+int64(size) > p.end {
+		size = max(n, int(p.end-off))
+	}
 	if rest := p.r.Size() - off; int64(size) > rest {
 		size = max(n, int(rest))
+	}
+	// keep is how many of the bytes at off the current chunk holds: a
+	// bounded buffer moves them to the front instead of reading them again.
+	keep, from := 0, p.cur.data
+	if p.end > 0 && off > p.cur.off && off < p.cur.off+int64(len(p.cur.data)) {
+		from = p.cur.data[off-p.cur.off:]
+		keep = len(from)
 	}
 	if cap(p.cur.data) < size {
 		p.cur.data = make([]byte, size)
 	}
 	buf := p.cur.data[:size]
-	if _, err := p.r.Read(ctx, opts, off, size, buf); err != nil {
+	copy(buf, from[:keep])
+	if _, err := p.r.Read(ctx, opts, off+int64(keep), size-keep, buf[keep:]); err != nil {
 		p.cur = prefetchChunk{data: p.cur.data[:0]}
 		return nil, err
 	}

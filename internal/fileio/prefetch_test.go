@@ -157,3 +157,40 @@ func TestPrefetchBufferLimitNextRefill(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetchBufferBound: a bounded buffer read block after block over a
+// region reads each byte of it once, whatever the readahead and block
+// sizes (blocks straddle the refills), and nothing past the bound; the
+// blocks it returns are the file's.
+func TestPrefetchBufferBound(t *testing.T) {
+	const size = 1 << 20
+	fs, data := testFile(t, "f", size)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		fixed     int
+		blockSize func(rng *rand.Rand) int
+		end       int64
+	}{
+		{"fixed 64KiB, 4000-byte blocks", 64 << 10, func(*rand.Rand) int { return 4000 }, size - 12345},
+		{"fixed 10000, random blocks", 10000, func(rng *rand.Rand) int { return 1 + rng.IntN(30000) }, size / 2},
+		{"automatic, random blocks", 0, func(rng *rand.Rand) int { return 1 + rng.IntN(9000) }, size - 53},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := openTest(t, fs, "f", Options{})
+			p := NewPrefetchBuffer(r, tc.fixed, 0, 0, false)
+			p.Bound(tc.end)
+			rng := rand.New(rand.NewPCG(3, 4))
+			off := int64(0)
+			for off < tc.end {
+				n := int(min(int64(tc.blockSize(rng)), tc.end-off))
+				p.Sequential(off, n)
+				got, err := p.Read(ctx, ioctx.IOOptions{}, off, n)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(data[off:off+int64(n)], got), "offset %d", off)
+				off += int64(n)
+			}
+			require.Equal(t, tc.end, r.BytesRead(), "every byte of the region once, none beyond")
+		})
+	}
+}

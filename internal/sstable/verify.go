@@ -20,7 +20,9 @@ const verifyReadahead = fileio.DefaultMaxReadahead
 // the index, and every data block the index lists (for a partitioned table:
 // the top-level index, then each partition's filter and index, each before
 // the data blocks it lists), the data blocks through a
-// readahead buffer of env.ReadaheadSize bytes (256 KiB when 0). It bypasses
+// readahead buffer of env.ReadaheadSize bytes (256 KiB when 0) bounded at
+// the data region, so that it reads every byte of the table but the footer
+// exactly once. It bypasses
 // the block cache and verifies whatever env.VerifyChecksums says; every
 // read uses env.IO. See Reader for the number of reads.
 //
@@ -78,6 +80,10 @@ func (r *Reader) walk(ctx context.Context, env ReadEnv, c *checker) error {
 	}
 	w := walker{r: r, ctx: ctx, env: env, limit: limit, c: c, buf: &buf, dec: &dec}
 	w.pf = fileio.NewPrefetchBuffer(r.file, int(min(readahead, maxBlockLen)), 0, 0, false)
+	// The data blocks are read once each, and the meta blocks after them
+	// on their own: readahead that went past the data region or read a
+	// straddling block again would read bytes twice.
+	w.pf.Bound(int64(r.dataEnd))
 	defer w.pf.Close()
 	if r.top != nil {
 		return w.partitions()

@@ -307,3 +307,31 @@ func exerciseTable(t *testing.T, r *Reader, env ReadEnv) {
 	requireCorruption(t, r.VerifyChecksums(ctx, env))
 	requireCorruption(t, r.Check(ctx, env))
 }
+
+// TestVerifyChecksumsReadsEachByteOnce: the walk reads every byte of the
+// table but the footer exactly once, whatever the readahead: the data
+// blocks through a readahead buffer bounded at the data region, which
+// neither reads a block that straddles a refill again nor reads ahead into
+// the meta blocks, which it reads on their own.
+func TestVerifyChecksumsReadsEachByteOnce(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(71, 72)), 3000, 60)
+	for _, tc := range []struct {
+		name      string
+		opts      WriterOptions
+		readahead int64
+	}{
+		{"default readahead", WriterOptions{BloomBitsPerKey: 10, Compression: compress.Snappy, Checksum: checksum.XXHash64}, 0},
+		{"odd readahead", WriterOptions{BloomBitsPerKey: 10, Checksum: checksum.CRC32C}, 10007},
+		{"partitioned", WriterOptions{BloomBitsPerKey: 10, Checksum: checksum.CRC32C, IndexPartitionSize: 256}, 20000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := buildTable(t, tc.opts, es)
+			r := openTable(t, data, openConfig{})
+			before := r.file.BytesRead()
+			env := verifyEnv
+			env.ReadaheadSize = tc.readahead
+			require.NoError(t, r.VerifyChecksums(context.Background(), env))
+			require.Equal(t, int64(len(data)-FooterLen), r.file.BytesRead()-before)
+		})
+	}
+}
