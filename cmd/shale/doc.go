@@ -52,4 +52,9 @@
 // and rate limiter), then the LSM's shape (DB.Metrics): a table per level. The five user-read breakdowns are recorded only at
 // stats_level except_time_for_mutex or all, which is why bench and stats
 // default to all.
+//
+// "shale stats -json" prints one object whose keys are snake_case; a size's
+// key ends in "bytes" (in bytes) and a duration's in "micros" (whole
+// microseconds). "shale help stats" describes every key, and a golden test
+// (testdata/stats-json-shape.golden) pins the shape.
 package main
