@@ -30,7 +30,7 @@
 //
 // From stats_level=except_time_for_mutex up, the statistics of each tag
 // (ioctx.Tag) the database has seen are exported with the label tag:
-// shale_tag_file_read_seconds (a histogram), shale_tag_bytes_read_total,
+// shale_tag_file_read_seconds (a histogram), shale_tag_read_bytes_total,
 // shale_tag_block_cache_hit_total, shale_tag_block_cache_miss_total and
 // shale_tag_rate_limiter_wait_seconds_total.
 //
@@ -55,8 +55,6 @@
 package shaleprom
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/statistics"
@@ -69,8 +67,8 @@ type collector struct {
 	level      *prometheus.Desc
 	tickers    [statistics.NumTickers]*prometheus.Desc
 	histograms [statistics.NumHistograms]*prometheus.Desc
-	// bounds are the "le" bounds of each histogram.
-	bounds [statistics.NumHistograms][]float64
+	// buckets are the exported buckets of each histogram.
+	buckets [statistics.NumHistograms]*bucketSet
 	// extra are the tag and LSM families.
 	extra extraDescs
 }
@@ -95,10 +93,10 @@ func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Colle
 		extra: newExtraDescs(constLabels),
 	}
 	for t := range statistics.NumTickers {
-		f := tickerFamily(t)
-		c.tickers[t] = prometheus.NewDesc(f.name, f.help, nil, constLabels)
+		if f := tickerFamily(t); f.name != "" {
+			c.tickers[t] = prometheus.NewDesc(f.name, f.help, nil, constLabels)
+		}
 	}
-	bounds := make(map[time.Duration][]float64)
 	var fileRead *prometheus.Desc
 	for h := range statistics.NumHistograms {
 		f := histogramFamily(h)
@@ -111,11 +109,7 @@ func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Colle
 		default:
 			c.histograms[h] = fileRead
 		}
-		u := h.TimeUnit()
-		if bounds[u] == nil {
-			bounds[u] = upperBounds(u)
-		}
-		c.bounds[h] = bounds[u]
+		c.buckets[h] = &bucketSets[histogramKind(h)]
 	}
 	return c
 }
@@ -125,7 +119,9 @@ func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Colle
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.level
 	for _, d := range c.tickers {
-		ch <- d
+		if d != nil {
+			ch <- d
+		}
 	}
 	sent := make(map[*prometheus.Desc]bool)
 	for _, d := range c.histograms {
@@ -150,6 +146,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	e := s.Export()
 	ch <- constMetric(c.level, prometheus.GaugeValue, float64(e.Level))
 	for _, tv := range e.Tickers {
+		if c.tickers[tv.Ticker] == nil {
+			continue // exported by another family (tickerSpecs says which)
+		}
 		v := float64(tv.Count)
 		if u := tv.Ticker.TimeUnit(); u != 0 {
 			v = seconds(tv.Count, u)
@@ -170,17 +169,11 @@ func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64) promethe
 	return m
 }
 
-// histogram builds the const histogram of one snapshot: cumulative bucket
-// counts under the converted limits, the last bucket left to +Inf (Count).
+// histogram builds the const histogram of one snapshot: cumulative counts
+// under the exported bounds (buckets.go), the rest left to +Inf (Count).
 func (c *collector) histogram(hv *statistics.HistogramValue) prometheus.Metric {
 	h := hv.Histogram
-	bounds := c.bounds[h]
-	buckets := make(map[float64]uint64, len(bounds))
-	var cum uint64
-	for i, le := range bounds {
-		cum += hv.Buckets[i]
-		buckets[le] = cum
-	}
+	buckets := c.buckets[h].cumulative(hv.Buckets[:])
 	sum := float64(hv.Sum)
 	if u := h.TimeUnit(); u != 0 {
 		sum = seconds(hv.Sum, u)
