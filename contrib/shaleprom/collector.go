@@ -9,17 +9,22 @@
 //
 //   - shale_statistics_level, a gauge: the stats level's number (0
 //     disable_all … 3 except_detailed_timers, the default, … 5 all).
-//   - a counter per ticker: "shale." plus RocksDB's suffix with dots as
-//     underscores, then _total (shale_block_cache_hit_total). Tickers of time
-//     are in seconds (shale_stall_seconds_total for shale.stall.micros).
-//   - a histogram per statistics histogram, with RocksDB's bucket limits as
-//     "le" bounds: time histograms in seconds (shale_sst_read_seconds for
-//     shale.sst.read.micros, shale_compression_times_seconds for
-//     shale.compression.times.nanos), the others in their own unit
-//     (shale_bytes_per_read). The eight per-activity file-read histograms
-//     are one family, shale_file_read_seconds, with the label activity:
-//     flush, compaction, db_open, get, multiget, db_iterator,
-//     verify_db_checksum or verify_file_checksums.
+//   - a counter per ticker, named and described by the table in help.go
+//     (shale_block_cache_hit_total for shale.block.cache.hit): base units
+//     last, _total once; tickers of time in seconds
+//     (shale_db_mutex_wait_seconds_total for shale.db.mutex.wait.micros).
+//     shale.stall.micros is not exported: write-stall time is
+//     shale_write_stall_seconds.
+//   - a histogram per statistics histogram (shale_sst_read_seconds for
+//     shale.sst.read.micros, shale_read_size_bytes for
+//     shale.bytes.per.read), time in seconds, with a bounded set of "le"
+//     bounds taken from RocksDB's own limits so every count is exact
+//     (buckets.go): 24 from 1 µs to 110 s for latencies, 27 from 110 ns for
+//     block (de)compression, 27 from 1 B to 1.2 GB for sizes, 14 from 1 to
+//     250 for counts. The eight per-activity file-read histograms are one
+//     family, shale_file_read_seconds, with the label activity: flush,
+//     compaction, db_open, get, multiget, db_iterator, verify_db_checksum or
+//     verify_file_checksums.
 //
 // Only the statistics enabled at the current level are exported: at the
 // default level, shale_file_read_seconds has the activities flush,
@@ -38,11 +43,12 @@
 // reads them once and exports them as shale_lsm_* gauges, the per-level ones
 // with the label level (shale_lsm_level_tables{level="0"}), and as counters
 // those that count since the database was opened (bytes compactions read
-// from and wrote into each level, bytes flushed, compactions, flushes and
-// write stalls). What the driver does not report is not exported; neither is
-// anything after the database is closed.
+// from and wrote into each level, bytes flushed, compactions and flushes).
+// When the driver answers the property shale.background-errors, it is
+// shale_background_errors_total. What the driver does not report is not
+// exported; neither is anything after the database is closed.
 //
-// The statistics' rate-limiter counters (shale_rate_limiter_requests_read_total
+// The statistics' rate-limiter counters (shale_rate_limiter_read_requests_total
 // and the like) count every priority together. By priority, with the label
 // priority, come from the limiter the driver reports in DB.Metrics:
 // shale_rate_limiter_priority_requests_total, ..._bytes_total and

@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the generated README tables and
 // removedFamilies are the families the exporter no longer exports, and what
 // replaces each (the write-stall time was exported three times).
 var removedFamilies = [][2]string{
-	{"shale_stall_seconds_total", "`shale_write_stall_seconds_sum` (it also counted 1 ms per write delayed by the L0 slowdown trigger; `shale stats` still shows `shale.stall.micros`)"},
+	{"shale_stall_seconds_total", "`shale_write_stall_seconds_sum` (it also counted 1 ms per write delayed by the L0 slowdown trigger; the statistics' own output (`Statistics.String`, expvar) keeps `shale.stall.micros`)"},
 	{"shale_lsm_write_stall_seconds_total", "`shale_write_stall_seconds_sum`"},
 	{"shale_lsm_write_stalls_total", "`shale_write_stall_seconds_count`"},
 }
