@@ -62,12 +62,13 @@ func TestHelpTables(t *testing.T) {
 		if !ok {
 			t.Errorf("statistics ticker %d (%s) has no entry in tickerSpecs (contrib/shaleprom/help.go): add\n"+
 				"\tstatistics.<its constant>: {%q, \"<what it counts, and the unit if not a count>\"},\n"+
-				"(or another name that follows the conventions: base units, unit suffix last, _total once)", tk, tk, legacyTickerName(tk))
+				"(or another name that follows the conventions: base units, unit suffix last, _total once), "+
+				"then regenerate the README's tables: go test -run TestREADMETables -update", tk, tk, legacyTickerName(tk))
 			continue
 		}
 		checkHelp(t, tk.String(), s.help)
 	}
-	require.Len(t, tickerSpecs, int(statistics.NumTickers), "tickerSpecs has entries for no ticker")
+	require.Equal(t, int(statistics.NumTickers), len(tickerSpecs), "tickerSpecs: one entry per ticker (then go test -run TestREADMETables -update)")
 	for h := range statistics.NumHistograms {
 		if _, ok := fileReadActivity[h]; ok {
 			require.NotContains(t, histogramSpecs, h, "%s is exported in %s", h, fileReadFamily)
@@ -77,13 +78,14 @@ func TestHelpTables(t *testing.T) {
 		if !ok {
 			t.Errorf("statistics histogram %d (%s) has no entry in histogramSpecs (contrib/shaleprom/help.go): add\n"+
 				"\tstatistics.<its constant>: {%q, \"<what each sample is, and its unit: seconds or bytes>\"},\n"+
-				"(sizes end in _bytes; and check histogramKind in buckets.go picks its buckets)", h, h, legacyHistogramName(h)+"?")
+				"(sizes end in _bytes; and check histogramKind in buckets.go picks its buckets), "+
+				"then regenerate the README's tables: go test -run TestREADMETables -update", h, h, legacyHistogramName(h)+"?")
 			continue
 		}
 		require.NotEmpty(t, s.name, "%s: every histogram is exported", h)
 		checkHelp(t, h.String(), s.help)
 	}
-	require.Len(t, histogramSpecs, int(statistics.NumHistograms)-len(fileReadActivity))
+	require.Equal(t, int(statistics.NumHistograms)-len(fileReadActivity), len(histogramSpecs), "histogramSpecs: one entry per histogram but the file-read ones")
 	checkHelp(t, fileReadFamily, fileReadHelp)
 }
 

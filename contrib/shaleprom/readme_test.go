@@ -94,5 +94,13 @@ func TestREADMETables(t *testing.T) {
 		require.NoError(t, os.WriteFile("README.md", []byte(want), 0o644))
 		return
 	}
-	require.Equal(t, want, readme, "README.md's generated tables are stale: go test -run TestREADMETables -update")
+	if want != readme {
+		got, exp := strings.Split(readme, "\n"), strings.Split(want, "\n")
+		for k := 0; k < min(len(got), len(exp)); k++ {
+			if got[k] != exp[k] {
+				t.Fatalf("README.md's generated tables are stale (go test -run TestREADMETables -update); line %d is\n%s\nwant\n%s", k+1, got[k], exp[k])
+			}
+		}
+		t.Fatalf("README.md's generated tables are stale (go test -run TestREADMETables -update): %d lines, want %d", len(got), len(exp))
+	}
 }
