@@ -161,6 +161,7 @@ scrape_configs:
 			"--web.console.templates="+dir, "--web.console.libraries="+dir,
 			"--log.level=warn")
 		cmd.Stdout, cmd.Stderr = &logs, &logs
+		dieWithTest(cmd)
 		require.NoError(t, cmd.Start())
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
