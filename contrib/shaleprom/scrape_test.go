@@ -86,6 +86,9 @@ func scrapedNames(t *testing.T, body []byte) map[string]bool {
 	return names
 }
 
+// trimmedOf is a family name without its counter suffix.
+func trimmedOf(name string) string { return strings.TrimSuffix(name, "_total") }
+
 var (
 	nameRE = regexp.MustCompile(`^shale_[a-z0-9]+(_[a-z0-9]+)*$`)
 	// midUnit finds a base unit inside a name rather than at its end.
@@ -118,6 +121,12 @@ func TestScrapeConventions(t *testing.T) {
 			t.Errorf("%s: HELP %q %s", name, mf.GetHelp(), reason)
 		}
 		require.Regexp(t, nameRE, name)
+		// The HELP names the unit the name ends in.
+		for _, unit := range []string{"seconds", "bytes"} {
+			if strings.HasSuffix(trimmedOf(name), "_"+unit) && !strings.Contains(strings.ToLower(mf.GetHelp()), unit) {
+				t.Errorf("%s: HELP %q does not say %s", name, mf.GetHelp(), unit)
+			}
+		}
 		require.NotRegexp(t, `micros|nanos|_count_total|_total_`, name)
 		trimmed := strings.TrimSuffix(name, "_total")
 		require.False(t, midUnit.MatchString(trimmed), "%s: a unit not at the end", name)
