@@ -9,17 +9,22 @@
 //
 //   - shale_statistics_level, a gauge: the stats level's number (0
 //     disable_all … 3 except_detailed_timers, the default, … 5 all).
-//   - a counter per ticker: "shale." plus RocksDB's suffix with dots as
-//     underscores, then _total (shale_block_cache_hit_total). Tickers of time
-//     are in seconds (shale_stall_seconds_total for shale.stall.micros).
-//   - a histogram per statistics histogram, with RocksDB's bucket limits as
-//     "le" bounds: time histograms in seconds (shale_sst_read_seconds for
-//     shale.sst.read.micros, shale_compression_times_seconds for
-//     shale.compression.times.nanos), the others in their own unit
-//     (shale_bytes_per_read). The eight per-activity file-read histograms
-//     are one family, shale_file_read_seconds, with the label activity:
-//     flush, compaction, db_open, get, multiget, db_iterator,
-//     verify_db_checksum or verify_file_checksums.
+//   - a counter per ticker, named and described by the table in help.go
+//     (shale_block_cache_hit_total for shale.block.cache.hit): base units
+//     last, _total once; tickers of time in seconds
+//     (shale_db_mutex_wait_seconds_total for shale.db.mutex.wait.micros).
+//     shale.stall.micros is not exported: write-stall time is
+//     shale_write_stall_seconds.
+//   - a histogram per statistics histogram (shale_sst_read_seconds for
+//     shale.sst.read.micros, shale_read_size_bytes for
+//     shale.bytes.per.read), time in seconds, with a bounded set of "le"
+//     bounds taken from RocksDB's own limits so every count is exact
+//     (buckets.go): 24 from 1 µs to 110 s for latencies, 27 from 110 ns for
+//     block (de)compression, 27 from 1 B to 1.2 GB for sizes, 14 from 1 to
+//     250 for counts. The eight per-activity file-read histograms are one
+//     family, shale_file_read_seconds, with the label activity: flush,
+//     compaction, db_open, get, multiget, db_iterator, verify_db_checksum or
+//     verify_file_checksums.
 //
 // Only the statistics enabled at the current level are exported: at the
 // default level, shale_file_read_seconds has the activities flush,
@@ -30,7 +35,7 @@
 //
 // From stats_level=except_time_for_mutex up, the statistics of each tag
 // (ioctx.Tag) the database has seen are exported with the label tag:
-// shale_tag_file_read_seconds (a histogram), shale_tag_bytes_read_total,
+// shale_tag_file_read_seconds (a histogram), shale_tag_read_bytes_total,
 // shale_tag_block_cache_hit_total, shale_tag_block_cache_miss_total and
 // shale_tag_rate_limiter_wait_seconds_total.
 //
@@ -38,11 +43,12 @@
 // reads them once and exports them as shale_lsm_* gauges, the per-level ones
 // with the label level (shale_lsm_level_tables{level="0"}), and as counters
 // those that count since the database was opened (bytes compactions read
-// from and wrote into each level, bytes flushed, compactions, flushes and
-// write stalls). What the driver does not report is not exported; neither is
-// anything after the database is closed.
+// from and wrote into each level, bytes flushed, compactions and flushes).
+// When the driver answers the property shale.background-errors, it is
+// shale_background_errors_total. What the driver does not report is not
+// exported; neither is anything after the database is closed.
 //
-// The statistics' rate-limiter counters (shale_rate_limiter_requests_read_total
+// The statistics' rate-limiter counters (shale_rate_limiter_read_requests_total
 // and the like) count every priority together. By priority, with the label
 // priority, come from the limiter the driver reports in DB.Metrics:
 // shale_rate_limiter_priority_requests_total, ..._bytes_total and
@@ -55,8 +61,6 @@
 package shaleprom
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/statistics"
@@ -69,8 +73,8 @@ type collector struct {
 	level      *prometheus.Desc
 	tickers    [statistics.NumTickers]*prometheus.Desc
 	histograms [statistics.NumHistograms]*prometheus.Desc
-	// bounds are the "le" bounds of each histogram.
-	bounds [statistics.NumHistograms][]float64
+	// buckets are the exported buckets of each histogram.
+	buckets [statistics.NumHistograms]*bucketSet
 	// extra are the tag and LSM families.
 	extra extraDescs
 }
@@ -95,10 +99,10 @@ func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Colle
 		extra: newExtraDescs(constLabels),
 	}
 	for t := range statistics.NumTickers {
-		f := tickerFamily(t)
-		c.tickers[t] = prometheus.NewDesc(f.name, f.help, nil, constLabels)
+		if f := tickerFamily(t); f.name != "" {
+			c.tickers[t] = prometheus.NewDesc(f.name, f.help, nil, constLabels)
+		}
 	}
-	bounds := make(map[time.Duration][]float64)
 	var fileRead *prometheus.Desc
 	for h := range statistics.NumHistograms {
 		f := histogramFamily(h)
@@ -111,11 +115,7 @@ func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Colle
 		default:
 			c.histograms[h] = fileRead
 		}
-		u := h.TimeUnit()
-		if bounds[u] == nil {
-			bounds[u] = upperBounds(u)
-		}
-		c.bounds[h] = bounds[u]
+		c.buckets[h] = &bucketSets[histogramKind(h)]
 	}
 	return c
 }
@@ -125,7 +125,9 @@ func NewCollector(db *driver.DB, constLabels prometheus.Labels) prometheus.Colle
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.level
 	for _, d := range c.tickers {
-		ch <- d
+		if d != nil {
+			ch <- d
+		}
 	}
 	sent := make(map[*prometheus.Desc]bool)
 	for _, d := range c.histograms {
@@ -150,6 +152,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	e := s.Export()
 	ch <- constMetric(c.level, prometheus.GaugeValue, float64(e.Level))
 	for _, tv := range e.Tickers {
+		if c.tickers[tv.Ticker] == nil {
+			continue // exported by another family (tickerSpecs says which)
+		}
 		v := float64(tv.Count)
 		if u := tv.Ticker.TimeUnit(); u != 0 {
 			v = seconds(tv.Count, u)
@@ -170,17 +175,11 @@ func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64) promethe
 	return m
 }
 
-// histogram builds the const histogram of one snapshot: cumulative bucket
-// counts under the converted limits, the last bucket left to +Inf (Count).
+// histogram builds the const histogram of one snapshot: cumulative counts
+// under the exported bounds (buckets.go), the rest left to +Inf (Count).
 func (c *collector) histogram(hv *statistics.HistogramValue) prometheus.Metric {
 	h := hv.Histogram
-	bounds := c.bounds[h]
-	buckets := make(map[float64]uint64, len(bounds))
-	var cum uint64
-	for i, le := range bounds {
-		cum += hv.Buckets[i]
-		buckets[le] = cum
-	}
+	buckets := c.buckets[h].cumulative(hv.Buckets[:])
 	sum := float64(hv.Sum)
 	if u := h.TimeUnit(); u != 0 {
 		sum = seconds(hv.Sum, u)

@@ -77,7 +77,8 @@ next:
 // per-activity file-read histogram.
 func recordSamples(s *statistics.Statistics) {
 	s.RecordTick(statistics.BlockCacheHit, 3)
-	s.RecordTick(statistics.StallMicros, 1_500_000)
+	s.RecordTick(statistics.ReadAsyncMicros, 1_500_000)
+	s.RecordTick(statistics.StallMicros, 7) // not exported: shale_write_stall_seconds has the fact
 	for _, v := range []uint64{1, 3, 3, 250} {
 		s.ReportTimeToHistogram(statistics.SSTReadMicros, v)
 	}
@@ -100,7 +101,8 @@ func TestCollectValues(t *testing.T) {
 	require.Equal(t, dto.MetricType_GAUGE, mfs[levelFamily].GetType())
 	require.Equal(t, 3.0, metric(mfs, "shale_block_cache_hit_total").GetCounter().GetValue())
 	require.Equal(t, dto.MetricType_COUNTER, mfs["shale_block_cache_hit_total"].GetType())
-	require.Equal(t, 1.5, metric(mfs, "shale_stall_seconds_total").GetCounter().GetValue())
+	require.Equal(t, 1.5, metric(mfs, "shale_read_async_seconds_total").GetCounter().GetValue())
+	require.Nil(t, mfs["shale_stall_seconds_total"], "write-stall time is exported once, as shale_write_stall_seconds")
 	require.Equal(t, 0.0, metric(mfs, "shale_txn_conflicts_total").GetCounter().GetValue(),
 		"a ticker at 0 is exported")
 
@@ -108,31 +110,44 @@ func TestCollectValues(t *testing.T) {
 	require.Equal(t, uint64(4), sst.GetSampleCount())
 	require.InDelta(t, 257e-6, sst.GetSampleSum(), 1e-18)
 	buckets := sst.GetBucket()
-	require.Len(t, buckets, statistics.NumBuckets-1, "the last limit is +Inf, implicit")
+	require.Len(t, buckets, 24, "1 µs to 110 s, every other RocksDB limit")
 	cum := map[float64]uint64{}
 	for _, b := range buckets {
 		cum[b.GetUpperBound()] = b.GetCumulativeCount()
 	}
 	require.Equal(t, uint64(1), cum[1e-6], "le 1µs: the 1")
 	require.Equal(t, uint64(1), cum[2e-6])
-	require.Equal(t, uint64(3), cum[3e-6], "le 3µs: the 1 and both 3s")
-	require.Equal(t, uint64(3), cum[170e-6])
+	require.Equal(t, uint64(3), cum[4e-6], "le 4µs: the 1 and both 3s")
+	require.Equal(t, uint64(3), cum[110e-6])
 	require.Equal(t, uint64(4), cum[250e-6])
 	require.Equal(t, uint64(4), buckets[len(buckets)-1].GetCumulativeCount())
-	require.Equal(t, 9.2e12, buckets[len(buckets)-1].GetUpperBound())
+	require.Equal(t, 110.0, buckets[len(buckets)-1].GetUpperBound())
 
-	comp := metric(mfs, "shale_compression_times_seconds").GetHistogram()
+	comp := metric(mfs, "shale_compression_seconds").GetHistogram()
 	require.Equal(t, uint64(1), comp.GetSampleCount())
 	require.Equal(t, 2e-6, comp.GetSampleSum(), "nanoseconds converted")
-	require.Equal(t, 1e-9, comp.GetBucket()[0].GetUpperBound())
+	require.Equal(t, 110e-9, comp.GetBucket()[0].GetUpperBound(), "block compression times from 110 ns")
+	require.Equal(t, uint64(1), cum2(comp)[2.9e-6], "2000 ns is under le=2.9e-06")
+	require.Equal(t, uint64(0), cum2(comp)[1.3e-6])
 
-	size := metric(mfs, "shale_bytes_per_read").GetHistogram()
+	size := metric(mfs, "shale_read_size_bytes").GetHistogram()
 	require.Equal(t, 4096.0, size.GetSampleSum(), "sizes are not converted")
 	require.Equal(t, 1.0, size.GetBucket()[0].GetUpperBound())
+	require.Equal(t, uint64(1), cum2(size)[6600], "4096 is under le=6600")
+	require.Equal(t, uint64(0), cum2(size)[2900])
 
 	require.Equal(t, uint64(1), metric(mfs, fileReadFamily, "activity", "flush").GetHistogram().GetSampleCount())
 	require.Equal(t, 9e-6, metric(mfs, fileReadFamily, "activity", "get").GetHistogram().GetSampleSum())
 	require.Len(t, mfs[fileReadFamily].GetMetric(), 8, "one series per activity at LevelAll")
+}
+
+// cum2 maps a histogram's upper bounds to their cumulative counts.
+func cum2(h *dto.Histogram) map[float64]uint64 {
+	m := make(map[float64]uint64)
+	for _, b := range h.GetBucket() {
+		m[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	return m
 }
 
 // TestCollectGating: at each level the collector exports the level gauge and
@@ -151,8 +166,8 @@ func TestCollectGating(t *testing.T) {
 			want := map[string]bool{levelFamily: true}
 			var wantActivities []string
 			for tk := range statistics.NumTickers {
-				if tk.MinLevel() <= level {
-					want[tickerFamily(tk).name] = true
+				if f := tickerFamily(tk); tk.MinLevel() <= level && f.name != "" {
+					want[f.name] = true
 				}
 			}
 			for h := range statistics.NumHistograms {
@@ -165,7 +180,7 @@ func TestCollectGating(t *testing.T) {
 			}
 			var got []string
 			for name := range mfs {
-				if !strings.HasPrefix(name, "shale_lsm_") { // not statistics: see extra_test.go
+				if !strings.HasPrefix(name, "shale_lsm_") && name != "shale_background_errors_total" { // not statistics: see extra_test.go
 					got = append(got, name)
 				}
 			}
@@ -208,7 +223,7 @@ func TestNoStatistics(t *testing.T) {
 	mfs := gather(t, NewCollector(db, nil))
 	require.NotEmpty(t, mfs)
 	for name := range mfs {
-		require.True(t, strings.HasPrefix(name, "shale_lsm_"), name)
+		require.True(t, strings.HasPrefix(name, "shale_lsm_") || name == "shale_background_errors_total", name)
 	}
 }
 
@@ -252,28 +267,28 @@ func TestScrapeHTTP(t *testing.T) {
 	require.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), srv.URL)
 
 	require.NoError(t, testutil.ScrapeAndCompare(srv.URL, strings.NewReader(`
-# HELP shale_block_cache_hit_total shale statistics ticker shale.block.cache.hit.
+# HELP shale_block_cache_hit_total `+tickerSpecs[statistics.BlockCacheHit].help+`
 # TYPE shale_block_cache_hit_total counter
 shale_block_cache_hit_total{db="http"} 3
-# HELP shale_stall_seconds_total shale statistics ticker shale.stall.micros, in seconds (recorded in microseconds).
-# TYPE shale_stall_seconds_total counter
-shale_stall_seconds_total{db="http"} 1.5
+# HELP shale_read_async_seconds_total `+tickerSpecs[statistics.ReadAsyncMicros].help+`
+# TYPE shale_read_async_seconds_total counter
+shale_read_async_seconds_total{db="http"} 1.5
 # HELP shale_statistics_level `+levelHelp+`
 # TYPE shale_statistics_level gauge
 shale_statistics_level{db="http"} 5
-`), "shale_block_cache_hit_total", "shale_stall_seconds_total", levelFamily))
+`), "shale_block_cache_hit_total", "shale_read_async_seconds_total", levelFamily))
 
 	mfs := scrape(t, srv.URL)
 	get := metric(mfs, fileReadFamily, "activity", "get", "db", "http").GetHistogram()
 	require.Equal(t, uint64(1), get.GetSampleCount())
 	require.Equal(t, 9e-6, get.GetSampleSum())
 	buckets := get.GetBucket()
-	require.Len(t, buckets, statistics.NumBuckets, "108 limits, then +Inf in the text format")
+	require.Len(t, buckets, 25, "24 bounds, then +Inf in the text format")
 	require.True(t, math.IsInf(buckets[len(buckets)-1].GetUpperBound(), 1))
 	require.Equal(t, uint64(1), buckets[len(buckets)-1].GetCumulativeCount())
-	require.Equal(t, "1e-05", strconv.FormatFloat(buckets[5].GetUpperBound(), 'g', -1, 64))
-	require.Equal(t, uint64(1), buckets[5].GetCumulativeCount(), "9µs is under le=1e-05")
-	require.Equal(t, uint64(0), buckets[4].GetCumulativeCount(), "and not under le=6e-06")
+	require.Equal(t, "1e-05", strconv.FormatFloat(buckets[3].GetUpperBound(), 'g', -1, 64))
+	require.Equal(t, uint64(1), buckets[3].GetCumulativeCount(), "9µs is under le=1e-05")
+	require.Equal(t, uint64(0), buckets[2].GetCumulativeCount(), "and not under le=4e-06")
 	require.Equal(t, uint64(4), metric(mfs, "shale_sst_read_seconds").GetHistogram().GetSampleCount())
 }
 

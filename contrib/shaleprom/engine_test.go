@@ -95,8 +95,8 @@ func TestEngine(t *testing.T) {
 	require.GreaterOrEqual(t, sst, activities, "the aggregate counts every activity's reads")
 	get, _ := histCount(mfs, "shale_db_get_seconds")
 	require.Equal(t, uint64(20), get)
-	require.Equal(t, 300.0, metric(mfs, "shale_number_keys_written_total").GetCounter().GetValue())
-	require.Positive(t, metric(mfs, "shale_bytes_read_total").GetCounter().GetValue())
+	require.Equal(t, 300.0, metric(mfs, "shale_keys_written_total").GetCounter().GetValue())
+	require.Positive(t, metric(mfs, "shale_read_bytes_total").GetCounter().GetValue())
 	require.NotNil(t, metric(mfs, "shale_db_mutex_wait_seconds_total"), "a LevelAll ticker")
 
 	def, err := driver.Open("shale", t.TempDir())

@@ -3,6 +3,7 @@ package shaleprom
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ const (
 
 // tagTickerFamilies are the per-tag tickers' families, by TagTicker.
 var tagTickerFamilies = [statistics.NumTagTickers]struct{ name, help string }{
-	statistics.TagBytesRead:             {"shale_tag_bytes_read_total", "Bytes the tag's requests read from table files (shale.tag.<tag>.bytes.read)."},
+	statistics.TagBytesRead:             {"shale_tag_read_bytes_total", "Bytes the tag's requests read from table files (shale.tag.<tag>.bytes.read)."},
 	statistics.TagBlockCacheHit:         {"shale_tag_block_cache_hit_total", "Data-block cache hits of the tag's requests (shale.tag.<tag>.block.cache.hit)."},
 	statistics.TagBlockCacheMiss:        {"shale_tag_block_cache_miss_total", "Data-block cache misses of the tag's requests (shale.tag.<tag>.block.cache.miss)."},
 	statistics.TagRateLimiterWaitMicros: {"shale_tag_rate_limiter_wait_seconds_total", "Time the tag's reads waited for rate limiters, the database's and the tag's budget, in seconds (shale.tag.<tag>.rate.limiter.wait.micros)."},
@@ -46,7 +47,8 @@ type extraDescs struct {
 	compactionsRunning, compactionsDone, compactionPending *prometheus.Desc
 	flushesRunning, flushesDone                            *prometheus.Desc
 	walFiles, walBytes                                     *prometheus.Desc
-	stalls, stallSeconds, stallsActive                     *prometheus.Desc
+	stallsActive                                           *prometheus.Desc
+	backgroundErrors                                       *prometheus.Desc
 	limiterRequests, limiterBytes, limiterPending          *prometheus.Desc
 }
 
@@ -77,16 +79,19 @@ func newExtraDescs(constLabels prometheus.Labels) extraDescs {
 	d.blockCacheCapacity = plain("shale_lsm_block_cache_capacity_bytes", "Capacity of the block cache.")
 	d.blockCacheUsage = plain("shale_lsm_block_cache_usage_bytes", "Bytes in the block cache.")
 	d.tableCacheOpen = plain("shale_lsm_table_cache_open_tables", "Table readers open in the table cache.")
-	d.compactionsRunning = plain("shale_lsm_compactions_in_progress", "Compactions running.")
-	d.compactionsDone = plain("shale_lsm_compactions_total", "Compactions finished since open.")
+	d.compactionsRunning = plain("shale_lsm_compactions_in_progress", "Compactions running now.")
+	d.compactionsDone = plain("shale_lsm_compactions_total", "Compactions finished since the database was opened.")
 	d.compactionPending = plain("shale_lsm_compaction_pending_bytes", "Bytes the levels hold above their targets, which compactions have yet to move down.")
-	d.flushesRunning = plain("shale_lsm_flushes_in_progress", "Flushes running.")
-	d.flushesDone = plain("shale_lsm_flushes_total", "Flushes finished since open.")
-	d.walFiles = plain("shale_lsm_wal_files", "WAL files on disk.")
+	d.flushesRunning = plain("shale_lsm_flushes_in_progress", "Flushes running now.")
+	d.flushesDone = plain("shale_lsm_flushes_total", "Flushes finished since the database was opened.")
+	d.walFiles = plain("shale_lsm_wal_files", "Write-ahead log files on disk.")
 	d.walBytes = plain("shale_lsm_wal_bytes", "Bytes of the WAL files on disk.")
-	d.stalls = plain("shale_lsm_write_stalls_total", "Write stalls (waits of a write for background work) since open.")
-	d.stallSeconds = plain("shale_lsm_write_stall_seconds_total", "Time writes stalled since open, in seconds.")
-	d.stallsActive = plain("shale_lsm_write_stalls_active", "Writes stalled now.")
+	// The count and time of write stalls are shale_write_stall_seconds's
+	// _count and _sum (a statistics histogram); only what it cannot say is
+	// here.
+	d.stallsActive = plain("shale_lsm_write_stalls_active", "Writes stalled now, waiting for a flush or compaction.")
+	d.backgroundErrors = plain("shale_background_errors_total", "Background errors since open: failed WAL writes, memtable inserts, flushes and compactions (the property shale.background-errors). "+
+		"Each one stops compactions (out of space) or writes until it is resolved; the database's log and event listener say which.")
 	priority := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, []string{priorityLabel}, constLabels)
 	}
@@ -103,8 +108,8 @@ func (d *extraDescs) describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{d.tagRead, d.levelTables, d.levelBytes, d.levelScore, d.levelCompactRead,
 		d.levelCompactWritten, d.levelFlushed, d.readAmp, d.writeAmp, d.memtables, d.memtableBytes,
 		d.blockCacheCapacity, d.blockCacheUsage, d.tableCacheOpen, d.compactionsRunning, d.compactionsDone,
-		d.compactionPending, d.flushesRunning, d.flushesDone, d.walFiles, d.walBytes, d.stalls, d.stallSeconds,
-		d.stallsActive, d.limiterRequests, d.limiterBytes, d.limiterPending} {
+		d.compactionPending, d.flushesRunning, d.flushesDone, d.walFiles, d.walBytes,
+		d.stallsActive, d.backgroundErrors, d.limiterRequests, d.limiterBytes, d.limiterPending} {
 		ch <- x
 	}
 }
@@ -122,13 +127,7 @@ func (c *collector) collectTags(ch chan<- prometheus.Metric, tags []statistics.T
 			ch <- labelled(c.extra.tagTickers[t], prometheus.CounterValue, v, tv.Name)
 		}
 		snap := tv.FileReadMicros
-		bounds := c.bounds[statistics.SSTReadMicros] // a time histogram's bounds, in seconds
-		buckets := make(map[float64]uint64, len(bounds))
-		var cum uint64
-		for b, le := range bounds {
-			cum += snap.Buckets[b]
-			buckets[le] = cum
-		}
+		buckets := bucketSets[kindMicros].cumulative(snap.Buckets[:])
 		m, err := prometheus.NewConstHistogram(c.extra.tagRead, snap.Count, seconds(snap.Sum, time.Microsecond), buckets, tv.Name)
 		if err != nil {
 			m = prometheus.NewInvalidMetric(c.extra.tagRead, err)
@@ -196,10 +195,9 @@ func (c *collector) collectLSM(ch chan<- prometheus.Metric) {
 		ch <- constMetric(d.walBytes, gauge, float64(x.Bytes))
 	}
 	if x := m.WriteStalls; x != nil {
-		ch <- constMetric(d.stalls, counter, float64(x.Count))
-		ch <- constMetric(d.stallSeconds, counter, x.Duration.Seconds())
 		ch <- constMetric(d.stallsActive, gauge, float64(x.Active))
 	}
+	c.collectBackgroundErrors(ctx, ch)
 	if x := m.RateLimiter; x != nil {
 		for _, p := range x.ByPriority {
 			name := strings.ToLower(p.Priority.String())
@@ -208,6 +206,31 @@ func (c *collector) collectLSM(ch chan<- prometheus.Metric) {
 			ch <- labelled(d.limiterPending, gauge, float64(p.Pending), name)
 		}
 	}
+}
+
+// backgroundErrorsProperty is the engine's property (engine.PropBackgroundErrors)
+// counting background errors. The collector asks for it by name so that it
+// stays a client of the driver façade only.
+const backgroundErrorsProperty = "shale.background-errors"
+
+// collectBackgroundErrors sends the background error count when the driver
+// answers the property; nothing when it does not know it.
+func (c *collector) collectBackgroundErrors(ctx context.Context, ch chan<- prometheus.Metric) {
+	v, err := c.db.Property(ctx, backgroundErrorsProperty)
+	switch {
+	case err == nil:
+	case isAbsent(err) || errors.Is(err, driver.ErrNotFound):
+		return
+	default:
+		ch <- prometheus.NewInvalidMetric(c.extra.backgroundErrors, err)
+		return
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.extra.backgroundErrors, fmt.Errorf("property %s: %w", backgroundErrorsProperty, err))
+		return
+	}
+	ch <- constMetric(c.extra.backgroundErrors, prometheus.CounterValue, float64(n))
 }
 
 // isAbsent reports an error after which the LSM metrics are simply not

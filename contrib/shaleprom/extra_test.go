@@ -30,7 +30,7 @@ func TestTagsExported(t *testing.T) {
 	c := NewCollector(db, nil)
 
 	mfs := gather(t, c)
-	require.Equal(t, 4096.0, metric(mfs, "shale_tag_bytes_read_total", "tag", "tenant_a").GetCounter().GetValue())
+	require.Equal(t, 4096.0, metric(mfs, "shale_tag_read_bytes_total", "tag", "tenant_a").GetCounter().GetValue())
 	require.Equal(t, 3.0, metric(mfs, "shale_tag_block_cache_hit_total", "tag", "tenant_a").GetCounter().GetValue())
 	require.Equal(t, 1.5, metric(mfs, "shale_tag_rate_limiter_wait_seconds_total", "tag", "tenant_a").GetCounter().GetValue())
 	require.Equal(t, 2.0, metric(mfs, "shale_tag_block_cache_miss_total", "tag", "batch-job").GetCounter().GetValue())
@@ -71,7 +71,7 @@ func TestTagsFromEngine(t *testing.T) {
 	n, ok := histCount(mfs, tagReadFam, tagLabel, tag.String())
 	require.True(t, ok)
 	require.GreaterOrEqual(t, n, uint64(10), "one file read per uncached Get at least")
-	require.Positive(t, metric(mfs, "shale_tag_bytes_read_total", tagLabel, tag.String()).GetCounter().GetValue())
+	require.Positive(t, metric(mfs, "shale_tag_read_bytes_total", tagLabel, tag.String()).GetCounter().GetValue())
 }
 
 // TestLSMExported: the LSM metrics of a real database, per level with the
@@ -99,7 +99,8 @@ func TestLSMExported(t *testing.T) {
 	require.Equal(t, float64(m.MemTables.Count), metric(mfs, "shale_lsm_memtables").GetGauge().GetValue())
 	require.Equal(t, float64(m.BlockCache.Capacity), metric(mfs, "shale_lsm_block_cache_capacity_bytes").GetGauge().GetValue())
 	require.NotNil(t, metric(mfs, "shale_lsm_wal_files"))
-	require.NotNil(t, metric(mfs, "shale_lsm_write_stalls_total").GetCounter())
+	require.NotNil(t, metric(mfs, "shale_lsm_write_stalls_active").GetGauge())
+	require.Equal(t, 0.0, metric(mfs, "shale_background_errors_total").GetCounter().GetValue())
 
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)
@@ -107,7 +108,7 @@ func TestLSMExported(t *testing.T) {
 
 	require.NoError(t, db.Close())
 	for name := range gather(t, c) {
-		require.False(t, strings.HasPrefix(name, "shale_lsm_"), "%s exported after Close", name)
+		require.False(t, strings.HasPrefix(name, "shale_lsm_") || name == "shale_background_errors_total", "%s exported after Close", name)
 	}
 }
 

@@ -32,17 +32,43 @@ var fileReadActivity = map[statistics.Histogram]string{
 
 // family is how one statistic is exported.
 type family struct {
+	// name is "" for a statistic that is not exported (see spec).
 	name, help string
 	// activity is the activity label value of a file-read histogram, ""
 	// for every other statistic.
 	activity string
 }
 
-// promName turns a statistic's name into a Prometheus name: "shale." becomes
-// "shale_", dots become underscores, and the name of a time statistic ends in
-// "_seconds" in place of RocksDB's "_micros" or "_nanos" (or after it, for
-// shale.db.write.stall, which RocksDB names without a unit).
-func promName(name string, unit time.Duration) string {
+// tickerFamily is the counter a ticker is exported as (tickerSpecs). A
+// ticker missing from the table (one added to statistics after this
+// package) is exported under its old-rule name with a HELP saying so, so
+// the exporter never drops it silently; TestHelpTables fails for it.
+func tickerFamily(t statistics.Ticker) family {
+	if s, ok := tickerSpecs[t]; ok {
+		return family{name: s.name, help: s.help}
+	}
+	return family{name: legacyTickerName(t), help: fmt.Sprintf("shale statistics ticker %s (no HELP written yet).", t)}
+}
+
+// histogramFamily is the histogram a statistics histogram is exported as
+// (histogramSpecs); the eight per-activity file-read histograms are
+// shale_file_read_seconds{activity="get"} and so on.
+func histogramFamily(h statistics.Histogram) family {
+	if a, ok := fileReadActivity[h]; ok {
+		return family{name: fileReadFamily, help: fileReadHelp, activity: a}
+	}
+	if s, ok := histogramSpecs[h]; ok {
+		return family{name: s.name, help: s.help}
+	}
+	return family{name: legacyHistogramName(h), help: fmt.Sprintf("shale statistics histogram %s (no HELP written yet).", h)}
+}
+
+// legacyName is the name the exporter gave every statistic before it had a
+// table of names (v0.3): "shale." becomes "shale_", dots become
+// underscores, and the name of a time statistic ends in "_seconds" in place
+// of RocksDB's "_micros" or "_nanos" (or after it, for shale.db.write.stall).
+// The README's table of renames maps these to the new names.
+func legacyName(name string, unit time.Duration) string {
 	n := strings.ReplaceAll(name, ".", "_")
 	if unit != 0 {
 		n = strings.TrimSuffix(strings.TrimSuffix(n, "_micros"), "_nanos") + "_seconds"
@@ -50,43 +76,15 @@ func promName(name string, unit time.Duration) string {
 	return n
 }
 
-// unitNote says what a time statistic was converted from.
-func unitNote(unit time.Duration) string {
-	switch unit {
-	case time.Microsecond:
-		return ", in seconds (recorded in microseconds)"
-	case time.Nanosecond:
-		return ", in seconds (recorded in nanoseconds)"
-	}
-	return ""
+func legacyTickerName(t statistics.Ticker) string {
+	return legacyName(t.String(), t.TimeUnit()) + "_total"
 }
 
-// tickerFamily is the counter a ticker is exported as:
-// shale_block_cache_hit_total for shale.block.cache.hit.
-func tickerFamily(t statistics.Ticker) family {
-	u := t.TimeUnit()
-	return family{
-		name: promName(t.String(), u) + "_total",
-		help: fmt.Sprintf("shale statistics ticker %s%s.", t, unitNote(u)),
+func legacyHistogramName(h statistics.Histogram) string {
+	if _, ok := fileReadActivity[h]; ok {
+		return fileReadFamily
 	}
-}
-
-// histogramFamily is the histogram a statistics histogram is exported as:
-// shale_db_get_seconds for shale.db.get.micros, and the eight per-activity
-// file-read histograms as shale_file_read_seconds{activity="get"} and so on.
-func histogramFamily(h statistics.Histogram) family {
-	u := h.TimeUnit()
-	if a, ok := fileReadActivity[h]; ok {
-		return family{
-			name:     fileReadFamily,
-			help:     "Time of table file reads by the IO activity they served, in seconds (recorded in microseconds in shale.file.read.<activity>.micros).",
-			activity: a,
-		}
-	}
-	return family{
-		name: promName(h.String(), u),
-		help: fmt.Sprintf("shale statistics histogram %s%s.", h, unitNote(u)),
-	}
+	return legacyName(h.String(), h.TimeUnit())
 }
 
 // levelHelp documents the values of the level gauge.
@@ -99,21 +97,4 @@ const levelHelp = "The statistics level (stats_level), as RocksDB's StatsLevel n
 // round: 3 µs is 3e-06, not 3.0000000000000004e-06.
 func seconds(n uint64, u time.Duration) float64 {
 	return float64(n) / float64(time.Second/u)
-}
-
-// upperBounds returns the Prometheus "le" bounds of a histogram in unit u (0
-// for sizes and counts): RocksDB's bucket limits, in seconds for time. The
-// last limit is left out: the last bucket also holds every sample above it,
-// so its bound is +Inf, which Prometheus histograms always have.
-func upperBounds(u time.Duration) []float64 {
-	limits := statistics.BucketLimits()
-	b := make([]float64, len(limits)-1)
-	for i := range b {
-		if u == 0 {
-			b[i] = float64(limits[i])
-		} else {
-			b[i] = seconds(limits[i], u)
-		}
-	}
-	return b
 }
