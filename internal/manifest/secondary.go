@@ -83,6 +83,10 @@ func (vs *VersionSet) CatchUp() (changed bool, err error) {
 			// Rotated again, and this one deleted, since CURRENT was read.
 			continue
 		}
+		if errors.Is(err, os.ErrNotExist) {
+			// CURRENT has named it all along: damage, as for Load.
+			return false, base.MarkCorruption(errors.Wrapf(err, "manifest: CURRENT names %s, which is missing", name))
+		}
 		if err != nil {
 			return false, errors.Wrapf(err, "manifest: opening %s, which CURRENT names", name)
 		}
