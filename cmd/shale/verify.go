@@ -15,7 +15,8 @@ import (
 const verifyUsage = `verify [-dsn] DSN [-rate-limit 8MiB] [-priority low] [-files] [-progress]`
 
 const verifyDoc = `
-Opens the database read-only and runs VerifyChecksum, which reads every block
+Opens the database read-only (a database another process holds open as a
+secondary instance, as stderr says) and runs VerifyChecksum, which reads every block
 of every live table and checks its checksum; with -files, then also
 VerifyFileChecksums, which reads every table whole and compares its CRC32C
 with the one recorded in the MANIFEST.
@@ -63,7 +64,7 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	// Read-only: a verification must not change what it verifies, nor
 	// replay the WAL into new tables or start compactions.
-	db, cfg, err := openReadOnly(ctx, d)
+	db, _, cfg, secondary, err := openInspect(ctx, env, d)
 	if err != nil {
 		return err
 	}
@@ -94,6 +95,9 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 		steps = append(steps, step{"VerifyFileChecksums", db.VerifyFileChecksums})
 	}
 	for _, s := range steps {
+		if secondary {
+			s.fn = retryRemoved(db, s.fn)
+		}
 		if err := verifyStep(ctx, env, mode, st, size, s.name, s.fn); err != nil {
 			return err
 		}
