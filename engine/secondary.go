@@ -109,11 +109,26 @@ func (d *database) CatchUp(ctx context.Context) error {
 
 // catchUp runs rounds until one ends with the MANIFEST as it began (see
 // secondary), then installs the result for readers. first: the version
-// was just loaded.
+// was just loaded, by an Open that discards everything if this fails.
+//
+// A CatchUp that fails installs what it reached too, so that readers and
+// Checkpoint (which copies the WAL prefixes replayed) keep seeing the same
+// view. That view is consistent whatever the failure: the version's tables
+// hold every write of the WALs below its log number, and the memtables a
+// prefix, in order, of the WALs from there on (a WAL is read only after the
+// one before it ended cleanly, and a vanished one stops the round).
 func (d *database) catchUp(ctx context.Context, first bool) error {
 	s := d.sec
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	err := d.catchUpRounds(ctx, first)
+	if err == nil || !first {
+		d.installSecondary()
+	}
+	return err
+}
+
+func (d *database) catchUpRounds(ctx context.Context, first bool) error {
 	if !first {
 		if _, err := d.vs.CatchUp(); err != nil {
 			return errors.Wrapf(err, "engine: catching up with the MANIFEST of %q", d.dirname)
@@ -139,7 +154,6 @@ func (d *database) catchUp(ctx context.Context, first bool) error {
 				"try again", d.dirname, maxCatchUpRounds)
 		}
 	}
-	d.installSecondary()
 	return nil
 }
 
