@@ -69,6 +69,10 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 		return err
 	}
 	defer db.Close()
+	verifyChecksum, verifyFileChecksums := db.VerifyChecksum, db.VerifyFileChecksums
+	if secondary {
+		verifyChecksum, verifyFileChecksums = retryRemoved(db, verifyChecksum), retryRemoved(db, verifyFileChecksums)
+	}
 
 	mode := progressOff
 	if *showProgress {
@@ -90,14 +94,11 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 		name string
 		fn   func(context.Context) error
 	}
-	steps := []step{{"VerifyChecksum", db.VerifyChecksum}}
+	steps := []step{{"VerifyChecksum", verifyChecksum}}
 	if *files {
-		steps = append(steps, step{"VerifyFileChecksums", db.VerifyFileChecksums})
+		steps = append(steps, step{"VerifyFileChecksums", verifyFileChecksums})
 	}
 	for _, s := range steps {
-		if secondary {
-			s.fn = retryRemoved(db, s.fn)
-		}
 		if err := verifyStep(ctx, env, mode, st, size, s.name, s.fn); err != nil {
 			return err
 		}
