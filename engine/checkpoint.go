@@ -103,6 +103,11 @@ type checkpoint struct {
 
 func (cp *checkpoint) run(ctx context.Context) error {
 	d := cp.d
+	if d.sec != nil {
+		// The version and the replayed WAL prefixes must not move apart.
+		d.sec.mu.Lock()
+		defer d.sec.mu.Unlock()
+	}
 	// No version edit runs under manifestMu, so the version and the
 	// counters read here agree.
 	d.manifestMu.Lock()
@@ -122,6 +127,9 @@ func (cp *checkpoint) run(ctx context.Context) error {
 			src := manifest.TableFileName(d.dirname, f.FileNum)
 			dst := manifest.TableFileName(cp.dir, f.FileNum)
 			if err := cp.linkOrCopy(src, dst); err != nil {
+				if d.sec != nil && errors.Is(err, os.ErrNotExist) {
+					return errTableRemoved(f.FileNum, err)
+				}
 				return err
 			}
 			e.AddFile(level, f)
@@ -131,7 +139,11 @@ func (cp *checkpoint) run(ctx context.Context) error {
 	}
 	if d.opts.ReadOnly {
 		// The replayed WALs are the memtable's only durable copy.
-		logs, err := cp.copyLogs(ctx, logNum)
+		copyLogs := cp.copyLogs
+		if d.sec != nil {
+			copyLogs = cp.copySecondaryLogs
+		}
+		logs, err := copyLogs(ctx, logNum)
 		if err != nil {
 			return err
 		}

@@ -54,6 +54,9 @@ type database struct {
 	tables     *tableCache
 	vs         *manifest.VersionSet
 	dirLock    io.Closer
+	// sec is the state of a secondary instance (secondary.go), nil for
+	// any other database.
+	sec *secondary
 
 	// readState is the installed read state. It changes only under mu
 	// (updateReadStateLocked, Close); readers load it without a lock

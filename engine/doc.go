@@ -61,8 +61,10 @@
 // tables, compactions, stalls), ValueSizer and PinnedGetter (DB.Has,
 // DB.ValueSize and DB.GetPinned without copying the value; a pinned value
 // stays valid until its Closer's Close, also after the database's Close),
-// Checker (DB.Check: the tree's structure and every block) and Resumer
-// (DB.Resume after a background error stopped writes).
+// Checker (DB.Check: the tree's structure and every block), Resumer
+// (DB.Resume after a background error stopped writes) and CatchUpper
+// (DB.CatchUp of a secondary instance, DSN secondary=true: a read-only view
+// of a database another process holds open; see Options.Secondary).
 //
 // Errors match the [driver] package's sentinels with errors.Is
 // ([driver.ErrNotFound], [driver.ErrCorruption], ...); this package's

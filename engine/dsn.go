@@ -156,6 +156,9 @@ var dsnKeys = []dsnKey{
 		func(c *Options) *bool { return &c.ErrorIfExists }, false),
 	boolKey("read_only", "open without writing: no WAL replay into tables, no flush or compaction; writes fail",
 		func(c *Options) *bool { return &c.ReadOnly }, false),
+	boolKey("secondary", "open as a secondary instance: a read-only view of a database another process holds open, "+
+		"without its LOCK; CatchUp follows that process's writes",
+		func(c *Options) *bool { return &c.Secondary }, false),
 	boolKey("statistics", "collect statistics (tickers and histograms); false with a stats_level is refused",
 		func(c *Options) *bool { return &c.DisableStatistics }, true),
 	{
@@ -477,6 +480,10 @@ func (o *Options) validateFor(dir string) error {
 	r := *o
 	if err := r.EnsureDefaults().Validate(); err != nil {
 		return err
+	}
+	if dir == MemoryPath && o.Secondary {
+		return base.InvalidArgumentf("engine: secondary with %s can never open a database: "+
+			"an in-memory database has no other process to follow", MemoryPath)
 	}
 	if dir == MemoryPath && o.ReadOnly {
 		return base.InvalidArgumentf("engine: read_only with %s can never open a database: "+

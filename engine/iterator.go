@@ -52,7 +52,7 @@ type iterator struct {
 // newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
 // with the caller's tag. It takes over call's cancel function.
 func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.SeqNum) (*iterator, error) {
-	rs, err := d.loadReadState()
+	rs, err := d.readStateFor(call)
 	if err != nil {
 		call.done()
 		return nil, err

@@ -60,6 +60,9 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 		return nil, err
 	}
 	d := &database{dirname: dirname, opts: o, fs: o.FS}
+	if o.Secondary {
+		d.opts.ReadOnly = true // everything read-only refuses, a secondary refuses too
+	}
 	if d.fs == nil {
 		d.fs = vfs.Default
 	}
@@ -114,13 +117,24 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 			d.closeEvents()
 		}
 	}()
+	newTables := func() {
+		d.tables = newTableCache(d.fs, dirname, fileio.Options{
+			Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads,
+		}, d.cache, d.cacheID, d.stats, d.opts.MaxOpenFiles)
+		d.tables.cacheIndexAndFilterBlocks = d.opts.CacheIndexAndFilterBlocks
+	}
+	if d.opts.Secondary {
+		// No LOCK, no recovery, no background work: see secondary.go.
+		newTables()
+		if err := d.openSecondary(); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
 	if lockCreated, err = d.lockAndLoad(); err != nil {
 		return nil, err
 	}
-	d.tables = newTableCache(d.fs, dirname, fileio.Options{
-		Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads,
-	}, d.cache, d.cacheID, d.stats, d.opts.MaxOpenFiles)
-	d.tables.cacheIndexAndFilterBlocks = d.opts.CacheIndexAndFilterBlocks
+	newTables()
 
 	if err := d.checkTables(); err != nil {
 		return nil, err
@@ -484,6 +498,7 @@ func (d *database) closeResources() error {
 	if d.ownedLimiter != nil {
 		d.ownedLimiter.Close()
 	}
+	d.closeSecondary()
 	if d.tables != nil {
 		d.tables.close()
 	}

@@ -248,6 +248,14 @@ type Options struct {
 	// new tables, no flushes, no compactions; writes fail with
 	// driver.ErrInvalidArgument.
 	ReadOnly bool
+	// Secondary opens the database as a secondary instance (DSN
+	// secondary=true; RocksDB's DB::OpenAsSecondary): a read-only view of
+	// a database another process, the primary, holds open and writes. It
+	// takes no LOCK and writes nothing in the directory; it replays the
+	// primary's WALs into memory, and CatchUp (driver.DB.CatchUp) brings it
+	// up to what the primary has written since. Writes, Flush and Compact
+	// fail with driver.ErrInvalidArgument, as with ReadOnly.
+	Secondary bool
 
 	// Statistics receives the database's tickers and histograms, for a
 	// program that shares one Statistics between databases or keeps it. Nil
@@ -804,6 +812,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReadOnly && o.ErrorIfExists {
 		bad("read_only with error_if_exists (ReadOnly and ErrorIfExists) can never open a database")
+	}
+	if o.Secondary && o.ErrorIfExists {
+		bad("secondary with error_if_exists (Secondary and ErrorIfExists) can never open a database")
 	}
 	check("max_manifest_file_size", "MaxManifestFileSize", maxManifestFileSizeBound, o.MaxManifestFileSize, "")
 	if o.StatsLevel != nil && (*o.StatsLevel < statistics.LevelDisableAll || *o.StatsLevel > statistics.LevelAll) {

@@ -21,7 +21,7 @@ import (
 func TestFormatDSNRoundTripsEveryKey(t *testing.T) {
 	level, mode := statistics.LevelAll, ratelimit.ModeWrites
 	o := &Options{
-		ErrorIfMissing: true, ReadOnly: true, StatsLevel: &level,
+		ErrorIfMissing: true, ReadOnly: true, Secondary: true, StatsLevel: &level,
 		BlockCacheSize: -1, WriteBufferSize: 1 << 20, MaxWriteBufferNumber: 3,
 		Level0FileNumCompactionTrigger: 2, Level0SlowdownWritesTrigger: 5, Level0StopWritesTrigger: 9,
 		MaxBytesForLevelBase: 10 << 20, MaxBytesForLevelMultiplier: 8.5,

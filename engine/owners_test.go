@@ -33,7 +33,10 @@ func TestOneOwnerForInstallingAndDeleting(t *testing.T) {
 		// Setting a file aside, and a failed Open undoing it.
 		"Rename":             {"obsolete.go:setAside", "recovery.go:abandon"},
 		"notifyTableDeleted": {"obsolete.go:removeObsoleteFile"},
-		"evict":              {"obsolete.go:deleteObsoleteFiles", "obsolete.go:removeAbandonedTable"},
+		// A secondary deletes nothing: it closes the tables no version of
+		// its own names any more (the primary deleted them, or will).
+		"evict": {"obsolete.go:deleteObsoleteFiles", "obsolete.go:removeAbandonedTable",
+			"secondary.go:installSecondary"},
 		// Unmarking a compaction's inputs.
 		"unmarkLocked": {"install.go:installEdit", "install.go:logAndApply"},
 	}

@@ -32,6 +32,10 @@ type readCall struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	env    ioctx.ReadRequest
+	// rs, when set, is the read state to read instead of the current one:
+	// a secondary's snapshot keeps the state it was taken in (see
+	// readStateFor).
+	rs *readState
 }
 
 func (r *readCall) done() {
@@ -151,7 +155,7 @@ func (d *database) readSeq(seq base.SeqNum) base.SeqNum {
 func (d *database) getImpl(call *readCall, key []byte, seq base.SeqNum) (pinnedValue, error) {
 	// A one-word timer, not a StopWatch: DBGet is its only histogram.
 	timer := d.stats.StartGet()
-	rs, err := d.loadReadState()
+	rs, err := d.readStateFor(call)
 	if err != nil {
 		return pinnedValue{}, err
 	}
@@ -169,7 +173,7 @@ func (d *database) getImpl(call *readCall, key []byte, seq base.SeqNum) (pinnedV
 func (d *database) multiGetImpl(call *readCall, keys [][]byte, seq base.SeqNum) ([][]byte, error) {
 	sw := d.stats.StartStopWatch(statistics.DBMultiGet, statistics.HistogramNone)
 	defer sw.Stop()
-	rs, err := d.loadReadState()
+	rs, err := d.readStateFor(call)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +249,7 @@ func (d *database) verifyChecksumImpl(call *readCall) error {
 		return err
 	}
 	defer rs.unref()
-	return readpath.VerifyChecksum(call.ctx, d.readEnv(), &rs.view, call.env)
+	return d.secondaryVerifyErr(readpath.VerifyChecksum(call.ctx, d.readEnv(), &rs.view, call.env))
 }
 
 func (d *database) verifyFileChecksumsImpl(call *readCall) error {
@@ -254,7 +258,7 @@ func (d *database) verifyFileChecksumsImpl(call *readCall) error {
 		return err
 	}
 	defer rs.unref()
-	return readpath.VerifyFileChecksums(call.ctx, d.readEnv(), &rs.view, call.env)
+	return d.secondaryVerifyErr(readpath.VerifyFileChecksums(call.ctx, d.readEnv(), &rs.view, call.env))
 }
 
 func (d *database) readEnv() *readpath.Env {

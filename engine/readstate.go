@@ -188,6 +188,15 @@ func (d *database) loadReadState() (*readState, error) {
 	}
 }
 
+// readStateFor returns the read state call reads, referenced: the one it
+// names (a secondary's snapshot's), else the current one.
+func (d *database) readStateFor(call *readCall) (*readState, error) {
+	if call.rs != nil && call.rs.tryRef() {
+		return call.rs, nil
+	}
+	return d.loadReadState()
+}
+
 // updateReadStateLocked installs a read state built from the current
 // memtables and version. d.mu must be held.
 func (d *database) updateReadStateLocked() {

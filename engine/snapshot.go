@@ -24,6 +24,11 @@ type snapshot struct {
 	prev, next *snapshot
 	// released is set by Close; reads check it without taking db.mu.
 	released atomic.Bool
+	// rs is, on a secondary instance, the read state the snapshot was
+	// taken in, referenced until Close: the primary knows nothing of the
+	// secondary's snapshots, and its compactions may drop what one sees,
+	// so the snapshot keeps reading the tables and memtables of its time.
+	rs *readState
 }
 
 // snapshotList is a doubly linked list of open snapshots in creation order,
@@ -75,6 +80,14 @@ func (d *database) NewSnapshot() (*snapshot, error) {
 		return nil, base.Mark(errors.New("engine: NewSnapshot on a closed database"), ErrClosed)
 	}
 	s := &snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
+	if d.sec != nil {
+		// CatchUp installs the state and visibleSeq under d.mu.
+		rs, err := d.loadReadState()
+		if err != nil {
+			return nil, err
+		}
+		s.rs = rs
+	}
 	d.mu.snapshots.pushBack(s)
 	return s, nil
 }
@@ -89,6 +102,9 @@ func (s *snapshot) Close() error {
 		return base.Mark(errors.New("engine: snapshot already closed"), ErrClosed)
 	}
 	d.mu.snapshots.remove(s)
+	if s.rs != nil {
+		s.rs.unref()
+	}
 	return nil
 }
 
@@ -98,6 +114,7 @@ func (s *snapshot) startRead(ctx context.Context, call *readCall) error {
 	if s.released.Load() {
 		return errSnapshotClosed
 	}
+	call.rs = s.rs
 	return s.db.startRead(ctx, call)
 }
 

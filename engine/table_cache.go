@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +35,9 @@ type tableCache struct {
 	// cacheIndexAndFilterBlocks is Options.CacheIndexAndFilterBlocks, for
 	// the readers it opens; set before the first Acquire.
 	cacheIndexAndFilterBlocks bool
+	// secondary: the database is a secondary instance, whose tables the
+	// primary may delete before they are opened (see errTableRemoved).
+	secondary bool
 
 	mu      sync.RWMutex
 	entries map[manifest.FileNum]*tableEntry
@@ -234,6 +238,9 @@ func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manif
 	}
 	if err != nil {
 		tc.stats.RecordTick(statistics.NoFileErrors, 1)
+		if tc.secondary && errors.Is(err, os.ErrNotExist) {
+			return nil, errTableRemoved(meta.FileNum, err)
+		}
 		return nil, errors.Wrapf(err, "engine: opening table %s", meta.FileNum)
 	}
 	r, err := sstable.Open(ctx, f, env, sstable.ReaderOptions{

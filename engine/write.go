@@ -824,6 +824,10 @@ func (d *database) l0CountLocked() int {
 // checkWritable rejects writes to a read-only or closed database and writes
 // whose context is already done.
 func (d *database) checkWritable(ctx context.Context) error {
+	if d.sec != nil {
+		return base.InvalidArgumentf("engine: the database is open as a secondary instance, which is read-only " +
+			"(write through the primary, the process that holds it open)")
+	}
 	if d.opts.ReadOnly {
 		return base.InvalidArgumentf("engine: the database is open read-only")
 	}

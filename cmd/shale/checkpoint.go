@@ -19,8 +19,10 @@ is not modified: the tables are hard-linked into DEST when both are on one
 filesystem (copied otherwise), the WALs are copied, and DEST gets a MANIFEST
 and CURRENT of its own. Opening DEST replays the copied WALs.
 
-DIR must not be open in another process (its lock is taken). On failure
-nothing is left at DEST.
+If another process holds DIR open, DIR is read as a secondary instance (as
+stderr says): the checkpoint holds what that process had written when the
+command opened DIR, its WALs copied up to that point. On failure nothing is
+left at DEST.
 
 Exit code 0: DEST holds the checkpoint. 2: bad arguments, or DEST exists and
 is not empty. 3: the database cannot be opened or the checkpoint failed.`
@@ -40,12 +42,16 @@ func runCheckpoint(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	// Read-only: a checkpoint must not change its source, nor replay its
 	// WAL into new tables.
-	db, cfg, err := openReadOnly(ctx, d)
+	db, _, cfg, secondary, err := openInspect(ctx, env, d)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Checkpoint(ctx, dest); err != nil {
+	checkpoint := func(ctx context.Context) error { return db.Checkpoint(ctx, dest) }
+	if secondary {
+		checkpoint = retryRemoved(db, checkpoint)
+	}
+	if err := checkpoint(ctx); err != nil {
 		if errors.Is(err, driver.ErrInvalidArgument) {
 			return &exitError{code: exitUsage, err: err}
 		}

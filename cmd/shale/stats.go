@@ -16,7 +16,8 @@ const statsUsage = `stats [-dsn] DSN [-scan] [-full] [-json]`
 
 const statsDoc = `
 Opens the database read-only (at stats_level all unless the DSN sets one) and
-prints its statistics. Opening alone reads each table's footer, index,
+prints its statistics; a database another process holds open is read as a
+secondary instance (DSN secondary=true), as stderr says. Opening alone reads each table's footer, index,
 filter and properties, which shows in shale.file.read.db.open.micros.
 
 With -scan it first reads the whole database the way an application would: a
@@ -52,14 +53,9 @@ func runStats(ctx context.Context, env *cmdEnv, args []string) error {
 			return usageErrorf("the DSN disables statistics (statistics=%s): there is nothing to print", v)
 		}
 	}
-	d.set("read_only", "true")
 	d.setDefault("stats_level", "all")
-	final, cfg, err := d.build()
-	if err != nil {
-		return err
-	}
 	start := time.Now()
-	db, err := openDB(ctx, final)
+	db, final, cfg, _, err := openInspect(ctx, env, d)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,8 @@ import (
 const verifyUsage = `verify [-dsn] DSN [-rate-limit 8MiB] [-priority low] [-files] [-progress]`
 
 const verifyDoc = `
-Opens the database read-only and runs VerifyChecksum, which reads every block
+Opens the database read-only (a database another process holds open as a
+secondary instance, as stderr says) and runs VerifyChecksum, which reads every block
 of every live table and checks its checksum; with -files, then also
 VerifyFileChecksums, which reads every table whole and compares its CRC32C
 with the one recorded in the MANIFEST.
@@ -73,11 +74,15 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	// Read-only: a verification must not change what it verifies, nor
 	// replay the WAL into new tables or start compactions.
-	db, cfg, err := openReadOnly(ctx, d)
+	db, _, cfg, secondary, err := openInspect(ctx, env, d)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	verifyChecksum, verifyFileChecksums := db.VerifyChecksum, db.VerifyFileChecksums
+	if secondary {
+		verifyChecksum, verifyFileChecksums = retryRemoved(db, verifyChecksum), retryRemoved(db, verifyFileChecksums)
+	}
 
 	mode := progressOff
 	if *showProgress {
@@ -99,9 +104,9 @@ func runVerify(ctx context.Context, env *cmdEnv, args []string) error {
 		name string
 		fn   func(context.Context) error
 	}
-	steps := []step{{"VerifyChecksum", db.VerifyChecksum}}
+	steps := []step{{"VerifyChecksum", verifyChecksum}}
 	if *files {
-		steps = append(steps, step{"VerifyFileChecksums", db.VerifyFileChecksums})
+		steps = append(steps, step{"VerifyFileChecksums", verifyFileChecksums})
 	}
 	for i, s := range steps {
 		total := size

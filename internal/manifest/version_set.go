@@ -49,6 +49,9 @@ type VersionSet struct {
 	// last recorded. Set by Load; read-only after.
 	deletedByEdit map[FileNum]struct{}
 	recordedNext  FileNum
+	// sec is the state of a secondary's VersionSet (LoadSecondary), nil
+	// otherwise. Guarded by logMu.
+	sec *follower
 
 	// logMu serializes LogAndApply and Close, and guards m. It is held
 	// across MANIFEST writes and syncs.
@@ -791,6 +794,11 @@ func (vs *VersionSet) Close() error {
 		return nil
 	}
 	vs.m.closed = true
+	if vs.sec != nil && vs.sec.file != nil {
+		err := vs.sec.file.Close()
+		vs.sec.file = nil
+		return errors.Wrapf(err, "manifest: closing MANIFEST-%s", vs.sec.num)
+	}
 	if vs.m.readOnly || vs.m.pending || vs.m.file == nil {
 		return nil
 	}

@@ -506,3 +506,29 @@ func (r *Reader) boundaryAt(end int) bool {
 		return intactAt(r.block[:r.n], end)
 	}
 }
+
+// NewReaderAt returns a Reader of the log in ra that starts at offset start,
+// a record boundary an earlier Reader of the same log reported (Offset), and
+// reads up to end. It is how a reader follows a log another process is still
+// appending to: read to the current end, remember Offset, and later read on
+// from there with a new Reader (a secondary instance's WAL and MANIFEST
+// tailing). Offsets it reports are the log's, not relative to start.
+func NewReaderAt(ra io.ReaderAt, start, end int64, mode RecoveryMode) *Reader {
+	blockStart := start - start%BlockSize
+	rd := NewReader(io.NewSectionReader(ra, blockStart, max(end-blockStart, 0)), mode)
+	if f, ok := ra.(interface{ Name() string }); ok {
+		rd.prefix = "wal " + f.Name()
+	}
+	rd.blockOff = blockStart
+	rd.offset = start
+	if skip := int(start - blockStart); skip > 0 {
+		// Load the block start lies in and stand at start within it: the
+		// chunks before it are records already returned.
+		if err := rd.loadBlock(); err != nil {
+			rd.err = err
+			return rd
+		}
+		rd.pos = min(skip, rd.n)
+	}
+	return rd
+}
