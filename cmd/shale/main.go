@@ -189,8 +189,9 @@ func runHelp(_ context.Context, env *cmdEnv, args []string) error {
 		subs := subcommands(args[0])
 		switch {
 		case len(args) == 1 && len(subs) == 1:
-			// "shale help sst": the group's one command's usage.
-			cmd, _, ok = findCommand(strings.Fields(subs[0]))
+			// "shale help sst": the group's one command's usage. subs
+			// comes from the command table, so the lookup cannot fail.
+			cmd, _, _ = findCommand(strings.Fields(subs[0]))
 		case subs != nil:
 			return usageErrorf("%s", groupMessage(args, subs))
 		default:
@@ -500,22 +501,6 @@ func entryNames(ents []os.DirEntry, n int) string {
 		names = append(names, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(names, ", ")
-}
-
-// openReadOnly opens the database d names with read_only=true, for the
-// commands that inspect or copy a database, and returns it with its
-// configuration.
-func openReadOnly(ctx context.Context, d *dsnBuilder) (*driver.DB, parsedDSN, error) {
-	d.set("read_only", "true")
-	final, cfg, err := d.build()
-	if err != nil {
-		return nil, parsedDSN{}, err
-	}
-	db, err := openDB(ctx, final)
-	if err != nil {
-		return nil, parsedDSN{}, err
-	}
-	return db, cfg, nil
 }
 
 // isTerminal reports whether w is a terminal, where progress bars may be
