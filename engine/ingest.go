@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -25,7 +27,7 @@ import (
 //
 // The steps, each of which leaves the database as it was when it fails:
 //
-//  1. Validate every file (ingestFile): it opens as a table, every block's
+//  1. Validate every file (loadIngestFile, the files in parallel): it opens as a table, every block's
 //     checksum verifies and its keys are in order (sstable.Reader.Check, the
 //     whole-file verification), it is marked external
 //     (shale.external.sst.version) and all its sequence numbers are 0. The
@@ -62,13 +64,26 @@ func (d *database) Ingest(ctx context.Context, paths []string) error {
 	if len(paths) == 0 {
 		return base.InvalidArgumentf("engine: Ingest of no files")
 	}
-	in := &ingestion{d: d}
-	for _, p := range paths {
-		f, err := d.loadIngestFile(ctx, p)
+	in := &ingestion{d: d, files: make([]*ingestFile, len(paths))}
+	// Validating reads every byte of every file: the files are read in
+	// parallel, each by one goroutine. The first error in paths' order is
+	// returned.
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			in.files[i], errs[i] = d.loadIngestFile(ctx, p)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
-		in.files = append(in.files, f)
 	}
 	slices.SortFunc(in.files, func(a, b *ingestFile) int { return base.CompareInternal(a.smallest, b.smallest) })
 	for i := 1; i < len(in.files); i++ {

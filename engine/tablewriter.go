@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"slices"
@@ -40,13 +41,18 @@ type TableWriter struct {
 	fs   vfs.FS
 	path string
 	file vfs.File // nil once finished or aborted
-	w    *sstable.Writer
+	// buf batches the table's block writes into large file writes.
+	buf *bufio.Writer
+	w   *sstable.Writer
 	// err is the first write error: the writer is unusable after it.
 	err     error
 	lastKey []byte
 	points  uint64
 	dels    []rangedel.Tombstone
 }
+
+// tableWriterBufferSize is the size of TableWriter's file writes.
+const tableWriterBufferSize = 256 << 10
 
 // WrittenTable describes a table TableWriter.Finish wrote.
 type WrittenTable struct {
@@ -89,7 +95,8 @@ func NewTableWriter(path string, opts *Options) (*TableWriter, error) {
 	}
 	wo := o.writerOptions(0)
 	wo.External = true
-	return &TableWriter{fs: fs, path: path, file: f, w: sstable.NewWriter(f, wo)}, nil
+	buf := bufio.NewWriterSize(f, tableWriterBufferSize)
+	return &TableWriter{fs: fs, path: path, file: f, buf: buf, w: sstable.NewWriter(buf, wo)}, nil
 }
 
 // Set adds key with value. key and value are copied.
@@ -162,6 +169,9 @@ func (tw *TableWriter) Finish() (WrittenTable, error) {
 	var meta sstable.WriterMetadata
 	if err == nil {
 		meta, err = tw.w.Close()
+	}
+	if err == nil {
+		err = tw.buf.Flush()
 	}
 	if err == nil {
 		err = tw.file.Sync()
