@@ -522,3 +522,27 @@ func TestIngestConcurrent(t *testing.T) {
 	}
 	require.NoError(t, db.Check(ctx))
 }
+
+// TestIngestTxConflict checks that an ingest counts as a write for the
+// transactions' conflict check: a transaction that began before it and
+// writes one of its keys fails to commit, one that began after commits.
+func TestIngestTxConflict(t *testing.T) {
+	ctx := context.Background()
+	db, fs := openTestDB(t, nil)
+	require.NoError(t, fs.MkdirAll("/ext", 0o755))
+	require.NoError(t, db.Put(ctx, []byte("k"), []byte("old")))
+	require.NoError(t, db.Flush(ctx))
+	before, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	writeTable(t, fs, "/ext/k.sst", smallOptions(fs), sets("ingested-", "k")...)
+	require.NoError(t, db.Ingest(ctx, []string{"/ext/k.sst"}))
+	after, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, before.Put(ctx, []byte("k"), []byte("tx1")))
+	require.ErrorIs(t, before.Commit(), ErrConflict)
+	require.NoError(t, after.Put(ctx, []byte("k"), []byte("tx2")))
+	require.NoError(t, after.Commit())
+	v, err := db.Get(ctx, []byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, "tx2", string(v))
+}
