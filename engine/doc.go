@@ -61,8 +61,9 @@
 // tables, compactions, stalls), ValueSizer and PinnedGetter (DB.Has,
 // DB.ValueSize and DB.GetPinned without copying the value; a pinned value
 // stays valid until its Closer's Close, also after the database's Close),
-// Checker (DB.Check: the tree's structure and every block) and Resumer
-// (DB.Resume after a background error stopped writes).
+// Checker (DB.Check: the tree's structure and every block), Resumer
+// (DB.Resume after a background error stopped writes) and Ingester
+// (DB.Ingest of tables written by [TableWriter], a bulk load).
 //
 // Errors match the [driver] package's sentinels with errors.Is
 // ([driver.ErrNotFound], [driver.ErrCorruption], ...); this package's
