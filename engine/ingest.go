@@ -51,6 +51,10 @@ import (
 //     GlobalSeqNum G, MANIFEST tag 102) and install it; no compaction is
 //     picked meanwhile. Then make G visible to reads.
 //
+// Each table is reported to the listener as TableCreated with Reason
+// "ingest", and counted in the tickers shale.ingest.bytes and
+// shale.ingest.files.
+//
 // The table readers give every entry of the tables the sequence number G
 // (sstable.ReaderOptions.GlobalSeqNum), in reads, iterators, range
 // deletions and compactions. A failure to write the MANIFEST edit is the
@@ -111,8 +115,10 @@ type ingestFile struct {
 	hasRangeDels      bool
 	checksum          uint32
 
-	// fileNum is the table's number in the database.
+	// fileNum is the table's number in the database, level the level the
+	// ingest placed it in.
 	fileNum manifest.FileNum
+	level   int
 }
 
 // ingestReadEnv is how an ingest reads the files it validates: tagged
@@ -341,16 +347,21 @@ func (in *ingestion) editLocked() *manifest.VersionEdit {
 			meta.FileChecksum = binary.BigEndian.AppendUint32(nil, f.checksum)
 			meta.FileChecksumFunc = manifest.ChecksumFuncCRC32C
 		}
-		edit.AddFile(d.ingestLevelLocked(v, meta), meta)
+		f.level = d.ingestLevelLocked(v, meta)
+		edit.AddFile(f.level, meta)
 		in.bytes += f.size
 	}
 	return edit
 }
 
-// report records a successful ingest in the statistics.
+// report records a successful ingest in the statistics, and reports each
+// table to the listener (TableCreated, Reason "ingest").
 func (in *ingestion) report() {
 	in.d.stats.RecordTick(statistics.IngestBytes, in.bytes)
 	in.d.stats.RecordTick(statistics.IngestFiles, uint64(len(in.files)))
+	for _, f := range in.files {
+		in.d.notifyTableCreated(TableInfo{FileNum: uint64(f.fileNum), Level: f.level, Size: f.size, Reason: "ingest"})
+	}
 }
 
 // withSeq returns k with sequence number seq, unless it is a range

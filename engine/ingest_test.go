@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
@@ -556,4 +558,26 @@ func TestIngestTxConflict(t *testing.T) {
 	v, err := db.Get(ctx, []byte("k"))
 	require.NoError(t, err)
 	require.Equal(t, "tx2", string(v))
+}
+
+// TestIngestEvent checks that the listener hears of each ingested table as
+// a TableCreated with Reason "ingest", its number and its level.
+func TestIngestEvent(t *testing.T) {
+	ctx := context.Background()
+	db, fs := openTestDB(t, nil)
+	rec := &recorder{}
+	db.setEventListener(rec.listener())
+	require.NoError(t, fs.MkdirAll("/ext", 0o755))
+	info := writeTable(t, fs, "/ext/e.sst", smallOptions(fs), sets("", "e")...)
+	require.NoError(t, db.Ingest(ctx, []string{"/ext/e.sst"}))
+	var num manifest.FileNum
+	for n := range ingestedFiles(t, db) {
+		num = n
+	}
+	want := TableInfo{FileNum: uint64(num), Level: manifest.NumLevels - 1, Size: info.Size, Reason: "ingest"}
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return slices.Contains(rec.infos, any(want))
+	}, 2*time.Minute, time.Millisecond)
 }
