@@ -122,8 +122,9 @@ type ingestFile struct {
 }
 
 // ingestReadEnv is how an ingest reads the files it validates: tagged
-// Compaction-like background reads that verify every block and stay out of
-// the block cache.
+// Unknown (RocksDB has no activity for it), at the caller's priority, every
+// block verified, and kept out of the block cache (the files are not the
+// database's yet).
 var ingestReadEnv = sstable.ReadEnv{
 	IO:              ioctx.IOOptions{Activity: ioctx.ActivityUnknown, RateLimiterPriority: ioctx.PriorityUser},
 	VerifyChecksums: true,
