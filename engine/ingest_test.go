@@ -581,3 +581,36 @@ func TestIngestEvent(t *testing.T) {
 		return slices.Contains(rec.infos, any(want))
 	}, 2*time.Minute, time.Millisecond)
 }
+
+// TestPickerWaitsForIngest checks the picker's side of an ingest: while an
+// ingest's edit is being logged (d.mu.ingesting), no compaction is picked,
+// and a manual one is told to wait (busy) rather than that there is
+// nothing to do.
+func TestPickerWaitsForIngest(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := smallOptions(fs)
+	opts.DisableAutoCompactions = true
+	db, err := openDatabase("/db", opts)
+	require.NoError(t, err)
+	checkDB(t, db)
+	for i := range 2 {
+		require.NoError(t, db.Put(ctx, key(i), []byte("v")))
+		require.NoError(t, db.Flush(ctx))
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.mu.ingesting = true
+	c, busy := db.pickAndMarkLocked(nil)
+	require.Nil(t, c)
+	require.False(t, busy)
+	c, busy = db.pickAndMarkLocked(&manualCompaction{level: 0})
+	require.Nil(t, c)
+	require.True(t, busy)
+	db.mu.ingesting = false
+	c, _ = db.pickAndMarkLocked(&manualCompaction{level: 0})
+	require.NotNil(t, c)
+	require.Contains(t, db.mu.compactions, c)
+	db.unmarkLocked(c)
+	require.NotContains(t, db.mu.compactions, c)
+}
