@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/statistics"
 	"github.com/shaledb/shale/vfs"
 	"github.com/stretchr/testify/require"
@@ -613,4 +615,30 @@ func TestPickerWaitsForIngest(t *testing.T) {
 	require.Contains(t, db.mu.compactions, c)
 	db.unmarkLocked(c)
 	require.NotContains(t, db.mu.compactions, c)
+}
+
+// TestTableWriterOptions checks that a TableWriter writes with the options'
+// table settings, so an ingested table reads like a flushed one: its
+// properties name the codec, checksum, block size, filter and prefix
+// extractor, and mark it external.
+func TestTableWriterOptions(t *testing.T) {
+	fs := vfs.NewMem()
+	pe, err := ParsePrefixExtractor("fixed:2")
+	require.NoError(t, err)
+	opts := &Options{FS: fs, Compression: CompressionNone, ChecksumType: ChecksumCRC32C, BlockSize: 1024,
+		BloomBitsPerKey: 7, PrefixExtractor: pe}
+	writeTable(t, fs, "/t.sst", opts, sets("", "aa1", "aa2", "bb1")...)
+	fr, err := fileio.Open(fs, "/t.sst", fileio.Options{})
+	require.NoError(t, err)
+	r, err := sstable.Open(context.Background(), fr, sstable.ReadEnv{}, sstable.ReaderOptions{})
+	require.NoError(t, err)
+	defer r.Close()
+	p := r.Properties()
+	require.Equal(t, uint64(1), p.ExternalVersion)
+	require.Equal(t, uint64(1024), p.BlockSize)
+	require.Equal(t, uint64(7), p.BloomBitsPerKey)
+	require.Equal(t, opts.Compression.internal(), p.Compression)
+	require.Equal(t, opts.ChecksumType.internal(), p.Checksum)
+	require.Equal(t, pe.String(), p.PrefixExtractorName)
+	require.Zero(t, p.LargestSeqNum)
 }
