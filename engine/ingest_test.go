@@ -642,3 +642,29 @@ func TestTableWriterOptions(t *testing.T) {
 	require.Equal(t, pe.String(), p.PrefixExtractorName)
 	require.Zero(t, p.LargestSeqNum)
 }
+
+// TestIngestSnapshotThroughCompaction checks that a snapshot taken before
+// an ingest still reads the older values after a compaction merged the
+// ingested table with them.
+func TestIngestSnapshotThroughCompaction(t *testing.T) {
+	ctx := context.Background()
+	db, fs := openTestDB(t, nil)
+	require.NoError(t, fs.MkdirAll("/ext", 0o755))
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, db.Put(ctx, []byte(k), []byte("old-"+k)))
+	}
+	require.NoError(t, db.Flush(ctx))
+	snap, err := db.NewSnapshot()
+	require.NoError(t, err)
+	defer snap.Close()
+	writeTable(t, fs, "/ext/t.sst", smallOptions(fs),
+		ingestEntry{key: "a", value: "new-a"}, ingestEntry{key: "b", del: true}, ingestEntry{key: "b0", end: "d"})
+	require.NoError(t, db.Ingest(ctx, []string{"/ext/t.sst"}))
+	require.NoError(t, db.Compact(ctx, nil, nil))
+	require.Empty(t, ingestedFiles(t, db))
+	require.Equal(t, []string{"a=new-a"}, scanDB(t, db, nil))
+	require.Equal(t, []string{"a=old-a", "b=old-b", "c=old-c"}, scanDB(t, db, snap))
+	v, err := snap.Get(ctx, []byte("c"))
+	require.NoError(t, err)
+	require.Equal(t, "old-c", string(v))
+}
