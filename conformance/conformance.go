@@ -26,6 +26,11 @@ type Config struct {
 	// that needs it with a message naming the capability and quoting the
 	// error. Nil means DSNCapabilities, the DSN keys of shale's engine.
 	Capabilities func(Capability) ([]driver.Param, error)
+	// WriteTable writes the key/values (in increasing key order) to a new
+	// table file at path with the driver's own table writer, for the
+	// Ingest case, which DB.Ingest then adds to databases newDSN names.
+	// Nil runs only the Ingest checks that need no table.
+	WriteTable func(path string, kvs []KV) error
 }
 
 // Run runs every case of the suite against the driver registered as
@@ -62,7 +67,8 @@ func RunWith(t *testing.T, driverName string, newDSN func(t *testing.T) string, 
 			if slices.Contains(cfg.Skip, c.name) {
 				t.Skip("skipped by Config.Skip")
 			}
-			runCase(t, c, &suite{driverName: driverName, newDSN: func() string { return newDSN(t) }, caps: cfg.Capabilities})
+			runCase(t, c, &suite{driverName: driverName, newDSN: func() string { return newDSN(t) }, caps: cfg.Capabilities,
+				writeTable: cfg.WriteTable})
 		})
 	}
 }
@@ -180,6 +186,10 @@ var cases = []testCase{
 		"and about nothing outside it, and zero for an inverted range; DiskUsage is positive and grows by the bytes " +
 		"written and flushed; Property of an unknown name is ErrNotFound; each is skipped on ErrNotSupported",
 		testSizes},
+	{"Ingest", "Ingest of no files is ErrInvalidArgument, of a missing file an error naming it that changes " +
+		"nothing; with Config.WriteTable, ingested tables replace older values all at once, a snapshot taken " +
+		"before sees none of them, overlapping tables are refused, and later writes win; skipped on " +
+		"ErrNotSupported", testIngest},
 	{"Concurrency", "goroutines mixing reads, writes, batches and flushes leave exactly the state the " +
 		"committed writes describe, and reads see only values that were written", testConcurrency},
 }
@@ -202,6 +212,8 @@ type suite struct {
 	newDSN func() string
 	// caps is Config.Capabilities (nil: DSNCapabilities).
 	caps func(Capability) ([]driver.Param, error)
+	// writeTable is Config.WriteTable.
+	writeTable func(path string, kvs []KV) error
 }
 
 // param is a DSN parameter a case adds. A required one that the driver

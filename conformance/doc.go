@@ -285,6 +285,14 @@
 //     driver.ErrNotFound. Each query is skipped on driver.ErrNotSupported
 //     (driver.ApproximateSizer, driver.DiskUsager, driver.PropertyReader),
 //     the case when all three are.
+//   - Ingest: DB.Ingest of no files is an error matching
+//     driver.ErrInvalidArgument; of a missing file, an error naming it, after
+//     which the database is unchanged (skipped on driver.ErrNotSupported).
+//     Table files come from the driver's own writer, which the façade does
+//     not know: with Config.WriteTable the case writes two tables, checks
+//     that a table given twice (overlapping itself) is refused, ingests both
+//     (an older key replaced, new keys added), that a snapshot taken before
+//     sees none of it, and that a later Put wins.
 //   - Concurrency: four goroutines mix puts, deletes, batches, transactions
 //     (if available), Gets (reading their own writes), MultiGets, bounded
 //     scans and Flushes (if available) on keys of their own; every value

@@ -19,7 +19,24 @@ import (
 // TestShale runs the suite against shale's own driver, which importing
 // package engine registers.
 func TestShale(t *testing.T) {
-	Run(t, engine.DriverName, func(t *testing.T) string { return t.TempDir() })
+	RunWith(t, engine.DriverName, func(t *testing.T) string { return t.TempDir() }, Config{WriteTable: shaleWriteTable})
+}
+
+// shaleWriteTable writes a table with shale's engine.TableWriter, for the
+// Ingest case.
+func shaleWriteTable(path string, kvs []KV) error {
+	tw, err := engine.NewTableWriter(path, nil)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		if err := tw.Set(kv.Key, kv.Value); err != nil {
+			_ = tw.Abort()
+			return err
+		}
+	}
+	_, err = tw.Finish()
+	return err
 }
 
 // TestShaleMemory runs the cases that do not need a directory against an

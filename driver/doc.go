@@ -125,6 +125,8 @@
 //     (DB.SyncWAL), [Snapshotter] (DB.NewSnapshot; its [DriverSnapshot] may
 //     implement [SnapshotMultiGetter]) and [Checkpointer] (DB.Checkpoint):
 //     without them the DB methods return an error matching ErrNotSupported.
+//   - [Ingester] (DB.Ingest, a bulk load of table files the driver's own
+//     writer made): without it DB.Ingest returns ErrNotSupported.
 //
 // The façade finds them once, when it connects, and calls them concurrently,
 // like the DriverConn's own methods. Drivers return errors that

@@ -45,6 +45,12 @@ var compactionReadEnv = sstable.ReadEnv{
 // because a file it needs is being compacted in the background: the caller
 // must wait for that compaction and ask again. d.mu is held.
 func (d *database) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compaction, busy bool) {
+	if d.mu.ingesting {
+		// The version is about to gain tables placed clear of the
+		// running compactions: one picked now could write over them.
+		// The ingest wakes the waiters when it is done.
+		return nil, manual != nil
+	}
 	v := d.readState.Load().current
 	if manual != nil {
 		if len(v.Overlaps(manual.level, manual.start, manual.end)) == 0 {
@@ -69,10 +75,15 @@ func (d *database) pickAndMarkLocked(manual *manualCompaction) (c *compact.Compa
 			f.CompactionInProgress = true
 		}
 	}
+	if d.mu.compactions == nil {
+		d.mu.compactions = make(map[*compact.Compaction]struct{})
+	}
+	d.mu.compactions[c] = struct{}{}
 	return c, false
 }
 
 func (d *database) unmarkLocked(c *compact.Compaction) {
+	delete(d.mu.compactions, c)
 	for _, files := range c.Inputs {
 		for _, f := range files {
 			f.CompactionInProgress = false

@@ -8,6 +8,7 @@ import (
 	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ratelimit"
@@ -129,6 +130,12 @@ type database struct {
 		// recovers one state or the other.
 		manifestFailed bool
 		flushesDone    uint64
+		// compactions are the running compactions (from pickAndMarkLocked
+		// to unmarkLocked), whose output ranges an ingest keeps its tables
+		// out of; ingesting stops the picking of new ones while an
+		// ingest's edit is logged (see ingest.go).
+		compactions map[*compact.Compaction]struct{}
+		ingesting   bool
 	}
 
 	// arenas keeps the arenas of released memtables for reuse.

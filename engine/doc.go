@@ -62,9 +62,10 @@
 // DB.ValueSize and DB.GetPinned without copying the value; a pinned value
 // stays valid until its Closer's Close, also after the database's Close),
 // Checker (DB.Check: the tree's structure and every block), Resumer
-// (DB.Resume after a background error stopped writes) and CatchUpper
+// (DB.Resume after a background error stopped writes), CatchUpper
 // (DB.CatchUp of a secondary instance, DSN secondary=true: a read-only view
-// of a database another process holds open; see Options.Secondary).
+// of a database another process holds open; see Options.Secondary) and
+// Ingester (DB.Ingest of tables written by [TableWriter], a bulk load).
 //
 // Errors match the [driver] package's sentinels with errors.Is
 // ([driver.ErrNotFound], [driver.ErrCorruption], ...); this package's

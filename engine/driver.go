@@ -145,6 +145,7 @@ var (
 	_ driver.PinnedGetter  = (*conn)(nil)
 	_ driver.Checker       = (*conn)(nil)
 	_ driver.Resumer       = (*conn)(nil)
+	_ driver.Ingester      = (*conn)(nil)
 )
 
 func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]byte, error) {
@@ -241,6 +242,9 @@ func (c *conn) DeleteRange(ctx context.Context, wo ioctx.WriteOptions, start, en
 func (c *conn) SyncWAL(ctx context.Context) error { return c.db.SyncWAL(ctx) }
 
 func (c *conn) Checkpoint(ctx context.Context, dir string) error { return c.db.Checkpoint(ctx, dir) }
+
+// Ingest adds tables TableWriter wrote (see database.Ingest).
+func (c *conn) Ingest(ctx context.Context, paths []string) error { return c.db.Ingest(ctx, paths) }
 
 func (c *conn) NewSnapshot(ctx context.Context) (driver.DriverSnapshot, error) {
 	if err := ctx.Err(); err != nil {

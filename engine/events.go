@@ -39,7 +39,7 @@ type EventListener struct {
 	FlushEnd        func(FlushInfo)           // a flush ends, written or failed
 	CompactionBegin func(CompactionInfo)      // a compaction starts
 	CompactionEnd   func(CompactionInfo)      // a compaction ends, installed or failed
-	TableCreated    func(TableInfo)           // a flush or compaction wrote a table
+	TableCreated    func(TableInfo)           // a flush or compaction wrote a table, or an ingest added one
 	TableDeleted    func(TableDeleteInfo)     // an obsolete table file was deleted
 	WALCreated      func(WALCreateInfo)       // a new WAL file was created
 	WriteStallBegin func(WriteStallBeginInfo) // a write starts waiting for background work
@@ -56,12 +56,13 @@ const EventQueueLen = 1024
 
 // TableInfo describes a table: its file number, its level and its size in
 // bytes. In a TableCreated event, Reason says what wrote it ("flush" or
-// "compaction"); elsewhere it is empty.
+// "compaction") or that an ingest added it ("ingest"); elsewhere it is
+// empty.
 type TableInfo struct {
 	FileNum uint64 // the NNNNNN of NNNNNN.sst
 	Level   int    // 0 to 6
 	Size    uint64 // the file's size in bytes
-	Reason  string // "flush" or "compaction" in TableCreated; else empty
+	Reason  string // "flush", "compaction" or "ingest" in TableCreated; else empty
 }
 
 // FlushInfo describes a flush of one immutable memtable. FlushBegin gets

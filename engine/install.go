@@ -41,6 +41,11 @@ type versionUpdate struct {
 	// marked as being compacted until installEdit unmarks them.
 	compaction *compact.Compaction
 	compactEv  compactionEvent
+	// ingest, for an ingest (whose edit is nil until then), places its
+	// tables and assigns their sequence number under manifestMu and d.mu,
+	// which logAndApply holds, and then makes that number visible; no
+	// compaction is picked meanwhile (d.mu.ingesting). See ingest.go.
+	ingest *ingestion
 
 	// sw times the work and its installation (FlushTime, CompactionTime).
 	sw statistics.StopWatch
@@ -51,11 +56,15 @@ func (u *versionUpdate) what() string {
 	if u.flushed != nil {
 		return "flush"
 	}
+	if u.ingest != nil {
+		return "ingest"
+	}
 	return "compaction"
 }
 
-// installEdit ends a flush or a compaction: workErr is the failure of its
-// work, if any. Every flush and compaction ends here, once. It
+// installEdit ends a flush, a compaction or an ingest (whose tables, linked
+// into the directory, are its outputs): workErr is the failure of its work,
+// if any. Every flush, compaction and ingest ends here, once. It
 //
 //   - makes the outputs' directory entries durable (the MANIFEST must not
 //     name a table a crash could lose);
@@ -119,6 +128,10 @@ func (d *database) logAndApply(u *versionUpdate) error {
 		}
 		u.edit.SetLogNumber(next)
 	}
+	if u.ingest != nil {
+		u.edit = u.ingest.editLocked()
+		d.mu.ingesting = true
+	}
 	u.edit.SetLastSeqNum(d.mu.lastSeq)
 	d.mu.Unlock()
 
@@ -140,6 +153,13 @@ func (d *database) logAndApply(u *versionUpdate) error {
 	if u.compaction != nil {
 		d.unmarkLocked(u.compaction)
 	}
+	if u.ingest != nil {
+		d.mu.ingesting = false
+		// Compactions refused meanwhile may start, and manual ones
+		// waiting for the picker retry.
+		d.notifyLocked()
+		d.maybeScheduleLocked()
+	}
 	if err != nil {
 		if u.compaction != nil {
 			d.maybeScheduleLocked()
@@ -157,6 +177,11 @@ func (d *database) logAndApply(u *versionUpdate) error {
 	// Before the read state lets go of the version holding them.
 	d.noteObsoleteLocked(u.edit)
 	d.updateReadStateLocked()
+	if u.ingest != nil {
+		// The ingest heads the write queue: no write's sequence number
+		// is above its own.
+		d.visibleSeq.Store(uint64(d.mu.lastSeq))
+	}
 	if u.flushed != nil {
 		// The database's reference; the read states that list it hold
 		// their own.
@@ -176,6 +201,12 @@ func (d *database) logAndApply(u *versionUpdate) error {
 // report reports the end of the flush or compaction, failed with err or not:
 // its event and its statistics.
 func (u *versionUpdate) report(d *database, err error) {
+	if u.ingest != nil {
+		if err == nil {
+			u.ingest.report()
+		}
+		return
+	}
 	if u.flushed != nil {
 		u.sw.Stop()
 		var tw *tableWriter

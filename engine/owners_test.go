@@ -29,9 +29,12 @@ func TestOneOwnerForInstallingAndDeleting(t *testing.T) {
 		// created, and a failed checkpoint its own directory: neither is a
 		// table, WAL or MANIFEST of the database.
 		"Remove": {"obsolete.go:removeObsoleteFile", "obsolete.go:removeAbandonedTable",
-			"obsolete.go:removeCreated", "open.go:removeLock", "checkpoint.go:abandon"},
-		// Setting a file aside, and a failed Open undoing it.
-		"Rename":             {"obsolete.go:setAside", "recovery.go:abandon"},
+			"obsolete.go:removeCreated", "open.go:removeLock", "checkpoint.go:abandon",
+			// A TableWriter's own file, outside any database.
+			"tablewriter.go:remove"},
+		// Setting a file aside, and a failed Open undoing it; an ingest
+		// naming its linked table (a .dbtmp Open deletes until then).
+		"Rename":             {"obsolete.go:setAside", "recovery.go:abandon", "ingest.go:link"},
 		"notifyTableDeleted": {"obsolete.go:removeObsoleteFile"},
 		// A secondary deletes nothing: it closes the tables no version of
 		// its own names any more (the primary deleted them, or will).

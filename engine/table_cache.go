@@ -246,6 +246,7 @@ func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manif
 	r, err := sstable.Open(ctx, f, env, sstable.ReaderOptions{
 		Cache: tc.cache, CacheID: tc.cacheID, FileNum: uint64(meta.FileNum), Stats: tc.stats,
 		CacheIndexAndFilterBlocks: tc.cacheIndexAndFilterBlocks,
+		GlobalSeqNum:              meta.GlobalSeqNum,
 	})
 	if err != nil {
 		tc.stats.RecordTick(statistics.NoFileErrors, 1)

@@ -64,25 +64,29 @@ func (d *database) newTableWriter(ctx context.Context, pri ioctx.Priority, level
 }
 
 // writerOptions returns the options of a new table for level.
-func (d *database) writerOptions(level int) sstable.WriterOptions {
-	bits := d.opts.BloomBitsPerKey
-	if bits < 0 || (d.opts.OptimizeFiltersForHits && level == manifest.NumLevels-1) {
+func (d *database) writerOptions(level int) sstable.WriterOptions { return d.opts.writerOptions(level) }
+
+// writerOptions returns the options of a new table for level, for a
+// database's tables and for TableWriter's.
+func (o *Options) writerOptions(level int) sstable.WriterOptions {
+	bits := o.BloomBitsPerKey
+	if bits < 0 || (o.OptimizeFiltersForHits && level == manifest.NumLevels-1) {
 		bits = 0
 	}
 	partition := 0
-	if d.opts.PartitionIndexAndFilters {
-		partition = d.opts.MetadataBlockSize
+	if o.PartitionIndexAndFilters {
+		partition = o.MetadataBlockSize
 	}
 	wo := sstable.WriterOptions{
-		BlockSize:            d.opts.BlockSize,
-		BlockRestartInterval: d.opts.BlockRestartInterval,
+		BlockSize:            o.BlockSize,
+		BlockRestartInterval: o.BlockRestartInterval,
 		BloomBitsPerKey:      bits,
-		Compression:          d.opts.compressionFor(level).internal(),
-		ZstdLevel:            d.opts.ZstdLevel,
-		Checksum:             d.opts.ChecksumType.internal(),
+		Compression:          o.compressionFor(level).internal(),
+		ZstdLevel:            o.ZstdLevel,
+		Checksum:             o.ChecksumType.internal(),
 		IndexPartitionSize:   partition,
 	}
-	if pe := d.opts.PrefixExtractor; pe.Kind != PrefixNone && bits > 0 {
+	if pe := o.PrefixExtractor; pe.Kind != PrefixNone && bits > 0 {
 		wo.PrefixExtractor = pe.prefix
 		wo.PrefixExtractorName = pe.String()
 	}

@@ -119,6 +119,11 @@ const (
 	// iterator skip the table without reading its index or data.
 	BloomFilterPrefixChecked
 	BloomFilterPrefixUseful
+	// IngestBytes and IngestFiles count the bytes and the table files
+	// that ingests (DB.Ingest) added to the database; RocksDB has no
+	// ticker for them.
+	IngestBytes
+	IngestFiles
 
 	// NumTickers bounds the tickers; arrays indexed by Ticker have this
 	// length.
@@ -200,6 +205,8 @@ var tickerNames = [NumTickers]string{
 	BlockCacheFilterHit:       "shale.block.cache.filter.hit",
 	BloomFilterPrefixChecked:  "shale.bloom.filter.prefix.checked",
 	BloomFilterPrefixUseful:   "shale.bloom.filter.prefix.useful",
+	IngestBytes:               "shale.ingest.bytes",
+	IngestFiles:               "shale.ingest.files",
 }
 
 // String returns the ticker's name, "shale." plus RocksDB's suffix, for

@@ -98,6 +98,8 @@ var tickerSpecs = map[statistics.Ticker]spec{
 	statistics.BlockCacheFilterHit:       {"shale_block_cache_filter_hit_total", "Block cache lookups of filter blocks that found them (only with cache_index_and_filter_blocks)."},
 	statistics.BloomFilterPrefixChecked:  {"shale_bloom_filter_prefix_checked_total", "Prefix-filter checks: a prefix iterator asked a table's filter whether it holds the prefix."},
 	statistics.BloomFilterPrefixUseful:   {"shale_bloom_filter_prefix_useful_total", "Prefix-filter checks answered \"not here\", letting the iterator skip the table."},
+	statistics.IngestBytes:               {"shale_ingest_bytes_total", "Bytes of the table files that ingests (DB.Ingest, a bulk load) added to the database."},
+	statistics.IngestFiles:               {"shale_ingest_files_total", "Table files that ingests (DB.Ingest, a bulk load) added to the database."},
 }
 
 // histogramSpecs are the histograms. Time histograms are in seconds; the

@@ -116,6 +116,11 @@
 // whole key space (every namespace) that etcdutl restores into a new
 // cluster, is `etcdctl snapshot save` (the client's Maintenance.Snapshot).
 //
+// Ingest is not implemented (DB.Ingest returns an error matching
+// driver.ErrNotSupported): a bulk load adds table files of an LSM engine,
+// written by that engine's own writer, and etcd has no such files; load
+// etcd with batched writes (each at most max_txn_ops operations).
+//
 // MultiGet sends Txns of at most max_txn_ops Ranges; every Txn after the
 // first reads at the first's revision, so the result is one snapshot, in
 // the caller's order, duplicates included.

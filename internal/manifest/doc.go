@@ -57,6 +57,12 @@
 //	                       bytes checksum function name (at most 64)
 //	101  new file with     the layout of 100, for a table that has range
 //	     range tombstones  tombstones (FileMetadata.HasRangeDels)
+//	102  new ingested      the layout of 100, then varint flags (bit 0: the
+//	     file              table has range tombstones; other bits 0) and
+//	                       varint global seqnum (not 0, and equal to the
+//	                       file's smallest and largest seqnums): every entry
+//	                       of the table takes that sequence number
+//	                       (FileMetadata.GlobalSeqNum)
 //
 // A table's smallest and largest keys may be range tombstone keys (kind
 // base.KindRangeDelete), the largest the exclusive-end sentinel, whose

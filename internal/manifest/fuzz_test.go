@@ -22,8 +22,10 @@ func FuzzVersionEdit(f *testing.F) {
 	for _, e := range testEdits() {
 		f.Add(e.Encode(nil))
 	}
-	if golden, err := os.ReadFile(filepath.Join("testdata", "version_edit.bin")); err == nil {
-		f.Add(golden)
+	for _, name := range []string{"version_edit.bin", "version_edit_ingest.bin"} {
+		if golden, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(golden)
+		}
 	}
 	f.Add([]byte{})
 	f.Add([]byte{0x80})

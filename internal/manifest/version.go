@@ -49,6 +49,12 @@ type FileMetadata struct {
 	// that readers learn which tables' tombstones to load without opening
 	// every table. Encoded as the new-file tag (101 instead of 100).
 	HasRangeDels bool
+	// GlobalSeqNum, when not 0, is the sequence number of every entry of
+	// the file, whatever the file itself holds: an ingested table (written
+	// outside the database with sequence number 0) takes one sequence number
+	// when it is ingested, and its readers substitute it for every key's
+	// and tombstone's (RocksDB's global seqno). Encoded as tag 102.
+	GlobalSeqNum base.SeqNum
 
 	// CompactionInProgress is runtime state, never encoded: whether a
 	// compaction has the file among its inputs. It is guarded by the

@@ -27,7 +27,16 @@ const (
 	// tagNewFileRangeDels is tagNewFile for a table with range tombstones
 	// (FileMetadata.HasRangeDels); same layout.
 	tagNewFileRangeDels = 101
+	// tagNewFileGlobalSeqNum is tagNewFile for an ingested table, whose
+	// entries all take FileMetadata.GlobalSeqNum: the layout of 100, then
+	// a varint of flags (bit 0: HasRangeDels; the others must be 0) and the
+	// varint global sequence number (not 0).
+	tagNewFileGlobalSeqNum = 102
 )
+
+// newFileFlagRangeDels is the flag of tagNewFileGlobalSeqNum for a table
+// with range tombstones. Part of the file format; do not change.
+const newFileFlagRangeDels = 1
 
 // maxChecksumLen bounds FileMetadata.FileChecksum, and maxChecksumFuncLen
 // FileMetadata.FileChecksumFunc, so a corrupt length cannot make Decode keep
@@ -138,7 +147,9 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	}
 	for _, nf := range e.NewFiles {
 		f := nf.Meta
-		if f.HasRangeDels {
+		if f.GlobalSeqNum != 0 {
+			dst = binary.AppendUvarint(dst, tagNewFileGlobalSeqNum)
+		} else if f.HasRangeDels {
 			dst = binary.AppendUvarint(dst, tagNewFileRangeDels)
 		} else {
 			dst = binary.AppendUvarint(dst, tagNewFile)
@@ -156,6 +167,14 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = append(dst, f.FileChecksum...)
 		dst = binary.AppendUvarint(dst, uint64(len(f.FileChecksumFunc)))
 		dst = append(dst, f.FileChecksumFunc...)
+		if f.GlobalSeqNum != 0 {
+			var flags uint64
+			if f.HasRangeDels {
+				flags |= newFileFlagRangeDels
+			}
+			dst = binary.AppendUvarint(dst, flags)
+			dst = binary.AppendUvarint(dst, uint64(f.GlobalSeqNum))
+		}
 	}
 	return dst
 }
@@ -218,6 +237,15 @@ func (e *VersionEdit) Decode(data []byte) error {
 			}
 			nf.Meta.HasRangeDels = tag == tagNewFileRangeDels
 			e.NewFiles = append(e.NewFiles, nf)
+		case tagNewFileGlobalSeqNum:
+			nf, err := d.newFile(start)
+			if err != nil {
+				return err
+			}
+			if err := d.globalSeqNum(start, nf.Meta); err != nil {
+				return err
+			}
+			e.NewFiles = append(e.NewFiles, nf)
 		default:
 			return d.errorf(start, "unknown tag %d", tag)
 		}
@@ -237,6 +265,8 @@ func tagName(tag uint64) string {
 		return "deleted file"
 	case tagNewFile:
 		return "new file"
+	case tagNewFileGlobalSeqNum:
+		return "new ingested file"
 	}
 	return fmt.Sprintf("tag %d", tag)
 }
@@ -377,6 +407,32 @@ func (d *decoder) newFile(start int) (NewFileEntry, error) {
 	return NewFileEntry{Level: level, Meta: f}, nil
 }
 
+// globalSeqNum reads the fields tagNewFileGlobalSeqNum adds to a new file's:
+// its flags and its global sequence number, which every entry of the file
+// takes, so the file's sequence number range must be that one number.
+func (d *decoder) globalSeqNum(start int, f *FileMetadata) error {
+	off := d.off
+	flags, err := d.uvarint("new file flags")
+	if err != nil {
+		return err
+	}
+	if flags&^newFileFlagRangeDels != 0 {
+		return d.errorf(off, "file %s has unknown flags %#x", f.FileNum, flags&^newFileFlagRangeDels)
+	}
+	f.HasRangeDels = flags&newFileFlagRangeDels != 0
+	if f.GlobalSeqNum, err = d.seqNum("global seqnum"); err != nil {
+		return err
+	}
+	switch {
+	case f.GlobalSeqNum == 0:
+		return d.errorf(start, "ingested file %s has global seqnum 0", f.FileNum)
+	case f.SmallestSeqNum != f.GlobalSeqNum || f.LargestSeqNum != f.GlobalSeqNum:
+		return d.errorf(start, "ingested file %s has seqnums %d-%d, but its global seqnum is %d",
+			f.FileNum, f.SmallestSeqNum, f.LargestSeqNum, f.GlobalSeqNum)
+	}
+	return nil
+}
+
 // String describes the edit, one field or file a line, for tests and
 // debugging.
 func (e *VersionEdit) String() string {
@@ -399,6 +455,9 @@ func (e *VersionEdit) String() string {
 			f.Smallest, f.Largest, f.SmallestSeqNum, f.LargestSeqNum)
 		if f.FileChecksumFunc != "" {
 			fmt.Fprintf(&b, " %s=%x", f.FileChecksumFunc, f.FileChecksum)
+		}
+		if f.GlobalSeqNum != 0 {
+			fmt.Fprintf(&b, " global-seqnum=%d range-dels=%t", f.GlobalSeqNum, f.HasRangeDels)
 		}
 		b.WriteByte('\n')
 	}

@@ -50,7 +50,75 @@ func testEdits() map[string]*VersionEdit {
 	all.AddFile(2, file(13, "a", "b", 20, 25))
 	all.AddFile(0, file(19, "k", "l", 999, 1000))
 	edits["all"] = all
+	edits["ingested"] = ingestEdit()
 	return edits
+}
+
+// ingestEdit adds two ingested tables (tag 102), one with range tombstones.
+func ingestEdit() *VersionEdit {
+	e := &VersionEdit{}
+	e.SetLastSeqNum(77)
+	plain := file(21, "a", "c", 77, 77)
+	plain.GlobalSeqNum = 77
+	e.AddFile(6, plain)
+	dels := file(22, "d", "f", 77, 77)
+	dels.Largest = base.MakeRangeDeleteSentinel([]byte("g"))
+	dels.HasRangeDels = true
+	dels.GlobalSeqNum = 77
+	e.AddFile(0, dels)
+	return e
+}
+
+// TestVersionEditIngestGolden pins the encoding of tag 102 (ingested
+// tables) in testdata/version_edit_ingest.bin and its decoding in
+// version_edit_ingest.txt. Run with -update to rewrite both.
+func TestVersionEditIngestGolden(t *testing.T) {
+	binPath := filepath.Join("testdata", "version_edit_ingest.bin")
+	txtPath := filepath.Join("testdata", "version_edit_ingest.txt")
+	enc := ingestEdit().Encode(nil)
+	if *update {
+		require.NoError(t, os.WriteFile(binPath, enc, 0o644))
+		var e VersionEdit
+		require.NoError(t, e.Decode(enc))
+		require.NoError(t, os.WriteFile(txtPath, []byte(e.String()), 0o644))
+	}
+	golden, err := os.ReadFile(binPath)
+	require.NoError(t, err)
+	require.Equal(t, golden, enc, "encoding changed; the MANIFEST format is frozen")
+	wantTxt, err := os.ReadFile(txtPath)
+	require.NoError(t, err)
+	var e VersionEdit
+	require.NoError(t, e.Decode(golden))
+	require.Equal(t, string(wantTxt), e.String())
+	require.Equal(t, base.SeqNum(77), e.NewFiles[0].Meta.GlobalSeqNum)
+	require.False(t, e.NewFiles[0].Meta.HasRangeDels)
+	require.True(t, e.NewFiles[1].Meta.HasRangeDels)
+}
+
+// TestVersionEditIngestDecodeErrors checks that tag 102's own fields are
+// validated: unknown flags, a global seqnum of 0, or one that is not the
+// file's sequence number range.
+func TestVersionEditIngestDecodeErrors(t *testing.T) {
+	f := file(5, "a", "b", 9, 9)
+	f.GlobalSeqNum = 9
+	enc := (&VersionEdit{NewFiles: []NewFileEntry{{Level: 1, Meta: f}}}).Encode(nil)
+	n := len(enc)
+	require.Equal(t, []byte{0, 9}, enc[n-2:])
+	for _, tc := range []struct {
+		tail []byte
+		msg  string
+	}{
+		{[]byte{2, 9}, "unknown flags 0x2"},
+		{[]byte{0, 0}, "global seqnum 0"},
+		{[]byte{0, 8}, "has seqnums 9-9, but its global seqnum is 8"},
+		{[]byte{0}, "truncated global seqnum"},
+	} {
+		data := append(append([]byte(nil), enc[:n-2]...), tc.tail...)
+		var e VersionEdit
+		err := e.Decode(data)
+		require.True(t, base.IsCorruption(err), "%v", err)
+		require.ErrorContains(t, err, tc.msg)
+	}
 }
 
 func TestVersionEditRoundTrip(t *testing.T) {

@@ -2,6 +2,7 @@ package metamorphic
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -342,9 +343,24 @@ func (g *generator) step() {
 	case r < 990:
 		g.closeAll()
 		g.emit("", "reopen")
+	case r < 995:
+		g.ingest()
 	default:
 		g.emit("", "scan")
 	}
+}
+
+// ingest emits a bulk load of a few puts, keys increasing and distinct.
+func (g *generator) ingest() {
+	keys := make(map[string]bool)
+	for range 1 + g.rng.IntN(8) {
+		keys[g.key()] = true
+	}
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		args = append(args, k, g.value())
+	}
+	g.emit("", "ingest", args...)
 }
 
 // iterMoves emits a positioning op and a few steps from it.

@@ -336,6 +336,14 @@ func (m *model) execDB(o Op) (string, error) {
 		return "ok", nil
 	case "checkpoint":
 		return "ok " + scanOut(m.cur), nil
+	case "ingest":
+		// A bulk load is a write of its puts, all at once.
+		var ws []mwrite
+		for i := 0; i+1 < len(o.Args); i += 2 {
+			ws = append(ws, mwrite{'p', o.Args[i], string(ValueBytes(o.Args[i+1]))})
+		}
+		m.commit(ws)
+		return "ok", nil
 	}
 	return "", errors.Newf("unknown op %q", o.String())
 }

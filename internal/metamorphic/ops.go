@@ -26,6 +26,7 @@ import (
 //	iter iN L U              sN.iter iN L U     tN.iter iN L U
 //	iN.first  iN.last  iN.next  iN.prev  iN.seekge K  iN.seeklt K  iN.close
 //	flush    compact L U    syncwal    checkpoint    reopen
+//	ingest K V [K V]...     (a table of puts, keys increasing, bulk-loaded)
 //
 // A bound written "-" is nil (open). A value is a token (see ValueBytes):
 //

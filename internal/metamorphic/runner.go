@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
-	_ "github.com/shaledb/shale/engine" // registers the "shale" driver
+	"github.com/shaledb/shale/engine" // also registers the "shale" driver
 	"github.com/shaledb/shale/ioctx"
 )
 
@@ -29,6 +29,7 @@ type runner struct {
 	txs     map[string]*driver.Tx
 	iters   map[string]*driver.Iterator
 	nckpt   int
+	ningest int // tables the ingest ops wrote
 
 	// errs holds the messages of errors of no known class, which print as
 	// "err=other" (their text may differ between configurations).
@@ -318,6 +319,8 @@ func (r *runner) execDB(o Op) (string, error) {
 		return r.errClass(o, r.db.SyncWAL(r.ctx)), nil
 	case "checkpoint":
 		return r.checkpoint(o), nil
+	case "ingest":
+		return r.ingest(o)
 	case "reopen":
 		if len(r.iters)+len(r.snaps)+len(r.txs) > 0 {
 			return "", errors.Newf("reopen with objects open")
@@ -331,6 +334,35 @@ func (r *runner) execDB(o Op) (string, error) {
 		return "ok", nil
 	}
 	return "", errors.Newf("unknown op %q", o.String())
+}
+
+// ingest writes the op's puts to a table with engine.TableWriter (with the
+// database's options) and bulk-loads it.
+func (r *runner) ingest(o Op) (string, error) {
+	if len(o.Args) == 0 || len(o.Args)%2 != 0 {
+		return "", errors.Newf("%q: want key and value pairs", o.String())
+	}
+	_, opts, err := engine.ParseDSN(r.dsn(r.dir))
+	if err != nil {
+		return "", err
+	}
+	r.ningest++
+	path := filepath.Join(r.scratch, "ingest"+strconv.Itoa(r.ningest)+".sst")
+	defer os.Remove(path)
+	tw, err := engine.NewTableWriter(path, opts)
+	if err != nil {
+		return "", err
+	}
+	for i := 0; i < len(o.Args); i += 2 {
+		if err := tw.Set([]byte(o.Args[i]), ValueBytes(o.Args[i+1])); err != nil {
+			_ = tw.Abort()
+			return "", errors.Wrapf(err, "%q", o.String())
+		}
+	}
+	if _, err := tw.Finish(); err != nil {
+		return "", err
+	}
+	return r.errClass(o, r.db.Ingest(r.ctx, []string{path})), nil
 }
 
 // checkpoint writes a checkpoint, opens it with the same configuration and

@@ -77,6 +77,10 @@ func (r *Reader) GetHashSeq(ctx context.Context, env ReadEnv, key []byte, h uint
 // recorded as they happen, as GetHashSeq records them.
 func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint32, seq base.SeqNum, t *statistics.TableTicks) (value []byte, kind base.Kind, entrySeq base.SeqNum, found bool, pin BlockPin, err error) {
 	env.IO.Perf.AddTableConsulted()
+	if r.opts.GlobalSeqNum > seq {
+		// Every entry of the ingested table is newer than the read.
+		return nil, 0, 0, false, BlockPin{}, nil
+	}
 	gs := getStates.Get().(*getState)
 	defer putGetState(gs)
 	gs.key = appendSearchKey(gs.key[:0], key, seq)
@@ -171,11 +175,21 @@ func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte
 		pin.Release()
 		return nil, 0, 0, false, BlockPin{}, err
 	}
+	r.applyGlobalSeqNum(&ik)
 	if !bytes.Equal(ik.UserKey, key) {
 		pin.Release()
 		return nil, 0, 0, false, BlockPin{}, nil
 	}
 	return gs.data.Value(), ik.Kind(), ik.SeqNum(), true, pin, nil
+}
+
+// applyGlobalSeqNum gives ik the table's global sequence number, if it has
+// one (ReaderOptions.GlobalSeqNum): the one hook of ingested tables on the
+// read path.
+func (r *Reader) applyGlobalSeqNum(ik *base.InternalKey) {
+	if g := r.opts.GlobalSeqNum; g != 0 {
+		ik.Trailer = base.MakeTrailer(g, ik.Kind())
+	}
 }
 
 // decodeKey decodes an encoded internal key of the data block at h; one too

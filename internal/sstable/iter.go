@@ -318,6 +318,7 @@ func (i *Iter) forwardKV() *base.InternalKV {
 	if !i.belowUpper && i.upper != nil && bytes.Compare(ik.UserKey, i.upper) >= 0 {
 		return i.exhaust()
 	}
+	i.r.applyGlobalSeqNum(&ik)
 	i.kv = base.InternalKV{K: ik, V: i.data.Value()}
 	i.valid = true
 	return &i.kv
@@ -333,6 +334,7 @@ func (i *Iter) backwardKV() *base.InternalKV {
 	if i.lower != nil && bytes.Compare(ik.UserKey, i.lower) < 0 {
 		return i.exhaust()
 	}
+	i.r.applyGlobalSeqNum(&ik)
 	i.kv = base.InternalKV{K: ik, V: i.data.Value()}
 	i.valid = true
 	return &i.kv

@@ -536,7 +536,8 @@ func (r *Reader) lookupInBlock(ms *mgState, k *MultiGetKey, h block.Handle) (boo
 	if err != nil {
 		return false, err
 	}
-	if !bytes.Equal(ik.UserKey, k.Key) {
+	r.applyGlobalSeqNum(&ik)
+	if !bytes.Equal(ik.UserKey, k.Key) || ik.SeqNum() > k.Seq {
 		return false, nil
 	}
 	k.Kind, k.Value, k.EntrySeq = ik.Kind(), ms.data.Value(), ik.SeqNum()

@@ -40,6 +40,12 @@ type Properties struct {
 	// RocksDB's rocksdb.prefix.extractor.name); empty when none (the
 	// property is then not written).
 	PrefixExtractorName string
+	// ExternalVersion marks a table written outside a database for an
+	// ingest (shale.external.sst.version, RocksDB's
+	// rocksdb.external_sst_file.version): 1 for such a table, whose entries
+	// all have sequence number 0 until an ingest gives them one; 0 (the
+	// property is then not written) for a table a database wrote.
+	ExternalVersion uint64
 }
 
 // propKind says how a property's value is encoded.
@@ -73,6 +79,7 @@ var properties = [...]property{
 	{"shale.checksum.type", propChecksum, nil},
 	{"shale.compression", propCompression, nil},
 	{"shale.data.size", propUint, func(p *Properties) *uint64 { return &p.DataSize }},
+	{"shale.external.sst.version", propUintOmitZero, func(p *Properties) *uint64 { return &p.ExternalVersion }},
 	{"shale.filter.size", propUint, func(p *Properties) *uint64 { return &p.FilterSize }},
 	{"shale.format.version", propUint, func(p *Properties) *uint64 { return &p.FormatVersion }},
 	{"shale.index.partitions", propUintOmitZero, func(p *Properties) *uint64 { return &p.IndexPartitions }},

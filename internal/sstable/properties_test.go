@@ -20,7 +20,7 @@ func fullProperties() Properties {
 		BlockSize: 4096, BloomBitsPerKey: 10, Checksum: checksum.XXHash64, Compression: compress.Snappy,
 		DataSize: 1 << 40, FilterSize: 2, IndexSize: 3, NumDataBlocks: 4, NumDeletions: 5, NumEntries: 6,
 		RawKeySize: 7, RawValueSize: 8, SmallestSeqNum: 9, LargestSeqNum: base.MaxSeqNum, FormatVersion: FormatVersion,
-		IndexPartitions: 11, PrefixExtractorName: "fixed:8",
+		IndexPartitions: 11, PrefixExtractorName: "fixed:8", ExternalVersion: 1,
 	}
 }
 

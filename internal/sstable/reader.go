@@ -47,6 +47,13 @@ type ReaderOptions struct {
 	// budget however many tables are open. A read pins them only while it
 	// uses them. It has no effect without a Cache.
 	CacheIndexAndFilterBlocks bool
+	// GlobalSeqNum, when not 0, replaces the sequence number of every
+	// entry and range tombstone the Reader returns (Iter, Get, MultiGet,
+	// RangeDeletions): an ingested table's keys are written with sequence
+	// number 0 and take the one the ingest assigned, as RocksDB's global
+	// seqno. Get and MultiGet then find nothing for a read below it. Check
+	// and VerifyChecksums see the file's own numbers.
+	GlobalSeqNum base.SeqNum
 }
 
 // maxBlockLen bounds the decoded size of a block. The writer cuts data
@@ -393,6 +400,11 @@ func (r *Reader) loadRangeDels(ctx context.Context, env ReadEnv, h block.Handle,
 		f, err := rangedel.DecodeFragment(bytes.Clone(it.Key()), bytes.Clone(it.Value()))
 		if err != nil {
 			return r.wrapBlockErr(err, "range deletion", h)
+		}
+		if g := r.opts.GlobalSeqNum; g != 0 {
+			// An ingested table's fragments each hold one tombstone.
+			f.Seqs = f.Seqs[:1]
+			f.Seqs[0] = g
 		}
 		frags = append(frags, f)
 	}

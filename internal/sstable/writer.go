@@ -55,6 +55,9 @@ type WriterOptions struct {
 	// against filters built by the same extractor.
 	PrefixExtractor     func(userKey []byte) []byte
 	PrefixExtractorName string
+	// External marks the table as written outside a database for an
+	// ingest (Properties.ExternalVersion 1).
+	External bool
 }
 
 func (o WriterOptions) ensureDefaults() WriterOptions {
@@ -355,6 +358,9 @@ func (w *Writer) close() error {
 		w.props.PrefixExtractorName = w.opts.PrefixExtractorName
 	}
 	w.props.Checksum = w.opts.Checksum
+	if w.opts.External {
+		w.props.ExternalVersion = 1
+	}
 	w.props.Compression = w.opts.Compression
 	w.props.NumDeletions = w.meta.NumDeletions
 	w.props.NumEntries = w.meta.NumEntries
