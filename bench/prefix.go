@@ -56,7 +56,8 @@ func prefixWorkload(cfg *config) string {
 		"with the prefix filter (shale: `IterOptions.Prefix` of the 8 bytes, then `First`/`Next`; Pebble: `SeekPrefixGE` "+
 		"with `UseL6Filters`, within bounds set to the prefix's range, then `Next`) and without it (an iterator bounded "+
 		"to the prefix's range: `First`/`Next` on each engine, on the same database). "+
-		"Each figure is the wall time per scan of one goroutine, the tenant drawn at random; a present tenant's scan "+
+		"Each figure is the wall time per scan of one goroutine, and below it the process's CPU time (user + system, "+
+		"every thread) per scan, the tenant drawn at random; a present tenant's scan "+
 		"reads %d keys, an absent one's none. \"After the fill\": the memtable flushed and the background compactions "+
 		"done, the tree as each engine left it; \"compacted\": after a full compaction (every table in the last level).",
 		formatSize(cfg.maxData), n, keySize, cfg.valueSize, n/cfg.prefixKeys, cfg.prefixKeys,
@@ -87,6 +88,10 @@ func prefixFigures() []suiteFigure {
 			}
 			fs = append(fs, suiteFigure{key: st.key + "/" + ph.key, bench: ph.bench + "/" + st.bench,
 				label: ph.label + ", " + st.label, scale: 1e-3, bsScale: 1, bsUnit: unit})
+			if !strings.HasSuffix(ph.key, "_key") {
+				fs = append(fs, suiteFigure{key: st.key + "/" + ph.key + "_cpu", bench: ph.bench + "CPU/" + st.bench,
+					label: "… CPU µs/scan", scale: 1e-3, bsScale: 1, bsUnit: unit})
+			}
 		}
 	}
 	return fs
@@ -204,11 +209,12 @@ func runPrefixJob(cfg *config, j suiteJob, dir string) (*suiteResult, error) {
 				return nil, err
 			}
 			res.Values[st.key+"/"+ph.key] = r.NsPerOp
+			res.Values[st.key+"/"+ph.key+"_cpu"] = r.CPUNsPerOp
 			if present && filtered {
 				res.Values[st.key+"/"+ph.key+"_key"] = r.NsPerOp / float64(k)
 			}
-			logf(j.engine, "prefix: %s, %s: %.3f µs/scan (p50 %.2f, p99 %.2f µs; %d scans)",
-				st.label, ph.key, r.NsPerOp/1e3, r.P50Ns/1e3, r.P99Ns/1e3, r.Ops)
+			logf(j.engine, "prefix: %s, %s: %.3f µs/scan, CPU %.3f (p50 %.2f, p99 %.2f µs; %d scans)",
+				st.label, ph.key, r.NsPerOp/1e3, r.CPUNsPerOp/1e3, r.P50Ns/1e3, r.P99Ns/1e3, r.Ops)
 		}
 		note := st.label + ": " + s.notes()
 		logf(j.engine, "prefix: %s", note)
