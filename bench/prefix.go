@@ -186,6 +186,12 @@ func runPrefixJob(cfg *config, j suiteJob, dir string) (*suiteResult, error) {
 			if present {
 				want = k
 			}
+			var stopProfile func()
+			if cfg.cpuProfileDir != "" {
+				if stopProfile, err = startProfile(cfg.cpuProfileDir, j.engine, "prefix-"+st.key+"-"+ph.key); err != nil {
+					return nil, err
+				}
+			}
 			r, err := runTimed(ph.key, 1, 1, cfg.warmup, cfg.phaseDuration, func(t int) (func() error, func() error, error) {
 				rng := rand.New(rand.NewPCG(1, uint64(t)+2))
 				var p [prefixLen]byte
@@ -205,6 +211,9 @@ func runPrefixJob(cfg *config, j suiteJob, dir string) (*suiteResult, error) {
 					return nil
 				}, nil, nil
 			})
+			if stopProfile != nil {
+				stopProfile()
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -231,6 +240,7 @@ type shalePrefixStore struct {
 	*shaleStore
 	stats                  *statistics.Statistics
 	lastChecked, lastUsefl uint64
+	lastHits, lastMisses   uint64
 }
 
 func openShalePrefix(dir string, scfg storeConfig) (*shalePrefixStore, error) {
@@ -303,9 +313,10 @@ func (s *shalePrefixStore) notes() string {
 		shape += "/" + v
 	}
 	checked, useful := s.stats.TickerCount(statistics.BloomFilterPrefixChecked), s.stats.TickerCount(statistics.BloomFilterPrefixUseful)
-	out := fmt.Sprintf("%s; prefix filter checks %d, useful %d (since the previous note)", shape,
-		checked-s.lastChecked, useful-s.lastUsefl)
-	s.lastChecked, s.lastUsefl = checked, useful
+	hits, misses := s.stats.TickerCount(statistics.BlockCacheHit), s.stats.TickerCount(statistics.BlockCacheMiss)
+	out := fmt.Sprintf("%s; prefix filter checks %d, useful %d; block cache hits %d, misses %d (counts since the previous note)",
+		shape, checked-s.lastChecked, useful-s.lastUsefl, hits-s.lastHits, misses-s.lastMisses)
+	s.lastChecked, s.lastUsefl, s.lastHits, s.lastMisses = checked, useful, hits, misses
 	return out
 }
 
@@ -337,7 +348,8 @@ var pebbleFixed8 = func() *pebble.Comparer {
 
 type pebblePrefixStore struct {
 	*pebbleStore
-	lastHits, lastMisses int64
+	lastHits, lastMisses           int64
+	lastCacheHits, lastCacheMisses int64
 }
 
 func openPebblePrefix(dir string, cfg storeConfig) (*pebblePrefixStore, error) {
@@ -402,8 +414,12 @@ func (s *pebblePrefixStore) notes() string {
 		}
 		shape += fmt.Sprint(m.Levels[l].TablesCount)
 	}
-	out := fmt.Sprintf("%s; filter hits %d, misses %d (since the previous note)", shape,
-		m.Filter.Hits-s.lastHits, m.Filter.Misses-s.lastMisses)
+	out := fmt.Sprintf("%s; filter hits %d, misses %d; block cache hits %d, misses %d, %.0f MiB in use of its %.0f "+
+		"(its memtables' reservations and the harness's included) (counts since the previous note)", shape,
+		m.Filter.Hits-s.lastHits, m.Filter.Misses-s.lastMisses,
+		m.BlockCache.Hits-s.lastCacheHits, m.BlockCache.Misses-s.lastCacheMisses,
+		float64(m.BlockCache.Size)/(1<<20), float64(s.cache.MaxSize())/(1<<20))
 	s.lastHits, s.lastMisses = m.Filter.Hits, m.Filter.Misses
+	s.lastCacheHits, s.lastCacheMisses = m.BlockCache.Hits, m.BlockCache.Misses
 	return out
 }
