@@ -41,10 +41,13 @@ func init() {
 			{key: "tables_mib", bench: "ZstdTables", label: "live tables after the full compaction (MiB)", scale: 1, bsScale: 1 << 20, bsUnit: "B"},
 			{key: "tables_ratio", bench: "ZstdTablesRatio", label: "… / bytes written (keys + values)", scale: 1, bsScale: 1, bsUnit: "ratio"},
 			{key: "fill_ns", bench: "ZstdFillRandom", label: "fill random, 1 key per write (µs/op)", scale: 1e-3, bsScale: 1, bsUnit: "ns/op"},
+			{key: "fill_cpu_ns", bench: "ZstdFillRandomCPU", label: "… CPU µs/op", scale: 1e-3, bsScale: 1, bsUnit: "ns/op"},
 			{key: "compact_s", bench: "ZstdFullCompaction", label: "full compaction after the fill (s)", scale: 1, bsScale: 1e9, bsUnit: "ns/op"},
+			{key: "compact_cpu_s", bench: "ZstdFullCompactionCPU", label: "… CPU s", scale: 1, bsScale: 1e9, bsUnit: "ns/op"},
 			{key: "get_hit_ns", bench: "ZstdGetHit", label: "Get hit (µs/op)", scale: 1e-3, bsScale: 1, bsUnit: "ns/op"},
 			{key: "get_hit_cpu_ns", bench: "ZstdGetHitCPU", label: "… CPU µs/op", scale: 1e-3, bsScale: 1, bsUnit: "ns/op"},
 			{key: "scan_ns", bench: "ZstdFullScan", label: "full scan, one iterator (µs/key)", scale: 1e-3, bsScale: 1, bsUnit: "ns/key"},
+			{key: "scan_cpu_ns", bench: "ZstdFullScanCPU", label: "… CPU µs/key", scale: 1e-3, bsScale: 1, bsUnit: "ns/key"},
 		},
 		run: runZstdJob,
 	}
@@ -56,7 +59,8 @@ func zstdWorkload(cfg *config) string {
 		"`RandomString`, a different slice of one pool per key) written twice. A %s block cache and %s memtables, "+
 		"bloom 10 bits/key, the codec at every level; zstd at level %d on both (shale `compression=zstd&zstd_level=%d`, "+
 		"pure Go, klauspost/compress; Pebble `sstable.ZstdCompression`, level 3, through cgo and the C libzstd, "+
-		"DataDog/zstd, as Pebble builds with cgo on). Fill: every key once in a random order, one per write; then a "+
+		"DataDog/zstd, as Pebble builds with cgo on). CPU rows: the process's CPU time (user + system, every thread, background work included) over the same span. "+
+		"Fill: every key once in a random order, one per write; then a "+
 		"full compaction, the live tables' bytes as the engine counts them (shale's `shale.live-sst-files-size`, "+
 		"the sum of Pebble's per-level `TablesSize`), 10,000 sampled values checked, Get hit (random "+
 		"written keys: about three in four miss the cache and read and decompress a block) and one scan of every key.",
@@ -123,12 +127,12 @@ func runZstdJob(cfg *config, j suiteJob, dir string) (*suiteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Values["fill_ns"] = fill.NsPerOp
-	t0 := time.Now()
+	res.Values["fill_ns"], res.Values["fill_cpu_ns"] = fill.NsPerOp, fill.CPUNsPerOp
+	t0, cpu0 := time.Now(), cpuTime()
 	if err := s.compact(); err != nil {
 		return nil, errors.Wrap(err, "full compaction")
 	}
-	res.Values["compact_s"] = time.Since(t0).Seconds()
+	res.Values["compact_s"], res.Values["compact_cpu_s"] = time.Since(t0).Seconds(), (cpuTime() - cpu0).Seconds()
 	tables, err := liveTableBytes(s)
 	if err != nil {
 		return nil, err
@@ -181,7 +185,7 @@ func runZstdJob(cfg *config, j suiteJob, dir string) (*suiteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	t0 = time.Now()
+	t0, cpu0 = time.Now(), cpuTime()
 	count := 0
 	for ok := c.first(); ok; ok = c.next() {
 		if _, err := c.touch(); err != nil {
@@ -190,7 +194,7 @@ func runZstdJob(cfg *config, j suiteJob, dir string) (*suiteResult, error) {
 		}
 		count++
 	}
-	scan := time.Since(t0)
+	scan, scanCPU := time.Since(t0), cpuTime()-cpu0
 	if err := c.close(); err != nil {
 		return nil, err
 	}
@@ -198,6 +202,7 @@ func runZstdJob(cfg *config, j suiteJob, dir string) (*suiteResult, error) {
 		return nil, errors.Newf("%s: scan saw %d keys, want %d", j.engine, count, n)
 	}
 	res.Values["scan_ns"] = float64(scan.Nanoseconds()) / float64(n)
+	res.Values["scan_cpu_ns"] = float64(scanCPU.Nanoseconds()) / float64(n)
 	logf(j.engine, "zstd suite, %s: full scan %.3f µs/key", j.config, res.Values["scan_ns"]/1e3)
 	err = s.close()
 	s = nil
