@@ -57,6 +57,11 @@ type config struct {
 	// -partition-index-and-filters and -optimize-filters-for-hits flags,
 	// passed on to every variant.
 	shaleTables shaleTables
+	// suite, when set, runs a feature suite (prefix, zstd) instead of the
+	// main workload; suiteJob is the internal flag of its children.
+	suite      string
+	suiteJob   string
+	prefixKeys int
 }
 
 func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
@@ -100,6 +105,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.shaleTables.optimizeFiltersForHits, "optimize-filters-for-hits", false,
 		"open shale with optimize_filters_for_hits (last-level tables without a bloom filter) in every variant, defaults included")
 	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
+	fs.StringVar(&c.suite, "suite", "", "run a feature suite instead of the main workload: "+strings.Join(suiteNames(), ", ")+" (see README.md)")
+	fs.StringVar(&c.suiteJob, "suite-job", "", "internal: run one job of -suite as a child process")
+	fs.IntVar(&c.prefixKeys, "prefix-keys", 16, "-suite prefix: keys per tenant prefix")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -159,6 +167,12 @@ func parseFlags(args []string) (*config, error) {
 	default:
 		return nil, errors.Newf("-rocksdb=%q: want auto, install or off", c.rocksdb)
 	}
+	if c.suite != "" && benchSuites[c.suite] == nil {
+		return nil, errors.Newf("-suite %q: want one of %s", c.suite, strings.Join(suiteNames(), ", "))
+	}
+	if c.prefixKeys < 1 || c.prefixKeys > c.numKeys()/2 {
+		return nil, errors.Newf("-prefix-keys %d: want 1 to %d", c.prefixKeys, c.numKeys()/2)
+	}
 	c.dir = *dir
 	if c.dir == "" {
 		c.dir = defaultDir()
@@ -209,6 +223,22 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
+	}
+	if s := benchSuites[cfg.suite]; s != nil {
+		if cfg.suiteJob != "" {
+			out := os.Stdout
+			os.Stdout = os.Stderr
+			if err := runSuiteJob(cfg, s, out); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s %s: %+v\n", cfg.suite, cfg.suiteJob, err)
+				os.Exit(1)
+			}
+			return
+		}
+		if err := runSuiteParent(cfg, s, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if cfg.child != "" {
 		// Nothing but the JSON result may reach stdout: the engines' own

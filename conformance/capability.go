@@ -27,6 +27,10 @@ type Capability struct {
 	BytesPerSecond int64
 	// Activity is Flush, Compaction or DBOpen, for BackgroundReads.
 	Activity ioctx.Activity
+	// PrefixLen is the extractor's length in bytes, and PrefixCapped its
+	// kind, for PrefixFilters.
+	PrefixLen    int
+	PrefixCapped bool
 }
 
 // CapabilityKind says which capability a Capability is.
@@ -58,6 +62,17 @@ const (
 	// its files' metadata. It is a question, not a parameter: the answer
 	// carries no DSN parameter.
 	BackgroundReads
+	// PrefixFilters: the database has a prefix extractor of PrefixLen
+	// bytes (RocksDB's capped transform when PrefixCapped: a shorter key is
+	// its own prefix; else the fixed one: a shorter key has none) and
+	// filters that hold its keys' prefixes, which an iterator whose
+	// IterOptions.Prefix is at least PrefixLen bytes long consults to leave
+	// out what they rule out; the keys it yields are the same. When the
+	// driver reports statistics at the default level or above, the
+	// filters that rule a table out count in BloomFilterPrefixUseful. The
+	// extractor may differ between opens of one database. Shale's engine:
+	// prefix_extractor=fixed:N or capped:N.
+	PrefixFilters
 )
 
 // String names the capability and its setting (a level, a rate, an
@@ -72,15 +87,18 @@ func (c Capability) String() string {
 		return fmt.Sprintf("RateLimit(%d bytes/s)", c.BytesPerSecond)
 	case BackgroundReads:
 		return fmt.Sprintf("BackgroundReads(%s)", c.Activity)
+	case PrefixFilters:
+		return fmt.Sprintf("PrefixFilters(%s)", prefixExtractorName(c))
 	}
 	return fmt.Sprintf("Capability(%d)", c.Kind)
 }
 
 // DSNCapabilities provides the capabilities with the DSN keys of shale's
-// engine, which the suite's model driver accepts as well: ColdReads is
-// block_cache_size=0 and disable_auto_compactions=true, StatsLevel is
-// stats_level, RateLimit is rate_limit with rate_limit_mode=reads, and the
-// engine reads with activities Flush, Compaction and DBOpen in the
+// engine, which the suite's model driver accepts as well (all but
+// prefix_extractor): ColdReads is block_cache_size=0 and
+// disable_auto_compactions=true, StatsLevel is stats_level, RateLimit is
+// rate_limit with rate_limit_mode=reads, PrefixFilters is prefix_extractor,
+// and the engine reads with activities Flush, Compaction and DBOpen in the
 // background. It is what a nil [Config.Capabilities] means. A driver that
 // rejects one of the keys skips the cases needing it, with a message naming
 // the capability and the key.
@@ -99,6 +117,8 @@ func DSNCapabilities(c Capability) ([]driver.Param, error) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("shale's engine makes no background reads with activity %s", c.Activity)
+	case PrefixFilters:
+		return []driver.Param{{Key: "prefix_extractor", Value: prefixExtractorName(c)}}, nil
 	}
 	return nil, fmt.Errorf("unknown capability %s", c)
 }
@@ -153,6 +173,19 @@ func statsLevel(l statistics.Level) Capability { return Capability{Kind: StatsLe
 func rateLimit(bytesPerSecond int64) Capability {
 	return Capability{Kind: RateLimit, BytesPerSecond: bytesPerSecond}
 }
+func prefixFilters(n int, capped bool) Capability {
+	return Capability{Kind: PrefixFilters, PrefixLen: n, PrefixCapped: capped}
+}
+
+// prefixExtractorName is c's extractor as RocksDB's and shale's DSN write
+// it: fixed:N or capped:N.
+func prefixExtractorName(c Capability) string {
+	if c.PrefixCapped {
+		return "capped:" + strconv.Itoa(c.PrefixLen)
+	}
+	return "fixed:" + strconv.Itoa(c.PrefixLen)
+}
+
 func backgroundReads(a ioctx.Activity) Capability {
 	return Capability{Kind: BackgroundReads, Activity: a}
 }

@@ -111,6 +111,11 @@ var cases = []testCase{
 	{"IteratorPrefix", "an iterator with IterOptions.Prefix yields exactly the keys with that prefix " +
 		"within its bounds, in both directions and after seeks outside the prefix, an all-0xff prefix included",
 		testIteratorPrefix},
+	{"IteratorPrefixFilters", "with prefix filters consulted (capability PrefixFilters, fixed and capped), an " +
+		"iterator with IterOptions.Prefix still yields exactly the keys with that prefix: prefixes shorter than, as " +
+		"long as and longer than the extractor, absent ones between present ones, a prefix deleted whole, all-0xff " +
+		"prefixes, with bounds, across flushed tables and the memtable, after Compact and after a reopen with " +
+		"another extractor; with statistics, the filters rule some tables out", testIteratorPrefixFilters},
 	{"IteratorSnapshot", "an iterator reads the database as it was when NewIterator returned: later " +
 		"writes (and flushes) are invisible to it, and its Key and Value stay valid until its next move",
 		testIteratorSnapshot},

@@ -104,6 +104,15 @@
 //     prefixes combined with bounds inside, around and apart from them:
 //     scans both ways, SeekGE and SeekLT inside and outside the prefix,
 //     random moves; a prefix the caller changes after NewIterator.
+//   - IteratorPrefixFilters (capability PrefixFilters, fixed:3 and
+//     capped:3): keys under twelve 3-byte prefixes written in four rounds,
+//     three flushed into tables of their own (deletions, overwrites and a
+//     prefix deleted whole among them), one left in memory, plus keys
+//     shorter than the extractor and under all-0xff prefixes; 34 prefix
+//     queries (present, absent between present ones, shorter, longer,
+//     empty, all-0xff, with bounds): scans both ways, seeks, random moves,
+//     before and after Compact and after a reopen with a 2-byte extractor;
+//     with statistics, BloomFilterPrefixUseful must grow.
 //   - IteratorSnapshot: writes, a batch and a Flush after NewIterator are
 //     invisible to the iterator, whether it is positioned yet or not; the
 //     Key and Value of an iterator that did not move do not change.

@@ -46,6 +46,10 @@ var errNoBackgroundReads = errors.New("the etcd driver reads nothing on its own 
 	"(a returned write is committed), Compact is a revision compaction the members run without sending " +
 	"data to the client, and connecting reads nothing")
 
+// errNoPrefixFilters is why this driver has no PrefixFilters capability.
+var errNoPrefixFilters = errors.New("the etcd driver has no prefix extractor or filters: a prefix scan is a range " +
+	"read of the prefix's keys, which the members serve from their index")
+
 // capabilities tells the conformance suite how this driver provides what
 // its statistics and rate-limiter cases need:
 //   - ColdReads: always; every read is one or more RPCs, this driver's IO
@@ -55,6 +59,8 @@ var errNoBackgroundReads = errors.New("the etcd driver reads nothing on its own 
 //     reads on the client.
 //   - BackgroundReads: none (errNoBackgroundReads), so the checks of the
 //     flush, compaction and DB-open histograms are left out.
+//   - PrefixFilters: none (errNoPrefixFilters), so IteratorPrefixFilters
+//     skips; IteratorPrefix checks this driver's prefix scans.
 func capabilities(c conformance.Capability) ([]driver.Param, error) {
 	switch c.Kind {
 	case conformance.ColdReads:
@@ -65,6 +71,8 @@ func capabilities(c conformance.Capability) ([]driver.Param, error) {
 		return []driver.Param{{Key: "rate_limit", Value: strconv.FormatInt(c.BytesPerSecond, 10)}}, nil
 	case conformance.BackgroundReads:
 		return nil, errNoBackgroundReads
+	case conformance.PrefixFilters:
+		return nil, errNoPrefixFilters
 	}
 	return nil, errors.New("unknown capability " + c.String())
 }

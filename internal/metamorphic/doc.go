@@ -17,7 +17,7 @@
 //     iterators on the database, a snapshot or a transaction with bounds
 //     and, for a third of them ("piter"), an IterOptions.Prefix of 1 to 6
 //     bytes (shorter than, as long as and longer than the prefix_extractor
-//     of the configs prefix-fixed, prefix-capped-partitioned and of random
+//     of the configs prefix-fixed-zstd, prefix-capped-partitioned-per-level and of random
 //     ones, so that prefix filters skip tables), moved both ways (First/Next, Last/Prev, SeekGE, SeekLT), Get,
 //     MultiGet, Flush, Compact (whole and bounded), SyncWAL, Checkpoint
 //     (the checkpoint is opened and scanned), close-and-reopen, and runs
@@ -30,7 +30,10 @@
 //     CRC32C checksums, snappy with sync=true, optimize_filters_for_hits
 //     with compactions forced by tiny tables and L0 triggers, no bloom
 //     filters with few open tables and paranoid checks, manual compactions
-//     with a tiny MANIFEST. RandomConfig draws one more from each seed.
+//     with a tiny MANIFEST, prefix extractors over zstd tables and over
+//     tables whose codec changes with the level (compression_per_level
+//     none:snappy, bottommost_compression=zstd). RandomConfig draws one
+//     more from each seed, zstd and per-level codecs among its choices.
 //   - The model (model.go) is a sorted map with copies for snapshots and
 //     transactions; a transaction conflicts when a write committed since it
 //     began covers a key (or range) it wrote, as the engine documents.

@@ -56,9 +56,14 @@ var Configs = []Config{
 	{"filters-for-hits", with(small, "optimize_filters_for_hits=true", "target_file_size_base=8KiB",
 		"level0_file_num_compaction_trigger=1", "level0_slowdown_writes_trigger=4", "level0_stop_writes_trigger=8")},
 	{"nobloom-fewfiles", with(small, "bloom_bits_per_key=0", "max_open_files=8", "paranoid_file_checks=true")},
-	{"prefix-fixed", with(small, "prefix_extractor=fixed:4")},
-	{"prefix-capped-partitioned", with(small, "prefix_extractor=capped:5", "partition_index_and_filters=true",
-		"metadata_block_size=256", "block_size=256")},
+	// The prefix configs also carry the other codecs, so that prefix
+	// filters are read from zstd tables and from tables whose codec changes
+	// with the level, beside flushes, compactions and snapshots, without a
+	// config more to run.
+	{"prefix-fixed-zstd", with(small, "prefix_extractor=fixed:4", "compression=zstd", "zstd_level=3")},
+	{"prefix-capped-partitioned-per-level", with(small, "prefix_extractor=capped:5", "partition_index_and_filters=true",
+		"metadata_block_size=256", "block_size=256", "compression_per_level=none:snappy",
+		"bottommost_compression=zstd", "zstd_level=1")},
 	{"manual-compactions", with("write_buffer_size=64KiB", "disable_auto_compactions=true",
 		"max_manifest_file_size=1KiB", "block_cache_off_heap=false", "file_checksums=false")},
 }
@@ -77,7 +82,10 @@ func RandomConfig(seed uint64) Config {
 		"block_size=" + pick("256", "512", "4KiB"),
 		"block_restart_interval=" + pick("1", "2", "16"),
 		"bloom_bits_per_key=" + pick("0", "1", "10"),
-		"compression=" + pick("none", "snappy"),
+		"compression=" + pick("none", "snappy", "zstd"),
+		"compression_per_level=" + pick("default", "default", "none:zstd", "zstd:none:snappy"),
+		"bottommost_compression=" + pick("default", "default", "zstd", "none"),
+		"zstd_level=" + pick("1", "3", "9"),
 		"checksum=" + pick("xxh64", "crc32c"),
 		"mmap_reads=" + pick("true", "false"),
 		"optimize_filters_for_hits=" + pick("true", "false"),
