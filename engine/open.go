@@ -117,6 +117,9 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 	if lockCreated, err = d.lockAndLoad(); err != nil {
 		return nil, err
 	}
+	if err := d.checkMergeOperatorFile(); err != nil {
+		return nil, err
+	}
 	d.tables = newTableCache(d.fs, dirname, fileio.Options{
 		Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads,
 	}, d.cache, d.cacheID, d.stats, d.opts.MaxOpenFiles)

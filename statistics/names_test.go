@@ -21,7 +21,9 @@ func TestNames(t *testing.T) {
 		{VerifyChecksumReadBytes.String(), "shale.verify_checksum.read.bytes"},
 		{NumberRateLimiterDrains.String(), "shale.number.rate_limiter.drains"},
 		{TxnConflicts.String(), "shale.txn.conflicts"},
-		{Ticker(NumTickers).String(), "shale.ticker(72)"},
+		{Ticker(NumTickers).String(), "shale.ticker(74)"},
+		{MergeOperationTimeNanos.String(), "shale.merge.operation.time.nanos"},
+		{NumberMergeFailures.String(), "shale.number.merge.failures"},
 		{BloomFilterPrefixChecked.String(), "shale.bloom.filter.prefix.checked"},
 		{BloomFilterPrefixUseful.String(), "shale.bloom.filter.prefix.useful"},
 		{WALRecoveryDroppedBytes.String(), "shale.wal.recovery.dropped.bytes"},
@@ -47,7 +49,7 @@ func TestNames(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}
-	require.Equal(t, 72, int(NumTickers))
+	require.Equal(t, 74, int(NumTickers))
 	require.Equal(t, 28, int(NumHistograms))
 	require.Equal(t, NumHistograms, HistogramNone)
 
