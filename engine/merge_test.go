@@ -432,3 +432,81 @@ func TestMergeStatistics(t *testing.T) {
 var _ = errors.Is
 var _ = bytes.Equal
 var _ io.Closer
+
+// tableEntries lists every entry of every table of d's current version, as
+// "key#seq,KIND=value", level by level.
+func tableEntries(t *testing.T, d *database) []string {
+	t.Helper()
+	ctx := context.Background()
+	v := d.vs.Current()
+	defer v.Unref()
+	var out []string
+	for level, files := range v.Levels {
+		for _, f := range files {
+			ref, err := d.tables.Acquire(ctx, compactionReadEnv, f, level)
+			require.NoError(t, err)
+			it, err := ref.Reader.NewIter(ctx, compactionReadEnv, nil, nil)
+			require.NoError(t, err)
+			for kv := it.First(); kv != nil; kv = it.Next() {
+				out = append(out, fmt.Sprintf("L%d %s=%s", level, kv.K, kv.V))
+			}
+			require.NoError(t, it.Close())
+			ref.Release()
+		}
+	}
+	return out
+}
+
+// TestMergeCombined: a flush combines a key's operands into one (partial
+// merge: older tables may hold its base), and a compaction to the bottom
+// into a Set; a snapshot keeps the operands on either side of it apart, and
+// a range tombstone among them is left to the reads.
+func TestMergeCombined(t *testing.T) {
+	ctx := context.Background()
+	o := smallOptions(nil)
+	o.MergeOperator = StringAppendForTest()
+	o.DisableAutoCompactions = true
+	d, _ := openTestDB(t, o)
+	for i := range 5 {
+		require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("k"), fmt.Appendf(nil, "%d", i)))
+	}
+	require.NoError(t, d.Flush(ctx))
+	require.Equal(t, []string{`L0 "k"#5,MERGE=0,1,2,3,4`}, tableEntries(t, d))
+
+	require.NoError(t, d.Put(ctx, []byte("b"), []byte("base")))
+	require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("b"), []byte("x")))
+	s, err := d.NewSnapshot()
+	require.NoError(t, err)
+	require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("b"), []byte("y")))
+	require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("b"), []byte("z")))
+	require.NoError(t, d.Flush(ctx))
+	require.NoError(t, d.Compact(ctx, nil, nil))
+	got := tableEntries(t, d)
+	require.Equal(t, []string{`L6 "b"#9,MERGE=y,z`, `L6 "b"#7,SET=base,x`, `L6 "k"#5,SET=0,1,2,3,4`}, got)
+	v, err := d.Get(ctx, []byte("b"))
+	require.NoError(t, err)
+	require.Equal(t, "base,x,y,z", string(v))
+	require.NoError(t, s.Close())
+	// Without the snapshot, the next compaction of b merges all of it.
+	require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("b"), []byte("w")))
+	require.NoError(t, d.Flush(ctx))
+	require.NoError(t, d.Compact(ctx, nil, nil))
+	require.Equal(t, []string{`L6 "b"#10,SET=base,x,y,z,w`, `L6 "k"#5,SET=0,1,2,3,4`}, tableEntries(t, d))
+
+	// A range deletion between operands of one stripe: left as it is in
+	// the flush, the reads stop at it.
+	require.NoError(t, d.Put(ctx, []byte("r"), []byte("gone")))
+	require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("r"), []byte("gone too")))
+	require.NoError(t, d.deleteRangeImpl(ctx, writeOptions{}, []byte("q"), []byte("s")))
+	require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("r"), []byte("1")))
+	require.NoError(t, d.mergeImpl(ctx, writeOptions{}, []byte("r"), []byte("2")))
+	require.NoError(t, d.Flush(ctx))
+	v, err = d.Get(ctx, []byte("r"))
+	require.NoError(t, err)
+	require.Equal(t, "1,2", string(v))
+	require.NoError(t, d.Compact(ctx, nil, nil))
+	v, err = d.Get(ctx, []byte("r"))
+	require.NoError(t, err)
+	require.Equal(t, "1,2", string(v))
+	require.Contains(t, tableEntries(t, d), `L6 "r"#15,SET=1,2`)
+}
