@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"github.com/shaledb/shale/internal/merge"
 	"context"
+	"github.com/shaledb/shale/internal/merge"
 	"io"
 	"sync"
 	"sync/atomic"

@@ -31,7 +31,10 @@ func TestOneOwnerForInstallingAndDeleting(t *testing.T) {
 		"Remove": {"obsolete.go:removeObsoleteFile", "obsolete.go:removeAbandonedTable",
 			"obsolete.go:removeCreated", "open.go:removeLock", "checkpoint.go:abandon"},
 		// Setting a file aside, and a failed Open undoing it.
-		"Rename":             {"obsolete.go:setAside", "recovery.go:abandon"},
+		"Rename": {"obsolete.go:setAside", "recovery.go:abandon",
+			// Installing MERGE_OPERATOR, which names the merge operator
+			// and is never replaced: not a table, WAL or MANIFEST.
+			"merge.go:recordMergeOperator"},
 		"notifyTableDeleted": {"obsolete.go:removeObsoleteFile"},
 		"evict":              {"obsolete.go:deleteObsoleteFiles", "obsolete.go:removeAbandonedTable"},
 		// Unmarking a compaction's inputs.

@@ -115,7 +115,9 @@ func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base
 	c := statistics.GetCounts{Hit: statistics.NumTickers}
 	val, err := get(ctx, v, &env, key, seq, &c)
 	if err == errNeedMerge {
-		val, err = resolveMerge(ctx, v, env, key, seq)
+		// A copy, so that key does not escape on the common path: the
+		// merge path allocates anyway.
+		val, err = resolveMerge(ctx, v, env, bytes.Clone(key), seq)
 	}
 	if err == nil {
 		c.Found, c.Bytes = true, uint64(len(val.Data))

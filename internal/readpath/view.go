@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/shaledb/shale/internal/manifest"
-	"github.com/shaledb/shale/internal/merge"
 	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/merge"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/statistics"
 )
