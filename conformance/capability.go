@@ -27,6 +27,9 @@ type Capability struct {
 	BytesPerSecond int64
 	// Activity is Flush, Compaction or DBOpen, for BackgroundReads.
 	Activity ioctx.Activity
+	// MergeOperator names a merge operator by RocksDB's built-in name
+	// ("stringappend"), for MergeOperator.
+	MergeOperator string
 }
 
 // CapabilityKind says which capability a Capability is.
@@ -58,6 +61,12 @@ const (
 	// its files' metadata. It is a question, not a parameter: the answer
 	// carries no DSN parameter.
 	BackgroundReads
+	// MergeOperator: DB.Merge combines operands with the merge operator
+	// Capability.MergeOperator names, RocksDB's built-in one of that name
+	// (stringappend: the existing value and the operands joined with ',').
+	// Shale's engine: merge_operator. Asked only of a driver whose Merge
+	// is not ErrNotSupported.
+	MergeOperator
 )
 
 // String names the capability and its setting (a level, a rate, an
@@ -72,6 +81,8 @@ func (c Capability) String() string {
 		return fmt.Sprintf("RateLimit(%d bytes/s)", c.BytesPerSecond)
 	case BackgroundReads:
 		return fmt.Sprintf("BackgroundReads(%s)", c.Activity)
+	case MergeOperator:
+		return fmt.Sprintf("MergeOperator(%s)", c.MergeOperator)
 	}
 	return fmt.Sprintf("Capability(%d)", c.Kind)
 }
@@ -81,7 +92,8 @@ func (c Capability) String() string {
 // block_cache_size=0 and disable_auto_compactions=true, StatsLevel is
 // stats_level, RateLimit is rate_limit with rate_limit_mode=reads, and the
 // engine reads with activities Flush, Compaction and DBOpen in the
-// background. It is what a nil [Config.Capabilities] means. A driver that
+// background, and MergeOperator is merge_operator. It is what a nil
+// [Config.Capabilities] means. A driver that
 // rejects one of the keys skips the cases needing it, with a message naming
 // the capability and the key.
 func DSNCapabilities(c Capability) ([]driver.Param, error) {
@@ -99,6 +111,8 @@ func DSNCapabilities(c Capability) ([]driver.Param, error) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("shale's engine makes no background reads with activity %s", c.Activity)
+	case MergeOperator:
+		return []driver.Param{{Key: "merge_operator", Value: c.MergeOperator}}, nil
 	}
 	return nil, fmt.Errorf("unknown capability %s", c)
 }

@@ -180,6 +180,10 @@ var cases = []testCase{
 		"and about nothing outside it, and zero for an inverted range; DiskUsage is positive and grows by the bytes " +
 		"written and flushed; Property of an unknown name is ErrNotFound; each is skipped on ErrNotSupported",
 		testSizes},
+	{"Merge", "DB.Merge and Batch.Merge with the stringappend merge operator give the existing value and the " +
+		"operands joined with ',' (no existing value after a Delete, or for a new key) to Get, MultiGet, iterators " +
+		"both ways, snapshots (which keep what they saw) and transactions, across Flush, Compact and a reopen; a " +
+		"driver without merges (ErrNotSupported) writes nothing of a batch holding one", testMerge},
 	{"Concurrency", "goroutines mixing reads, writes, batches and flushes leave exactly the state the " +
 		"committed writes describe, and reads see only values that were written", testConcurrency},
 }
