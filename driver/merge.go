@@ -17,6 +17,13 @@ import (
 //
 // A driver that implements Merger but was not given a merge operator
 // returns an error matching ErrInvalidArgument from both.
+//
+// A [Tx] has no Merge: a transaction's reads answer its own writes from
+// the latest write of each key it buffered, and a merge would need the
+// key's committed value at the transaction's snapshot and every operand
+// since, merged on each read and checked again at commit. Read, modify and
+// Put inside the transaction, or merge outside it; its reads do see the
+// merged values of operands written by others.
 type Merger interface {
 	Merge(ctx context.Context, wo ioctx.WriteOptions, key, operand []byte) error
 }
