@@ -29,6 +29,8 @@ func (o op) apply(b *Batch) {
 		b.Set([]byte(o.key), []byte(o.value))
 	case base.KindRangeDelete:
 		b.DeleteRange([]byte(o.key), []byte(o.value))
+	case base.KindMerge:
+		b.Merge([]byte(o.key), []byte(o.value))
 	default:
 		b.Delete([]byte(o.key))
 	}
@@ -64,6 +66,9 @@ func readAll(t testing.TB, b *Batch) []op {
 }
 
 func set(k, v string) op { return op{base.KindSet, k, v} }
+
+// mrg is a merge operand v for k.
+func mrg(k, v string) op { return op{base.KindMerge, k, v} }
 func del(k string) op    { return op{base.KindDelete, k, ""} }
 
 // rdel is a range deletion of [start, end).
@@ -84,6 +89,8 @@ func TestRoundTrip(t *testing.T) {
 		{name: "long", seq: 1 << 40, ops: []op{set(long, long), del(long)}, len: 12 + (1 + 2 + 300 + 2 + 300) + (1 + 2 + 300)},
 		{name: "mixed", seq: 100, ops: []op{set("a", "1"), del("b"), set("a", "2"), set("c", "")}, len: 12 + 5 + 3 + 5 + 4},
 		{name: "max-seqnum", seq: base.MaxSeqNum - 1, ops: []op{set("a", "1"), del("a")}, len: 12 + 5 + 3},
+		{name: "merges", seq: 3, ops: []op{mrg("a", "1"), set("a", "2"), mrg("a", ""), del("a"), mrg("b", "x")},
+			len: 12 + 5 + 5 + 4 + 3 + 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := build(tc.seq, tc.ops...)
