@@ -103,6 +103,9 @@ func (d *database) checkMergeOperatorFile() error {
 // merge operand reaches the WAL: a database holding operands always names
 // their operator.
 func (d *database) recordMergeOperator() error {
+	if d.mergeRecorded.Load() {
+		return nil
+	}
 	d.mergeFileMu.Lock()
 	defer d.mergeFileMu.Unlock()
 	if d.mergeRecorded.Load() {
