@@ -5,6 +5,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/merge"
 	"github.com/shaledb/shale/internal/sstable"
@@ -157,7 +159,7 @@ func (it *Iterator) finishBackward() bool {
 
 // errNeedMerge is get's answer for a key whose newest visible entry is a
 // merge operand: Get resolves it with resolveMerge.
-var errNeedMerge = base.AssertionFailedf("readpath: the key's newest entry is a merge operand")
+var errNeedMerge = errors.New("readpath: the key's newest entry is a merge operand")
 
 // resolveMerge returns key's value at seq when its newest visible entry is a
 // merge operand, reading its entries with a one-key Iterator (whose seek and
