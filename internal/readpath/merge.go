@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/merge"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/statistics"
@@ -162,28 +163,116 @@ func (it *Iterator) finishBackward() bool {
 var errNeedMerge = errors.New("readpath: the key's newest entry is a merge operand")
 
 // resolveMerge returns key's value at seq when its newest visible entry is a
-// merge operand, reading its entries with a one-key Iterator (whose seek and
-// step tickers are not recorded: they are not the caller's). The value is a
-// copy the caller owns.
+// merge operand. It walks the sources in Get's order (memtables newest
+// first, then keyTables), reading every entry of key in each, newest first,
+// and collects the operands down to a Set (the base), a tombstone, an entry
+// a range tombstone covers (no base), or the last source. A covering range
+// tombstone of a source also ends the walk after that source: every older
+// source's entries of key are numbered below it. The value is a copy the
+// caller owns.
 func resolveMerge(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum) (Value, error) {
-	quiet := *v
-	quiet.Stats = nil
+	if v.Merge == nil {
+		return Value{}, merge.ErrNoOperator(key)
+	}
+	r := mergeResolver{key: key, seq: seq}
 	upper := append(append(make([]byte, 0, len(key)+1), key...), 0)
-	it := NewIterator(ctx, &quiet, env, seq, IterOptions{LowerBound: key, UpperBound: upper})
-	it.mg.stats = v.Stats
-	var val []byte
-	found := it.SeekGE(key)
-	if found {
-		val = bytes.Clone(it.Value())
-		if val == nil {
-			val = []byte{}
+	for _, m := range v.Mems {
+		var tseq base.SeqNum
+		if dels := m.RangeDeletions(); dels != nil {
+			tseq, _ = dels.Covering(key, seq)
+		}
+		it := m.NewIter(key, upper)
+		r.source(it, tseq)
+		_ = it.Close()
+		if r.done || tseq > 0 {
+			return r.finish(v)
 		}
 	}
-	if err := it.Close(); err != nil {
-		return Value{}, err
+	if v.Version != nil {
+		h := bloom.Hash(key)
+		tables := keyTables{levels: v.Version.Levels[:], key: key}
+		for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
+			if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
+				return Value{}, err
+			}
+			t, err := v.Tables.Acquire(ctx, env, f, level)
+			if err != nil {
+				return Value{}, errors.Wrapf(err, "readpath: Get: acquiring table %s", f.FileNum)
+			}
+			var tseq base.SeqNum
+			if dels := t.Reader.RangeDeletions(); dels != nil {
+				tseq, _ = dels.Covering(key, seq)
+			}
+			if tseq > 0 || t.Reader.MayContainKey(key, h) {
+				it, err := t.Reader.NewIter(ctx, env, key, upper)
+				if err == nil {
+					r.source(it, tseq)
+					err = it.Close()
+				}
+				if err != nil {
+					t.Release()
+					return Value{}, errors.Wrapf(err, "readpath: Get in table %s", f.FileNum)
+				}
+			}
+			t.Release()
+			if r.done || tseq > 0 {
+				break
+			}
+		}
 	}
-	if !found {
+	return r.finish(v)
+}
+
+// mergeResolver collects a key's operands for resolveMerge.
+type mergeResolver struct {
+	key     []byte
+	seq     base.SeqNum
+	m       iterMerge
+	baseVal []byte
+	hasBase bool
+	done    bool // a base, tombstone or covered entry ended the operands
+}
+
+// source reads one source's entries of the key, newest first; tseq is the
+// newest range tombstone of the source covering the key at seq (0: none).
+func (r *mergeResolver) source(it base.InternalIterator, tseq base.SeqNum) {
+	for kv := it.SeekGE(r.key); kv != nil && !r.done; kv = it.Next() {
+		if !bytes.Equal(kv.K.UserKey, r.key) {
+			break
+		}
+		s := kv.K.SeqNum()
+		if s > r.seq {
+			continue
+		}
+		if s < tseq {
+			r.done = true
+			break
+		}
+		switch kv.K.Kind() {
+		case base.KindMerge:
+			r.m.addOperand(kv.V)
+		case base.KindSet:
+			r.baseVal, r.hasBase, r.done = append(r.baseVal[:0], kv.V...), true, true
+		default:
+			r.done = true
+		}
+	}
+}
+
+// finish merges what was collected.
+func (r *mergeResolver) finish(v *View) (Value, error) {
+	if len(r.m.ends) == 0 {
+		// The newest entry was an operand when get looked: only a
+		// concurrent change of the view could leave none (it cannot).
+		if r.hasBase {
+			return Value{Data: r.baseVal}, nil
+		}
 		return Value{}, base.ErrNotFound
+	}
+	r.m.op, r.m.stats = v.Merge, v.Stats
+	val, err := r.m.full(r.key, r.baseVal, r.hasBase, true)
+	if err != nil {
+		return Value{}, err
 	}
 	return Value{Data: val}, nil
 }
