@@ -31,6 +31,9 @@ type Capability struct {
 	// kind, for PrefixFilters.
 	PrefixLen    int
 	PrefixCapped bool
+	// MergeOperator names a merge operator by RocksDB's built-in name
+	// ("stringappend"), for MergeOperator.
+	MergeOperator string
 }
 
 // CapabilityKind says which capability a Capability is.
@@ -73,6 +76,12 @@ const (
 	// extractor may differ between opens of one database. Shale's engine:
 	// prefix_extractor=fixed:N or capped:N.
 	PrefixFilters
+	// MergeOperator: DB.Merge combines operands with the merge operator
+	// Capability.MergeOperator names, RocksDB's built-in one of that name
+	// (stringappend: the existing value and the operands joined with ',').
+	// Shale's engine: merge_operator. Asked only of a driver whose Merge
+	// is not ErrNotSupported.
+	MergeOperator
 )
 
 // String names the capability and its setting (a level, a rate, an
@@ -89,17 +98,20 @@ func (c Capability) String() string {
 		return fmt.Sprintf("BackgroundReads(%s)", c.Activity)
 	case PrefixFilters:
 		return fmt.Sprintf("PrefixFilters(%s)", prefixExtractorName(c))
+	case MergeOperator:
+		return fmt.Sprintf("MergeOperator(%s)", c.MergeOperator)
 	}
 	return fmt.Sprintf("Capability(%d)", c.Kind)
 }
 
 // DSNCapabilities provides the capabilities with the DSN keys of shale's
 // engine, which the suite's model driver accepts as well (all but
-// prefix_extractor): ColdReads is block_cache_size=0 and
+// prefix_extractor and merge_operator): ColdReads is block_cache_size=0 and
 // disable_auto_compactions=true, StatsLevel is stats_level, RateLimit is
 // rate_limit with rate_limit_mode=reads, PrefixFilters is prefix_extractor,
-// and the engine reads with activities Flush, Compaction and DBOpen in the
-// background. It is what a nil [Config.Capabilities] means. A driver that
+// MergeOperator is merge_operator, and the engine reads with activities
+// Flush, Compaction and DBOpen in the background. It is what a nil
+// [Config.Capabilities] means. A driver that
 // rejects one of the keys skips the cases needing it, with a message naming
 // the capability and the key.
 func DSNCapabilities(c Capability) ([]driver.Param, error) {
@@ -119,6 +131,8 @@ func DSNCapabilities(c Capability) ([]driver.Param, error) {
 		return nil, fmt.Errorf("shale's engine makes no background reads with activity %s", c.Activity)
 	case PrefixFilters:
 		return []driver.Param{{Key: "prefix_extractor", Value: prefixExtractorName(c)}}, nil
+	case MergeOperator:
+		return []driver.Param{{Key: "merge_operator", Value: c.MergeOperator}}, nil
 	}
 	return nil, fmt.Errorf("unknown capability %s", c)
 }

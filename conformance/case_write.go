@@ -449,6 +449,9 @@ func (w *batchWriter) Put(k, v []byte) {
 func (w *batchWriter) Delete(k []byte) {
 	w.ops = append(w.ops, driver.Op{Kind: driver.OpDelete, Key: slices.Clone(k)})
 }
+func (w *batchWriter) Merge(k, v []byte) {
+	w.ops = append(w.ops, driver.Op{Kind: driver.OpMerge, Key: slices.Clone(k), Value: slices.Clone(v)})
+}
 func (w *batchWriter) DeleteRange(s, e []byte) {
 	w.ops = append(w.ops, driver.Op{Kind: driver.OpDeleteRange, Key: slices.Clone(s), Value: slices.Clone(e)})
 }

@@ -195,6 +195,10 @@ var cases = []testCase{
 		"nothing; with Config.WriteTable, ingested tables replace older values all at once, a snapshot taken " +
 		"before sees none of them, overlapping tables are refused, and later writes win; skipped on " +
 		"ErrNotSupported", testIngest},
+	{"Merge", "DB.Merge and Batch.Merge with the stringappend merge operator give the existing value and the " +
+		"operands joined with ',' (no existing value after a Delete, or for a new key) to Get, MultiGet, iterators " +
+		"both ways, snapshots (which keep what they saw) and transactions, across Flush, Compact and a reopen; a " +
+		"driver without merges (ErrNotSupported) writes nothing of a batch holding one", testMerge},
 	{"Concurrency", "goroutines mixing reads, writes, batches and flushes leave exactly the state the " +
 		"committed writes describe, and reads see only values that were written", testConcurrency},
 }

@@ -302,6 +302,14 @@
 //     that a table given twice (overlapping itself) is refused, ingests both
 //     (an older key replaced, new keys added), that a snapshot taken before
 //     sees none of it, and that a later Put wins.
+//   - Merge (driver.Merger, capability MergeOperator): a driver whose
+//     Merge is ErrNotSupported writes nothing of a batch holding a merge,
+//     and the case is skipped; otherwise, with merge_operator=stringappend,
+//     DB.Merge and Batch.Merge give the existing value and the operands
+//     joined with ',' (none after a Delete or for a new key; an empty
+//     operand counts) to Get, MultiGet, scans both ways and bounded, a
+//     snapshot (which keeps what it saw), a transaction, across Flush,
+//     Compact and a reopen.
 //   - Concurrency: four goroutines mix puts, deletes, batches, transactions
 //     (if available), Gets (reading their own writes), MultiGets, bounded
 //     scans and Flushes (if available) on keys of their own; every value

@@ -37,6 +37,8 @@ type Batch struct {
 	// among them, which the façade checks against the driver's
 	// capabilities before writing anything.
 	n, ranges int
+	// merges is the number of merge operands, checked as ranges are.
+	merges int
 }
 
 // minBatchChunk is the first chunk's size; chunks double up to
@@ -59,6 +61,10 @@ const (
 	// OpDeleteRange removes every key k with Key <= k < Value, or every
 	// key k >= Key when Value is nil.
 	OpDeleteRange
+	// OpMerge is a merge operand: Value is merged into Key's value by the
+	// driver's merge operator (see [DB.Merge]). Only a driver that
+	// implements [Merger] receives it.
+	OpMerge
 )
 
 // opDeleteRangeOpen encodes an OpDeleteRange without an end, which has no
@@ -66,7 +72,7 @@ const (
 // Value (an encoded empty end would read back as an empty, non-nil one).
 const opDeleteRangeOpen OpKind = 0x80 | OpDeleteRange
 
-// String returns "Put", "Delete" or "DeleteRange".
+// String returns "Put", "Delete", "DeleteRange" or "Merge".
 func (k OpKind) String() string {
 	switch k {
 	case OpPut:
@@ -75,6 +81,8 @@ func (k OpKind) String() string {
 		return "Delete"
 	case OpDeleteRange:
 		return "DeleteRange"
+	case OpMerge:
+		return "Merge"
 	}
 	return "OpKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -87,6 +95,8 @@ func (k OpKind) String() string {
 //     start, never nil; Value the exclusive end, nil for "after every key";
 //     Key < Value when Value is not nil). Only a driver that implements
 //     [RangeDeleter] receives it.
+//   - OpMerge: a merge operand Value for Key (a non-nil Value, empty for an
+//     empty operand). Only a driver that implements [Merger] receives it.
 //
 // The slices point into the batch: they stay valid as the batch grows, until
 // its Reset (for a driver: only until Write returns), must not be modified,
@@ -100,6 +110,14 @@ type Op struct {
 // value writes an empty value.
 func (b *Batch) Put(key, value []byte) {
 	b.append(OpPut, key, value)
+}
+
+// Merge appends a merge operand for key (see [DB.Merge]). It copies both.
+// Writing a batch that holds a merge to a driver without merges fails with
+// an error matching ErrNotSupported, and writes nothing.
+func (b *Batch) Merge(key, operand []byte) {
+	b.append(OpMerge, key, operand)
+	b.merges++
 }
 
 // Delete appends a deletion of key. It copies key.
@@ -138,7 +156,7 @@ func (b *Batch) Reset() {
 	clear(b.chunks) // drop the earlier chunks
 	b.chunks = b.chunks[:0]
 	b.data = b.data[:0]
-	b.size, b.n, b.ranges = 0, 0, 0
+	b.size, b.n, b.ranges, b.merges = 0, 0, 0, 0
 }
 
 // hasRangeDeletes reports whether the batch holds a range deletion.
@@ -219,6 +237,7 @@ type BatchWriter interface {
 	Put(key, value []byte)
 	Delete(key []byte)
 	DeleteRange(start, end []byte)
+	Merge(key, operand []byte)
 }
 
 // Replay calls w's method for each write of the batch, in order. The slices
@@ -236,6 +255,8 @@ func (b *Batch) Replay(w BatchWriter) {
 			w.Delete(op.Key)
 		case OpDeleteRange:
 			w.DeleteRange(op.Key, op.Value)
+		case OpMerge:
+			w.Merge(op.Key, op.Value)
 		}
 	}
 }

@@ -73,6 +73,7 @@ type connState struct {
 	verifier     Verifier
 	txBeginner   TxBeginner
 	rangeDeleter RangeDeleter
+	merger       Merger
 	walSyncer    WALSyncer
 	snapshotter  Snapshotter
 	checkpointer Checkpointer
@@ -191,6 +192,7 @@ func (db *DB) runConnect(ctx context.Context, a *connectAttempt) {
 		cs.verifier, _ = c.(Verifier)
 		cs.txBeginner, _ = c.(TxBeginner)
 		cs.rangeDeleter, _ = c.(RangeDeleter)
+		cs.merger, _ = c.(Merger)
 		cs.walSyncer, _ = c.(WALSyncer)
 		cs.snapshotter, _ = c.(Snapshotter)
 		cs.checkpointer, _ = c.(Checkpointer)
@@ -615,6 +617,9 @@ func (db *DB) write(ctx context.Context, sess *Conn, b *Batch) error {
 	}
 	if b.hasRangeDeletes() && cs.rangeDeleter == nil {
 		return errNoRangeDelBatch
+	}
+	if b.merges > 0 && cs.merger == nil {
+		return errNoMergeBatch
 	}
 	return cs.conn.Write(ctx, writeOptions(ctx, sess), b)
 }

@@ -121,6 +121,8 @@ func FuzzBatch(f *testing.F) {
 	f.Add([]byte{2, 0xff, 1, 'a', 2, 1, 0})   // DeleteRange(nil, "a"), DeleteRange(x, "") dropped
 	f.Add([]byte{2, 1, 1, 'c', 'b', 1, 1, 0}) // inverted, then a Delete
 	f.Add(bytes.Repeat([]byte{0, 200, 200}, 40))
+	f.Add([]byte{3, 1, 1, 'k', '1', 3, 1, 0, 'k', 0, 1, 1, 'k', '2'}) // Merge, an empty Merge, Put
+	f.Add(bytes.Repeat([]byte{3, 200, 200}, 20))
 	f.Fuzz(func(t *testing.T, script []byte) {
 		if len(script) > 4096 {
 			return
@@ -142,7 +144,7 @@ func FuzzBatch(f *testing.F) {
 		}
 		for i := 0; i+2 < len(script) && len(want) < 300; i += 3 {
 			k, v := take(script[i+1]), take(script[i+2])
-			switch script[i] % 3 {
+			switch script[i] % 4 {
 			case 0:
 				b.Put(k, v)
 				want = append(want, Op{Kind: OpPut, Key: nonNil(k), Value: nonNil(v)})
@@ -154,6 +156,9 @@ func FuzzBatch(f *testing.F) {
 				if v == nil || bytes.Compare(k, v) < 0 {
 					want = append(want, Op{Kind: OpDeleteRange, Key: nonNil(k), Value: v})
 				}
+			case 3:
+				b.Merge(k, v)
+				want = append(want, Op{Kind: OpMerge, Key: nonNil(k), Value: nonNil(v)})
 			}
 		}
 		check := func(b *Batch, how string) {

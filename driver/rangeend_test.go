@@ -186,8 +186,9 @@ func TestBatchDeleteRangeNilEnds(t *testing.T) {
 // nilRecorder records Replay's calls, showing a nil end as <nil>.
 type nilRecorder struct{ ops []string }
 
-func (r *nilRecorder) Put(_, _ []byte) { r.ops = append(r.ops, "Put") }
-func (r *nilRecorder) Delete(_ []byte) { r.ops = append(r.ops, "Delete") }
+func (r *nilRecorder) Put(_, _ []byte)   { r.ops = append(r.ops, "Put") }
+func (r *nilRecorder) Delete(_ []byte)   { r.ops = append(r.ops, "Delete") }
+func (r *nilRecorder) Merge(_, _ []byte) { r.ops = append(r.ops, "Merge") }
 func (r *nilRecorder) DeleteRange(s, e []byte) {
 	end := string(e)
 	if e == nil {

@@ -155,8 +155,9 @@ func TestBatchReadBack(t *testing.T) {
 // opRecorder is a BatchWriter that records what it receives.
 type opRecorder struct{ ops []string }
 
-func (r *opRecorder) Put(k, v []byte) { r.ops = append(r.ops, fmt.Sprintf("Put %s %s", k, v)) }
-func (r *opRecorder) Delete(k []byte) { r.ops = append(r.ops, fmt.Sprintf("Delete %s", k)) }
+func (r *opRecorder) Put(k, v []byte)   { r.ops = append(r.ops, fmt.Sprintf("Put %s %s", k, v)) }
+func (r *opRecorder) Delete(k []byte)   { r.ops = append(r.ops, fmt.Sprintf("Delete %s", k)) }
+func (r *opRecorder) Merge(k, v []byte) { r.ops = append(r.ops, fmt.Sprintf("Merge %s %s", k, v)) }
 func (r *opRecorder) DeleteRange(s, e []byte) {
 	r.ops = append(r.ops, fmt.Sprintf("DeleteRange %s %s", s, e))
 }

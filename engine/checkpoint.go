@@ -152,6 +152,9 @@ func (cp *checkpoint) run(ctx context.Context) error {
 		// Every write is in a table: the checkpoint replays no WAL.
 		logNum = 0
 	}
+	if err := cp.copyMergeOperatorFile(); err != nil {
+		return err
+	}
 	e.SetLogNumber(logNum)
 	e.SetNextFileNumber(maxNum + 1)
 	e.SetLastSeqNum(lastSeq)

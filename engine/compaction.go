@@ -139,6 +139,8 @@ func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (out
 	// each output taking those below the next output's first key.
 	dels := rangedel.New(tombstones)
 	ci.SetRangeDels(dels)
+	// Merge operands are combined where no snapshot can tell.
+	mi := compact.NewMergeIter(ci, d.opts.MergeOperator, d.stats, dels)
 	splitter := compact.NewRangeDelSplitter(dels, snapshots, c.Bottommost)
 	// tw is the output being written, if any. Every output is in outputs
 	// from its creation, so a failure deletes them all, finished or not,
@@ -179,7 +181,7 @@ func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (out
 		d.stats.RecordTick(statistics.CompactWriteBytes, out.meta.Size)
 		return nil
 	}
-	for kv := ci.First(); kv != nil; kv = ci.Next() {
+	for kv := mi.First(); kv != nil; kv = mi.Next() {
 		if err := ctx.Err(); err != nil {
 			return outputs, errors.Wrap(err, "engine: compaction cancelled")
 		}

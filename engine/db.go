@@ -43,6 +43,10 @@ type database struct {
 	opts    Options // resolved
 	fs      vfs.FS
 	stats   *statistics.Statistics
+	// mergeRecorded says MERGE_OPERATOR names the merge operator;
+	// mergeFileMu serializes its writing (see recordMergeOperator).
+	mergeRecorded atomic.Bool
+	mergeFileMu   sync.Mutex
 	// ownedLimiter is the rate limiter the database created from
 	// Options.RateLimit (also opts.RateLimiter), closed with the database.
 	ownedLimiter *ratelimit.Generic

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/shaledb/shale/internal/merge"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -223,7 +224,13 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batc
 	// The façade's encoding is the engine's records without the header:
 	// size the batch once instead of growing it.
 	b.b.Grow(db.Size())
+	b.checker, _ = c.db.opts.MergeOperator.(merge.OperandChecker)
 	db.Replay(b)
+	if b.merges > 0 {
+		if err := c.db.prepareMerges(ctx, b); err != nil {
+			return err
+		}
+	}
 	return c.db.writeOpts(ctx, &b.b, wo, nil)
 }
 

@@ -315,6 +315,20 @@ var dsnKeys = []dsnKey{
 		get: func(c *Options) string { return c.PrefixExtractor.String() },
 	},
 	{
+		name: "merge_operator", doc: "RocksDB's merge_operator, one of its built-in ones: none, stringappend " +
+			"(operands joined with ','), stringappend:DELIM (joined with DELIM), uint64add (8-byte little-endian " +
+			"counters) or max (bytewise largest); recorded by the first merge and checked at every open",
+		parse: func(c *Options, v string) error {
+			op, err := ParseMergeOperator(v)
+			if err != nil {
+				return err
+			}
+			c.MergeOperator = op
+			return nil
+		},
+		get: func(c *Options) string { return mergeOperatorName(c.MergeOperator) },
+	},
+	{
 		name: "checksum", doc: "block checksum: xxh64 or crc32c",
 		parse: func(c *Options, v string) error {
 			switch v {

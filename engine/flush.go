@@ -30,7 +30,9 @@ func (d *database) flushMemTable(
 	// for the unbounded one, clamped; the points they cover are dropped by
 	// compactions, which see every source.
 	dels := d.clampRangeDels(mem, pending)
-	tw, err := d.writeTableFrom(ctx, it, dels.Fragments(), ioctx.PriorityHigh)
+	// Merge operands are combined where no snapshot can tell.
+	mi := compact.NewMergeIter(it, d.opts.MergeOperator, d.stats, dels)
+	tw, err := d.writeTableFrom(ctx, mi, dels.Fragments(), ioctx.PriorityHigh)
 	if err = errors.CombineErrors(err, it.Close()); err == nil && tw != nil {
 		err = d.openAndCheckTable(ctx, tw.meta, 0, activity, ioctx.PriorityTotal)
 	}

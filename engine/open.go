@@ -124,7 +124,11 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 		d.tables.cacheIndexAndFilterBlocks = d.opts.CacheIndexAndFilterBlocks
 	}
 	if d.opts.Secondary {
-		// No LOCK, no recovery, no background work: see secondary.go.
+		// No LOCK, no recovery, no background work: see secondary.go. The
+		// merge operator is checked as a primary's open checks it.
+		if err := d.checkMergeOperatorFile(); err != nil {
+			return nil, err
+		}
 		newTables()
 		if err := d.openSecondary(); err != nil {
 			return nil, err
@@ -132,6 +136,9 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 		return d, nil
 	}
 	if lockCreated, err = d.lockAndLoad(); err != nil {
+		return nil, err
+	}
+	if err := d.checkMergeOperatorFile(); err != nil {
 		return nil, err
 	}
 	newTables()

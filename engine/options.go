@@ -362,6 +362,12 @@ type Options struct {
 	// the tables holding no key of its prefix (see [PrefixExtractor]).
 	// Default none.
 	PrefixExtractor PrefixExtractor
+	// MergeOperator combines the operands of driver.DB.Merge into values
+	// (DSN merge_operator; see [MergeOperator] and
+	// [ParseMergeOperator]). Default none: a merge fails with
+	// ErrInvalidArgument. A database that holds merge operands must be
+	// opened with an operator of the same name.
+	MergeOperator MergeOperator
 	// ChecksumType of new blocks. Default XXH64.
 	ChecksumType ChecksumType
 	// DisableFileChecksums stops recording each table's whole-file CRC32C in

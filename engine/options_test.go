@@ -39,6 +39,9 @@ func TestFormatDSNRoundTripsEveryKey(t *testing.T) {
 		MetadataBlockSize: 8 << 10, HighPriorityPoolRatio: -1, BlockCacheOnGoHeap: true,
 		MaxManifestFileSize: 1 << 20, ParanoidFileChecks: true,
 	}
+	var err error
+	o.MergeOperator, err = ParseMergeOperator("stringappend:; &")
+	require.NoError(t, err)
 	dsn := FormatDSN("/a b/db", o)
 	for _, row := range DSNKeys() {
 		switch row[0] {
@@ -51,6 +54,7 @@ func TestFormatDSNRoundTripsEveryKey(t *testing.T) {
 	dir, again, err := ParseDSN(dsn)
 	require.NoError(t, err, dsn)
 	require.Equal(t, "/a b/db", dir)
+	require.Equal(t, "stringappend:; &", again.MergeOperator.Name())
 	require.Equal(t, o, again, dsn)
 
 	// Typed-only fields have no DSN form.

@@ -34,7 +34,10 @@ func TestOneOwnerForInstallingAndDeleting(t *testing.T) {
 			"tablewriter.go:remove"},
 		// Setting a file aside, and a failed Open undoing it; an ingest
 		// naming its linked table (a .dbtmp Open deletes until then).
-		"Rename":             {"obsolete.go:setAside", "recovery.go:abandon", "ingest.go:link"},
+		"Rename": {"obsolete.go:setAside", "recovery.go:abandon", "ingest.go:link",
+			// Installing MERGE_OPERATOR, which names the merge operator
+			// and is never replaced: not a table, WAL or MANIFEST.
+			"merge.go:recordMergeOperator"},
 		"notifyTableDeleted": {"obsolete.go:removeObsoleteFile"},
 		// A secondary deletes nothing: it closes the tables no version of
 		// its own names any more (the primary deleted them, or will).

@@ -208,6 +208,9 @@ func (d *database) updateReadStateLocked() {
 		mems = append(mems, d.mu.imm[i])
 	}
 	rs := newReadState(mems, d.vs.Current(), d.tables, d.stats)
+	if op := d.opts.MergeOperator; op != nil {
+		rs.view.Merge = op
+	}
 	if old := d.readState.Swap(rs); old != nil {
 		old.unref()
 	}

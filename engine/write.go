@@ -11,6 +11,7 @@ import (
 	"github.com/shaledb/shale/internal/batch"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/merge"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
@@ -30,6 +31,12 @@ import (
 // written.
 type writeBatch struct {
 	b batch.Batch
+	// merges counts the merge operands; mergeErr is the first one
+	// checker (the merge operator's CheckOperand, nil without one)
+	// refused. See prepareMerges.
+	merges   int
+	mergeErr error
+	checker  merge.OperandChecker
 }
 
 // newWriteBatch returns an empty batch.
@@ -48,7 +55,10 @@ func (b *writeBatch) Count() int { return int(b.b.Count()) }
 func (b *writeBatch) Len() int { return b.b.Len() }
 
 // Reset empties the batch for reuse.
-func (b *writeBatch) Reset() { b.b.Reset() }
+func (b *writeBatch) Reset() {
+	b.b.Reset()
+	b.merges, b.mergeErr, b.checker = 0, nil, nil
+}
 
 // writeOptions control one write: ioctx's, so the driver façade's resolved
 // options pass through unchanged.

@@ -159,12 +159,15 @@ func (s *Statistics) Export() Export {
 
 // TimeUnit returns the unit of a ticker that counts time: time.Microsecond
 // for StallMicros, ReadAsyncMicros and DBMutexWaitMicros (the tickers whose
-// names end in ".micros"), 0 for the others, which count events or bytes.
+// names end in ".micros"), time.Nanosecond for MergeOperationTimeNanos, 0
+// for the others, which count events or bytes.
 // Exporters use it to convert to seconds.
 func (t Ticker) TimeUnit() time.Duration {
 	switch t {
 	case StallMicros, ReadAsyncMicros, DBMutexWaitMicros:
 		return time.Microsecond
+	case MergeOperationTimeNanos:
+		return time.Nanosecond
 	}
 	return 0
 }

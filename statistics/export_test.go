@@ -204,8 +204,11 @@ func TestHistogramSnapshotConcurrent(t *testing.T) {
 func TestTimeUnits(t *testing.T) {
 	for tk := range NumTickers {
 		want := time.Duration(0)
-		if strings.HasSuffix(tk.String(), ".micros") {
+		switch {
+		case strings.HasSuffix(tk.String(), ".micros"):
 			want = time.Microsecond
+		case strings.HasSuffix(tk.String(), ".nanos"):
+			want = time.Nanosecond
 		}
 		require.Equal(t, want, tk.TimeUnit(), "%s", tk)
 	}

@@ -124,6 +124,15 @@ const (
 	// ticker for them.
 	IngestBytes
 	IngestFiles
+	// MergeOperationTimeNanos is the time spent in the merge operator's
+	// FullMerge, by reads and by flushes and compactions (RocksDB's
+	// MERGE_OPERATION_TOTAL_TIME, rocksdb.merge.operation.time.nanos);
+	// NumberMergeFailures counts the FullMerge calls that failed
+	// (NUMBER_MERGE_FAILURES, rocksdb.number.merge.failures). Time is
+	// measured only from LevelExceptTimeForMutex up, as RocksDB's
+	// detailed timers are.
+	MergeOperationTimeNanos
+	NumberMergeFailures
 
 	// NumTickers bounds the tickers; arrays indexed by Ticker have this
 	// length.
@@ -207,6 +216,8 @@ var tickerNames = [NumTickers]string{
 	BloomFilterPrefixUseful:   "shale.bloom.filter.prefix.useful",
 	IngestBytes:               "shale.ingest.bytes",
 	IngestFiles:               "shale.ingest.files",
+	MergeOperationTimeNanos:   "shale.merge.operation.time.nanos",
+	NumberMergeFailures:       "shale.number.merge.failures",
 }
 
 // String returns the ticker's name, "shale." plus RocksDB's suffix, for

@@ -21,9 +21,11 @@ func TestNames(t *testing.T) {
 		{VerifyChecksumReadBytes.String(), "shale.verify_checksum.read.bytes"},
 		{NumberRateLimiterDrains.String(), "shale.number.rate_limiter.drains"},
 		{TxnConflicts.String(), "shale.txn.conflicts"},
-		{Ticker(NumTickers).String(), "shale.ticker(74)"},
+		{Ticker(NumTickers).String(), "shale.ticker(76)"},
 		{IngestBytes.String(), "shale.ingest.bytes"},
 		{IngestFiles.String(), "shale.ingest.files"},
+		{MergeOperationTimeNanos.String(), "shale.merge.operation.time.nanos"},
+		{NumberMergeFailures.String(), "shale.number.merge.failures"},
 		{BloomFilterPrefixChecked.String(), "shale.bloom.filter.prefix.checked"},
 		{BloomFilterPrefixUseful.String(), "shale.bloom.filter.prefix.useful"},
 		{WALRecoveryDroppedBytes.String(), "shale.wal.recovery.dropped.bytes"},
@@ -49,7 +51,7 @@ func TestNames(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}
-	require.Equal(t, 74, int(NumTickers))
+	require.Equal(t, 76, int(NumTickers))
 	require.Equal(t, 28, int(NumHistograms))
 	require.Equal(t, NumHistograms, HistogramNone)
 

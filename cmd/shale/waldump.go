@@ -130,6 +130,12 @@ func (d *walDumper) dump(fs vfs.FS, name string) error {
 				} else {
 					fmt.Fprintf(d.w, "  PUT %s (%d bytes)\n", formatKey(key, d.hex), len(value))
 				}
+			case base.KindMerge:
+				if d.values {
+					fmt.Fprintf(d.w, "  MERGE %s = %s\n", formatKey(key, d.hex), d.value(value))
+				} else {
+					fmt.Fprintf(d.w, "  MERGE %s (%d bytes)\n", formatKey(key, d.hex), len(value))
+				}
 			case base.KindDelete:
 				fmt.Fprintf(d.w, "  DEL %s\n", formatKey(key, d.hex))
 			case base.KindRangeDelete:

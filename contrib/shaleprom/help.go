@@ -100,6 +100,8 @@ var tickerSpecs = map[statistics.Ticker]spec{
 	statistics.BloomFilterPrefixUseful:   {"shale_bloom_filter_prefix_useful_total", "Prefix-filter checks answered \"not here\", letting the iterator skip the table."},
 	statistics.IngestBytes:               {"shale_ingest_bytes_total", "Bytes of the table files that ingests (DB.Ingest, a bulk load) added to the database."},
 	statistics.IngestFiles:               {"shale_ingest_files_total", "Table files that ingests (DB.Ingest, a bulk load) added to the database."},
+	statistics.MergeOperationTimeNanos:   {"shale_merge_operation_seconds_total", "Time spent in the merge operator's FullMerge, by reads and by flushes and compactions, in seconds (measured from stats_level except_time_for_mutex up)."},
+	statistics.NumberMergeFailures:       {"shale_merge_failures_total", "FullMerge calls of the merge operator that failed (a read of the key returns the error; a compaction keeps the operands)."},
 }
 
 // histogramSpecs are the histograms. Time histograms are in seconds; the

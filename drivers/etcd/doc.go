@@ -100,6 +100,18 @@
 // silently being durable. WriteOptions.RateLimiterPriority changes nothing
 // (the rate limiter charges reads only).
 //
+// # Merge
+//
+// The driver does not implement driver.Merger: DB.Merge, and DB.Write of a
+// batch holding a merge (driver.Batch.Merge), return an error matching
+// driver.ErrNotSupported and write nothing. etcd has no merge operands: a
+// merge would be a read-modify-write of the key in a Txn guarded by its
+// mod revision, retried on conflict, which is atomic but costs a round trip
+// per attempt and livelocks under contention on a hot key, the case merge
+// operators exist for; and the operator would have to be configured, and
+// recorded in the namespace, for every client of it to apply the same one.
+// A client that wants it writes that loop itself with BeginTx.
+//
 // # Snapshots and checkpoints
 //
 // NewSnapshot reads the current revision (one linearizable read) and pins

@@ -18,7 +18,8 @@ const MaxSeqNum SeqNum = 1<<56 - 1
 // String formats the sequence number in decimal.
 func (s SeqNum) String() string { return strconv.FormatUint(uint64(s), 10) }
 
-// Kind is the kind of an internal key: a value or a tombstone.
+// Kind is the kind of an internal key: a value, a merge operand or a
+// tombstone.
 //
 // These constants are part of the file format, and should not be changed.
 type Kind uint8
@@ -29,12 +30,19 @@ const (
 	KindDelete Kind = 0
 	// KindSet carries a value.
 	KindSet Kind = 1
+	// KindMerge carries a merge operand (RocksDB's kTypeMerge, also 2):
+	// the value of the user key is the merge operator's combination of the
+	// operands above the newest Set or tombstone below them (or none).
+	// Every entry of a user key has its own sequence number, so a
+	// Merge never shares a trailer's sequence number with a Set or a
+	// Delete of its key: its kind only has to sort within KindMax.
+	KindMerge Kind = 2
 
 	// KindMax is the largest point kind: the kinds that live in the
 	// point-key order (memtable skiplist, table data blocks). A search key
 	// (userKey, seq, KindMax) sorts before every entry of userKey at seq, so
 	// seeking to it finds the newest entry visible at seq.
-	KindMax = KindSet
+	KindMax = KindMerge
 
 	// KindRangeDelete is a range tombstone: every key in [start, end) with a
 	// lower sequence number is deleted (RocksDB's kTypeRangeDeletion). It is
@@ -48,13 +56,15 @@ const (
 	kindInvalid Kind = 0xFF
 )
 
-// String returns "DEL", "SET", "RANGEDEL" or "INVALID".
+// String returns "DEL", "SET", "MERGE", "RANGEDEL" or "INVALID".
 func (k Kind) String() string {
 	switch k {
 	case KindDelete:
 		return "DEL"
 	case KindSet:
 		return "SET"
+	case KindMerge:
+		return "MERGE"
 	case KindRangeDelete:
 		return "RANGEDEL"
 	}

@@ -55,6 +55,11 @@ func (b *Batch) ensureHeader() {
 // or longer, which the encoding cannot represent.
 func (b *Batch) Set(key, value []byte) { b.appendTwoFields(base.KindSet, key, value) }
 
+// Merge appends a merge operand for key (RocksDB's Merge): a record of
+// kind base.KindMerge with the operand as its value. The batch copies both.
+// It panics if key or operand is 4 GiB or longer.
+func (b *Batch) Merge(key, operand []byte) { b.appendTwoFields(base.KindMerge, key, operand) }
+
 // Delete appends a record that deletes key. The batch copies key. It panics
 // if key is 4 GiB or longer.
 func (b *Batch) Delete(key []byte) {
@@ -201,8 +206,10 @@ func (b *Batch) unretain(n int) {
 }
 
 // HasValue reports whether records of kind carry a second field: the value
-// of a Set, the end key of a range deletion.
-func HasValue(kind base.Kind) bool { return kind == base.KindSet || kind == base.KindRangeDelete }
+// of a Set, the operand of a Merge, the end key of a range deletion.
+func HasValue(kind base.Kind) bool {
+	return kind == base.KindSet || kind == base.KindMerge || kind == base.KindRangeDelete
+}
 
 func checkFieldLen(n int) {
 	if uint64(n) > maxFieldLen {
@@ -467,7 +474,7 @@ type record struct {
 func decodeRecord(data []byte, off int, num uint32) (record, error) {
 	rec := record{kind: base.Kind(data[off])}
 	if rec.kind != base.KindSet && rec.kind != base.KindDelete && rec.kind != base.KindRangeDelete &&
-		rec.kind != kindRangeDeleteOpen {
+		rec.kind != kindRangeDeleteOpen && rec.kind != base.KindMerge {
 		return record{}, base.CorruptionErrorf("batch: record %d at offset %d: unknown kind %d", num, off, data[off])
 	}
 	var err error

@@ -29,6 +29,8 @@ func (o op) apply(b *Batch) {
 		b.Set([]byte(o.key), []byte(o.value))
 	case base.KindRangeDelete:
 		b.DeleteRange([]byte(o.key), []byte(o.value))
+	case base.KindMerge:
+		b.Merge([]byte(o.key), []byte(o.value))
 	default:
 		b.Delete([]byte(o.key))
 	}
@@ -64,6 +66,9 @@ func readAll(t testing.TB, b *Batch) []op {
 }
 
 func set(k, v string) op { return op{base.KindSet, k, v} }
+
+// mrg is a merge operand v for k.
+func mrg(k, v string) op { return op{base.KindMerge, k, v} }
 func del(k string) op    { return op{base.KindDelete, k, ""} }
 
 // rdel is a range deletion of [start, end).
@@ -84,6 +89,8 @@ func TestRoundTrip(t *testing.T) {
 		{name: "long", seq: 1 << 40, ops: []op{set(long, long), del(long)}, len: 12 + (1 + 2 + 300 + 2 + 300) + (1 + 2 + 300)},
 		{name: "mixed", seq: 100, ops: []op{set("a", "1"), del("b"), set("a", "2"), set("c", "")}, len: 12 + 5 + 3 + 5 + 4},
 		{name: "max-seqnum", seq: base.MaxSeqNum - 1, ops: []op{set("a", "1"), del("a")}, len: 12 + 5 + 3},
+		{name: "merges", seq: 3, ops: []op{mrg("a", "1"), set("a", "2"), mrg("a", ""), del("a"), mrg("b", "x")},
+			len: 12 + 5 + 5 + 4 + 3 + 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := build(tc.seq, tc.ops...)
@@ -175,7 +182,8 @@ func TestSetReprCorruption(t *testing.T) {
 		{"missing-second", cat(header(1, 2), []byte{0, 1, 'a'}), "counts 2 records but the data ends after 1, at offset 15"},
 		{"trailing-bytes", cat(header(1, 1), []byte{0, 1, 'a', 9, 9}), "2 unexpected bytes at offset 15 after the last of 1 records"},
 		{"trailing-after-empty", cat(header(1, 0), []byte{0}), "1 unexpected bytes at offset 12"},
-		{"unknown-kind", cat(header(1, 1), []byte{2, 1, 'a'}), "record 0 at offset 12: unknown kind 2"},
+		{"unknown-kind", cat(header(1, 1), []byte{3, 1, 'a'}), "record 0 at offset 12: unknown kind 3"},
+		{"merge-no-operand", cat(header(1, 1), []byte{2, 1, 'a'}), "record 0: value length at offset 15: truncated varint"},
 		{"kind-0xff", cat(header(1, 2), []byte{0, 1, 'a', 0xff}), "record 1 at offset 15: unknown kind 255"},
 		{"no-key-length", cat(header(1, 1), []byte{1}), "record 0: key length at offset 13: truncated varint"},
 		{"truncated-key-length", cat(header(1, 1), []byte{1, 0x80}), "key length at offset 13: truncated varint"},

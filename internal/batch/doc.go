@@ -17,11 +17,12 @@
 //
 //	Set:                  kind=0x01 | varint32 key length | key | varint32 value length | value
 //	Delete:               kind=0x00 | varint32 key length | key
+//	Merge:                kind=0x02 | varint32 key length | key | varint32 operand length | operand
 //	DeleteRange:          kind=0x0F | varint32 start length | start | varint32 end length | end
 //	DeleteRange, no end:  kind=0x1F | varint32 start length | start
 //
 // where kind is the base.Kind byte (base.KindSet, base.KindDelete,
-// base.KindRangeDelete), or 0x1F, which exists only here, and
+// base.KindMerge, base.KindRangeDelete), or 0x1F, which exists only here, and
 // varint32 is an unsigned LEB128 varint of at most 5 bytes whose value fits
 // in 32 bits. An encoding is valid when it has exactly count records, no
 // bytes after the last one, and seqnum+count-1 <= base.MaxSeqNum; anything

@@ -26,6 +26,9 @@ func FuzzBatchDecode(f *testing.F) {
 	// Unbounded range deletions (an empty end): every key from the start.
 	f.Add(build(7, set("a", "1"), set("m", "2"), rdel("b", ""), set("z", "3")).Repr())
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x0F, 1, 'a', 0})
+	f.Add(build(9, mrg("a", "1"), set("a", "2"), mrg("a", ""), del("a"), mrg("b", "x")).Repr())
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x02, 1, 'a', 1, 'b'})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x02, 1, 'a'})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var b Batch

@@ -157,8 +157,9 @@ func (x *Index) Len() int {
 }
 
 // Get returns the latest write to key in the batch. found is false when the
-// batch does not write key; otherwise kind is base.KindSet with the value, or
-// base.KindDelete with a nil value. A key that a range deletion covers, and
+// batch does not write key; otherwise kind is base.KindSet with the value,
+// base.KindMerge with the latest operand (the engine's transactions, the
+// index's user, write none), or base.KindDelete with a nil value. A key that a range deletion covers, and
 // that the batch did not write again after it, is found as a Delete. The value points into the batch's buffer:
 // it must not be modified, and it is valid until the batch is Reset or given
 // another encoding.
@@ -174,7 +175,7 @@ func (x *Index) Get(key []byte) (value []byte, kind base.Kind, found bool) {
 		return nil, 0, false
 	}
 	e := &x.latest[i]
-	if e.kind == base.KindSet {
+	if e.kind == base.KindSet || e.kind == base.KindMerge {
 		value = x.b.data[e.valOff : e.valOff+e.valLen : e.valOff+e.valLen]
 	}
 	return value, e.kind, true
@@ -254,7 +255,7 @@ func (it *IndexIter) at(i int) *base.InternalKV {
 	e := &it.entries[i]
 	it.kv.K = base.MakeInternalKey(it.data[e.keyOff:e.keyOff+e.keyLen:e.keyOff+e.keyLen], IndexSeqNum, e.kind)
 	it.kv.V = nil
-	if e.kind == base.KindSet {
+	if e.kind == base.KindSet || e.kind == base.KindMerge {
 		it.kv.V = it.data[e.valOff : e.valOff+e.valLen : e.valOff+e.valLen]
 	}
 	return &it.kv

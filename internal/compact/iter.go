@@ -32,6 +32,12 @@ type Stats struct {
 // entry. So of the entries of a user key in one stripe, only the newest can
 // be seen; the others are dropped (Stats.DroppedNewerEntry).
 //
+// A merge operand (KindMerge) applies to the entries below it: when the
+// newest kept entry of a stripe is one, the next entry of the stripe is
+// kept too, as if it were the newest, and so on down to a Set, a tombstone
+// or the end of the stripe. The operands themselves are combined by the
+// merge step of the caller, not here.
+//
 // A tombstone is dropped when it is the newest entry of the oldest stripe
 // ([0, s1], or all sequence numbers when there are no snapshots) and elide
 // reports that no file below the compaction holds its key: every reader
@@ -54,6 +60,10 @@ type Iter struct {
 	prevTrailer uint64 // trailer of the last entry of key that was read
 	stripe      int    // stripe of the last entry of key kept or dropped as newer
 	skipKey     bool   // the rest of key is obsolete: its tombstone was dropped
+	// mergeOpen says the last entry of key kept is a merge operand: the
+	// older entries of its stripe are what it applies to, so the next one
+	// is kept as if it were the newest of the stripe.
+	mergeOpen bool
 
 	// rangeDels are the compaction's range tombstones, nil when none.
 	rangeDels *rangedel.Set
@@ -121,13 +131,13 @@ func (i *Iter) next(kv *base.InternalKV) *base.InternalKV {
 				i.stats.DroppedObsolete++
 				continue
 			}
-			if stripe == i.stripe {
+			if stripe == i.stripe && !i.mergeOpen {
 				i.prevTrailer = kv.K.Trailer
 				i.stats.DroppedNewerEntry++
 				continue
 			}
 		}
-		i.prevTrailer, i.stripe = kv.K.Trailer, stripe
+		i.prevTrailer, i.stripe, i.mergeOpen = kv.K.Trailer, stripe, false
 		// kv is the newest entry of key in its stripe.
 		if stripe == 0 && kv.K.Kind() == base.KindDelete && i.elide != nil && i.elide(i.key) {
 			i.skipKey = true
@@ -140,6 +150,7 @@ func (i *Iter) next(kv *base.InternalKV) *base.InternalKV {
 			i.stats.DroppedObsolete++
 			continue
 		}
+		i.mergeOpen = kv.K.Kind() == base.KindMerge
 		return kv
 	}
 	return nil

@@ -121,8 +121,11 @@ var rules = []rule{
 	{prefix: "internal/memtable", allowed: []string{"internal/base", "internal/batch", "internal/invariants", "internal/rangedel"}},
 	{prefix: "internal/manifest", allowed: []string{"internal/base", "internal/crc", "vfs", "internal/wal",
 		"internal/invariants"}},
+	// The merge operators time their merges into the statistics, as the
+	// file reader times its reads; compaction combines operands with them.
+	{prefix: "internal/merge", allowed: []string{"internal/base", "internal/invariants", "statistics"}},
 	{prefix: "internal/compact", allowed: []string{"internal/base", "internal/manifest", "internal/invariants",
-		"internal/rangedel"}},
+		"internal/rangedel", "internal/merge", "statistics"}},
 	{prefix: "internal/fileio", allowed: []string{"internal/base", "internal/errclass", "internal/iobatch", "vfs", "internal/invariants", "ioctx",
 		"ratelimit", "statistics"}},
 	{prefix: "internal/sstable/block", allowed: []string{"internal/base", "internal/checksum", "internal/compress",

@@ -209,7 +209,7 @@ func (bm *batchMem) getEntry(key []byte, seq base.SeqNum) (value []byte, kind ba
 	if !bytes.Equal(k, key) {
 		return nil, 0, 0, false
 	}
-	if kind != base.KindSet {
+	if kind == base.KindDelete {
 		v = nil
 	}
 	return v, kind, bm.seqOf(e), true
@@ -221,7 +221,7 @@ func (bm *batchMem) set(kv *base.InternalKV, pos int) {
 	kind, key, value := batch.DecodeAt(bm.data, uint32(e))
 	kv.K = base.MakeInternalKey(key, bm.seqOf(e), kind)
 	kv.V = nil
-	if kind == base.KindSet {
+	if kind != base.KindDelete {
 		kv.V = value
 	}
 }

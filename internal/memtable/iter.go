@@ -167,7 +167,7 @@ func (it *Iter) set(off uint32) {
 	it.nd = off
 	it.kv.K = base.InternalKey{UserKey: a.bytes(nd.keyOffset, nd.keySize), Trailer: nd.trailer}
 	it.kv.V = nil
-	if base.Kind(nd.trailer&0xff) == base.KindSet {
+	if base.Kind(nd.trailer&0xff) != base.KindDelete {
 		it.kv.V = a.bytes(nd.keyOffset+nd.keySize, nd.valueSize)
 	}
 }

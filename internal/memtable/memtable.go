@@ -230,7 +230,7 @@ func (m *MemTable) checkWritable() error {
 }
 
 func checkEntry(seq base.SeqNum, kind base.Kind) error {
-	if kind != base.KindSet && kind != base.KindDelete {
+	if kind != base.KindSet && kind != base.KindDelete && kind != base.KindMerge {
 		return base.InvalidArgumentf("memtable: unknown kind %d", kind)
 	}
 	if seq > base.MaxSeqNum {
@@ -436,8 +436,8 @@ func ApplyBound(b *batch.Batch) uint64 {
 
 // Get returns the newest entry of key with a sequence number <= seq (a seq
 // above base.MaxSeqNum means all of them). found is false when there is none;
-// otherwise kind is base.KindSet with the value (non-nil, even when empty) or
-// base.KindDelete with a nil value. The value points into the arena: it must
+// otherwise kind is base.KindSet with the value (non-nil, even when empty),
+// base.KindMerge with the operand, or base.KindDelete with a nil value. The value points into the arena: it must
 // not be modified, and it is valid as long as the memtable is alive.
 func (m *MemTable) Get(key []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool) {
 	value, kind, _, found = m.GetEntry(key, seq)
@@ -460,7 +460,7 @@ func (m *MemTable) GetEntry(key []byte, seq base.SeqNum) (value []byte, kind bas
 	}
 	kind = base.Kind(nd.trailer & 0xff)
 	entrySeq = base.SeqNum(nd.trailer >> 8)
-	if kind != base.KindSet {
+	if kind == base.KindDelete {
 		return nil, kind, entrySeq, true
 	}
 	return m.arena.bytes(nd.keyOffset+nd.keySize, nd.valueSize), kind, entrySeq, true

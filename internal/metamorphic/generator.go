@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // GenOptions size a generated history.
@@ -152,6 +153,10 @@ func (g *generator) write(obj string, opts bool) {
 		wo = g.writeOpt()
 	}
 	switch r := g.rng.IntN(10); {
+	case r < 2 && !strings.HasPrefix(obj, "t"):
+		// Transactions have no Merge.
+		g.vals++
+		g.emit(obj, "merge", append([]string{g.key(), "m" + strconv.Itoa(g.vals)}, wo...)...)
 	case r < 6:
 		g.emit(obj, "put", append([]string{g.key(), g.value()}, wo...)...)
 	case r < 9:

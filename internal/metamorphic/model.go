@@ -24,7 +24,7 @@ type model struct {
 
 // mwrite is one write of a batch or transaction.
 type mwrite struct {
-	kind byte // 'p' put, 'd' delete, 'r' range deletion
+	kind byte // 'p' put, 'd' delete, 'r' range deletion, 'm' merge
 	a, b string
 }
 
@@ -88,6 +88,13 @@ func apply(m map[string]string, ws []mwrite) {
 		switch w.kind {
 		case 'p':
 			m[w.a] = w.b
+		case 'm':
+			// The stringappend operator every configuration opens with.
+			if v, ok := m[w.a]; ok {
+				m[w.a] = v + "," + w.b
+			} else {
+				m[w.a] = w.b
+			}
 		case 'd':
 			delete(m, w.a)
 		case 'r':
@@ -137,6 +144,11 @@ func parseWrite(o Op) (mwrite, string, error) {
 			return mwrite{}, "", errors.Newf("%q: want key and value", o.String())
 		}
 		return mwrite{'p', args[0], string(ValueBytes(args[1]))}, wo, nil
+	case "merge":
+		if len(args) != 2 {
+			return mwrite{}, "", errors.Newf("%q: want key and operand", o.String())
+		}
+		return mwrite{'m', args[0], string(ValueBytes(args[1]))}, wo, nil
 	case "del":
 		if len(args) != 1 {
 			return mwrite{}, "", errors.Newf("%q: want a key", o.String())
@@ -277,7 +289,7 @@ func (m *model) Exec(o Op) (string, error) {
 
 func (m *model) execDB(o Op) (string, error) {
 	switch o.Name {
-	case "put", "del", "delrange":
+	case "put", "del", "delrange", "merge":
 		w, _, err := parseWrite(o)
 		if err != nil {
 			return "", err

@@ -17,9 +17,10 @@ import (
 // empty for the database), an operation name and its arguments. Its String
 // is the line, and ParseOp reads it back.
 //
-//	put K V [sync|nowal]     del K [W]      delrange S E [W]
+//	put K V [sync|nowal]     del K [W]      delrange S E [W]      merge K V [W]
 //	get K                    multiget K...  scan
 //	batch bN                 bN.put K V     bN.del K     bN.delrange S E   bN.write [W]
+//	                         bN.merge K V
 //	snap sN                  sN.get K       sN.multiget K...   sN.scan      sN.close
 //	begin tN [W]             tN.put K V     tN.del K     tN.delrange S E   tN.get K
 //	                         tN.multiget K...   tN.scan  tN.commit   tN.rollback

@@ -51,10 +51,9 @@ func newRunner(cfg Config, dir string) (*runner, error) {
 }
 
 func (r *runner) dsn(dir string) string {
-	if r.cfg.DSN == "" {
-		return dir
-	}
-	return dir + "?" + r.cfg.DSN
+	// Every configuration merges with stringappend, which the model
+	// applies (see mwrite).
+	return dir + "?" + with(r.cfg.DSN, "merge_operator=stringappend")
 }
 
 func (r *runner) open() error {
@@ -264,7 +263,7 @@ func (r *runner) execIter(o Op, it *driver.Iterator) (string, error) {
 
 func (r *runner) execDB(o Op) (string, error) {
 	switch o.Name {
-	case "put", "del", "delrange":
+	case "put", "del", "delrange", "merge":
 		w, wo, err := parseWrite(o)
 		if err != nil {
 			return "", err
@@ -273,6 +272,8 @@ func (r *runner) execDB(o Op) (string, error) {
 		switch w.kind {
 		case 'p':
 			err = r.db.Put(ctx, []byte(w.a), []byte(w.b))
+		case 'm':
+			err = r.db.Merge(ctx, []byte(w.a), []byte(w.b))
 		case 'd':
 			err = r.db.Delete(ctx, []byte(w.a))
 		case 'r':
@@ -397,6 +398,8 @@ func (r *runner) execBatch(o Op, b *driver.Batch) (string, error) {
 	switch w.kind {
 	case 'p':
 		b.Put([]byte(w.a), []byte(w.b))
+	case 'm':
+		b.Merge([]byte(w.a), []byte(w.b))
 	case 'd':
 		b.Delete([]byte(w.a))
 	case 'r':

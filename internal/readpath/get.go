@@ -114,6 +114,11 @@ func (h *holder) unref() {
 func Get(ctx context.Context, v *View, env sstable.ReadEnv, key []byte, seq base.SeqNum, timer *statistics.GetTimer) (Value, error) {
 	c := statistics.GetCounts{Hit: statistics.NumTickers}
 	val, err := get(ctx, v, &env, key, seq, &c)
+	if err == errNeedMerge {
+		// A copy, so that key does not escape on the common path: the
+		// merge path allocates anyway.
+		val, err = resolveMerge(ctx, v, env, bytes.Clone(key), seq)
+	}
 	if err == nil {
 		c.Found, c.Bytes = true, uint64(len(val.Data))
 	}
@@ -144,6 +149,9 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 			continue
 		}
 		c.MemtableHit = true
+		if kind == base.KindMerge {
+			return Value{}, errNeedMerge
+		}
 		if kind != base.KindSet {
 			return Value{}, base.ErrNotFound
 		}
@@ -245,6 +253,10 @@ func getFromTable(
 	case !found:
 		t.Release()
 		return Value{}, false, nil
+	case kind == base.KindMerge:
+		pin.Release()
+		t.Release()
+		return Value{}, true, errNeedMerge
 	case kind != base.KindSet:
 		pin.Release()
 		t.Release()

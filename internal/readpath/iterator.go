@@ -149,6 +149,10 @@ type Iterator struct {
 	err    error
 	closed bool
 
+	// mg is the merge state: the operator, and what resolving a key's
+	// operands needs (see merge.go).
+	mg iterMerge
+
 	// Local tickers, added to stats at Close.
 	nNext, nNextFound, nPrev, nPrevFound, bytesRead uint64
 }
@@ -165,6 +169,7 @@ type Iterator struct {
 // leaves out the memtables that are empty when it is created.
 func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
 	it := &Iterator{stats: v.Stats, seq: seq}
+	it.mg.op, it.mg.stats = v.Merge, v.Stats
 	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
 	if opts.FilterPrefix != nil && opts.PrefixExtractorName != "" {
 		it.prefix = &prefixCheck{name: opts.PrefixExtractorName, prefix: bytes.Clone(opts.FilterPrefix),
@@ -301,7 +306,14 @@ func (it *Iterator) Next() bool {
 		// is usually already the next key's visible value, which is shown
 		// without findNext's loop and checks.
 		it.keyBuf = append(it.keyBuf[:0], it.key...)
-		kv := it.iter.Next()
+		var kv *base.InternalKV
+		if it.mg.ahead {
+			// A merged key was shown: the merged iterator already
+			// stands past the entries that made it.
+			kv, it.mg.ahead = it.mg.aheadKV, false
+		} else {
+			kv = it.iter.Next()
+		}
 		if kv != nil && kv.K.SeqNum() <= it.seq && kv.K.Kind() == base.KindSet &&
 			bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
 			it.key, it.value = kv.K.UserKey, kv.V
@@ -382,7 +394,7 @@ func (it *Iterator) first() bool {
 	if it.err != nil {
 		return false
 	}
-	it.dir = forward
+	it.dir, it.mg.ahead = forward, false
 	return it.findNext(it.iter.First(), false)
 }
 
@@ -390,7 +402,7 @@ func (it *Iterator) last() bool {
 	if it.err != nil {
 		return false
 	}
-	it.dir = reverse
+	it.dir, it.mg.ahead = reverse, false
 	return it.findPrev(it.iter.Last())
 }
 
@@ -402,7 +414,7 @@ func (it *Iterator) seekGE(key []byte) bool {
 		key = it.lower
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
-	it.dir = forward
+	it.dir, it.mg.ahead = forward, false
 	return it.findNext(it.iter.SeekGE(it.seekBuf), false)
 }
 
@@ -414,7 +426,7 @@ func (it *Iterator) seekLT(key []byte) bool {
 		key = it.upper
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
-	it.dir = reverse
+	it.dir, it.mg.ahead = reverse, false
 	return it.findPrev(it.iter.SeekLT(it.seekBuf))
 }
 
@@ -454,7 +466,18 @@ func (it *Iterator) prev() bool {
 	// step back before all of its versions.
 	it.dir = reverse
 	it.keyBuf = append(it.keyBuf[:0], it.key...)
-	kv := it.iter.Prev()
+	var kv *base.InternalKV
+	switch {
+	case !it.mg.ahead:
+		kv = it.iter.Prev()
+	case it.mg.aheadKV == nil:
+		// Resolving a merged key ran the merged iterator off the end,
+		// where it must not be stepped: start again from the last entry.
+		kv = it.iter.Last()
+	default:
+		kv = it.iter.Prev()
+	}
+	it.mg.ahead = false
 	for kv != nil && bytes.Compare(kv.K.UserKey, it.keyBuf) >= 0 {
 		kv = it.iter.Prev()
 	}
@@ -489,6 +512,10 @@ func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
 				it.pos = posValid
 				return true
 			}
+		case base.KindMerge:
+			if !skipping || bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+				return it.mergeForward(kv)
+			}
 		default:
 			return it.fail(base.CorruptionErrorf("readpath: iterator: entry %s has an unknown kind", kv.K))
 		}
@@ -515,16 +542,21 @@ func (it *Iterator) findPrev(kv *base.InternalKV) bool {
 		if kv.K.SeqNum() > it.seq {
 			continue
 		}
-		if kind == base.KindSet && bytes.Compare(kv.K.UserKey, it.keyBuf) < 0 {
+		if kind != base.KindDelete && bytes.Compare(kv.K.UserKey, it.keyBuf) < 0 {
 			// The first visible entry of a key before the one found.
 			break
 		}
+		prevKind := kind
 		switch kind = kv.K.Kind(); kind {
 		case base.KindDelete:
 			it.keyBuf, it.valBuf = it.keyBuf[:0], it.valBuf[:0]
 		case base.KindSet:
 			it.keyBuf = append(it.keyBuf[:0], kv.K.UserKey...)
 			it.valBuf = append(it.valBuf[:0], kv.V...)
+		case base.KindMerge:
+			// Entries of one key come oldest first: an operand applies
+			// to the value or operands below it (prevKind), if any.
+			it.mergeBackward(kv, prevKind)
 		default:
 			return it.fail(base.CorruptionErrorf("readpath: iterator: entry %s has an unknown kind", kv.K))
 		}
@@ -535,7 +567,10 @@ func (it *Iterator) findPrev(kv *base.InternalKV) bool {
 			return it.fail(err)
 		}
 	}
-	if kind != base.KindSet {
+	if kind == base.KindMerge && !it.finishBackward() {
+		return false
+	}
+	if kind == base.KindDelete {
 		return it.exhausted(posBeforeStart)
 	}
 	it.key, it.value = it.keyBuf, it.valBuf
@@ -558,6 +593,7 @@ func (it *Iterator) fail(err error) bool {
 		it.err = err
 	}
 	it.pos, it.key, it.value, it.ikv = posNone, nil, nil, nil
+	it.mg.ahead = false
 	return false
 }
 

@@ -69,6 +69,7 @@ func MultiGet(ctx context.Context, v *View, env sstable.ReadEnv, keys [][]byte, 
 	ms.env = env
 	ms.prepare(keys)
 	err := ms.lookup(ctx, v, &ms.env, seq)
+	ms.resolveMerges(ctx, v, seq)
 	found, n := ms.fill(out, err)
 	ms.reset()
 	mgStates.Put(ms)
@@ -90,6 +91,7 @@ const (
 	keyFound                   // value holds the value
 	keyAbsent                  // a tombstone hides it
 	keyFailed                  // err says why
+	keyMerge                   // its newest entry is a merge operand: resolveMerges
 )
 
 // mgKey is one distinct key of a MultiGet.
@@ -180,6 +182,8 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 			}
 			if kind == base.KindSet {
 				k.state, k.value = keyFound, Value{Data: data}
+			} else if kind == base.KindMerge {
+				k.state = keyMerge
 			} else {
 				k.state = keyAbsent
 			}
@@ -347,6 +351,9 @@ func (ms *mgState) finish(ctx context.Context) error {
 				mk.Pin.Release()
 				k.state = keyAbsent
 			case !mk.Found:
+			case mk.Kind == base.KindMerge:
+				mk.Pin.Release()
+				k.state = keyMerge
 			case mk.Kind != base.KindSet:
 				mk.Pin.Release()
 				k.state = keyAbsent
@@ -404,4 +411,24 @@ func (ms *mgState) fill(out []Result, callErr error) (found, n uint64) {
 		}
 	}
 	return found, n
+}
+
+// resolveMerges gives each key whose newest entry is a merge operand its
+// merged value (or failure), as Get does.
+func (ms *mgState) resolveMerges(ctx context.Context, v *View, seq base.SeqNum) {
+	for i := range ms.keys {
+		k := &ms.keys[i]
+		if k.state != keyMerge {
+			continue
+		}
+		val, err := resolveMerge(ctx, v, ms.env, k.key, seq)
+		switch {
+		case err == nil:
+			k.state, k.value = keyFound, val
+		case errors.Is(err, base.ErrNotFound):
+			k.state = keyAbsent
+		default:
+			k.state, k.err = keyFailed, err
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/merge"
 	"github.com/shaledb/shale/internal/sstable"
 	"github.com/shaledb/shale/statistics"
 )
@@ -27,6 +28,10 @@ type View struct {
 	// nothing. Tickers of the layers below (block cache, bloom filter, file
 	// reads) go to the statistics those layers were opened with.
 	Stats *statistics.Statistics
+	// Merge combines merge operands (KindMerge entries) into values; nil
+	// when the database has no merge operator, and then a read that meets
+	// an operand fails (see errNoMergeOperator).
+	Merge merge.Operator
 }
 
 // TableSource gives access to open table readers. The engine's table cache

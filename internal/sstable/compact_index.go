@@ -43,8 +43,15 @@ const (
 )
 
 // elidedTrailer is the trailer that the compact form does not store: that
-// of the Writer's shortened separators, MakeTrailer(MaxSeqNum, KindMax).
-const elidedTrailer = uint64(base.MaxSeqNum)<<8 | uint64(base.KindMax)
+// of the Writer's shortened separators, MakeTrailer(MaxSeqNum,
+// separatorKind).
+const elidedTrailer = uint64(base.MaxSeqNum)<<8 | uint64(separatorKind)
+
+// separatorKind is the kind in a shortened separator's trailer: KindSet,
+// which was KindMax until merge operands came (KindMerge). A shortened
+// separator's user key is no entry's, so its kind orders it against no
+// entry; it stays KindSet so that tables keep their bytes.
+const separatorKind = base.KindSet
 
 // sepTrailerStored, set in offs[i+1] of the compact form, says that
 // separator i's stored bytes end with its trailer. The offsets proper are

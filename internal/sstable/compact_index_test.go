@@ -196,7 +196,7 @@ func TestCompactIndexMatchesWide(t *testing.T) {
 				out = append(out, base.MakeInternalKey(uk[:], base.SeqNum(k+1), base.KindSet).Append(nil))
 				continue
 			}
-			out = append(out, base.MakeInternalKey(uk[:3], base.MaxSeqNum, base.KindMax).Append(nil))
+			out = append(out, base.MakeInternalKey(uk[:3], base.MaxSeqNum, separatorKind).Append(nil))
 		}
 		slices.SortFunc(out, base.CompareEncoded)
 		return out

@@ -29,7 +29,7 @@
 // last(block i) <= k < first(block i+1): when the two blocks' user keys
 // allow a physically shorter user key u between them (LevelDB's
 // FindShortestSeparator: the first differing byte of last(block i) plus
-// one), k is (u, MaxSeqNum, KindMax), the smallest internal key of u;
+// one), k is (u, MaxSeqNum, KindSet), below every entry of u;
 // otherwise k is last(block i). The last block's key is built the same way
 // from LevelDB's FindShortSuccessor of its last user key. The value is the
 // data block's block.Handle. So the first index entry >= a search key names

@@ -19,7 +19,7 @@ import (
 func partFormSeps() [][]byte {
 	var seps [][]byte
 	for i := range 150 {
-		seps = append(seps, base.MakeInternalKey(largeKey(make([]byte, 16), 1_000_000+15*i, 0), base.MaxSeqNum, base.KindMax).Append(nil))
+		seps = append(seps, base.MakeInternalKey(largeKey(make([]byte, 16), 1_000_000+15*i, 0), base.MaxSeqNum, separatorKind).Append(nil))
 	}
 	return seps
 }

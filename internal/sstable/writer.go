@@ -658,11 +658,11 @@ func (w *Writer) successor(a []byte) []byte {
 }
 
 // shortKey returns the internal key (prefix with its last byte incremented,
-// MaxSeqNum, KindMax): the smallest internal key of that user key.
+// MaxSeqNum, separatorKind): below every entry of that user key.
 func (w *Writer) shortKey(prefix []byte) []byte {
 	w.sepBuf = append(w.sepBuf[:0], prefix...)
 	w.sepBuf[len(w.sepBuf)-1]++
-	w.sepBuf = binary.LittleEndian.AppendUint64(w.sepBuf, base.MakeTrailer(base.MaxSeqNum, base.KindMax))
+	w.sepBuf = binary.LittleEndian.AppendUint64(w.sepBuf, base.MakeTrailer(base.MaxSeqNum, separatorKind))
 	return w.sepBuf
 }
 

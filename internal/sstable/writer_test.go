@@ -426,7 +426,7 @@ func TestSeparator(t *testing.T) {
 		return base.MakeInternalKey([]byte(uk), seq, base.KindSet).Append(nil)
 	}
 	short := func(uk string) string {
-		return base.MakeInternalKey([]byte(uk), base.MaxSeqNum, base.KindMax).String()
+		return base.MakeInternalKey([]byte(uk), base.MaxSeqNum, separatorKind).String()
 	}
 	str := func(b []byte) string { k, _ := base.DecodeInternalKey(b); return k.String() }
 	var w Writer

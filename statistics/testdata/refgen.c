@@ -196,7 +196,8 @@ static const char* tickers[] = {
     "rate.limiter.requests.write", "rate.limiter.bytes.write", "rate.limiter.delayed.requests.write",
     "wal.recovery.dropped.records", "wal.recovery.dropped.bytes", "block.cache.index.miss",
     "block.cache.filter.miss", "block.cache.filter.hit", "bloom.filter.prefix.checked",
-    "bloom.filter.prefix.useful", "ingest.bytes", "ingest.files"};
+    "bloom.filter.prefix.useful", "ingest.bytes", "ingest.files", "merge.operation.time.nanos",
+    "number.merge.failures"};
 static const char* histograms[] = {
     "db.get.micros", "db.write.micros", "compaction.times.micros", "table.open.io.micros",
     "db.multiget.micros", "db.seek.micros", "db.write.stall", "sst.read.micros",
