@@ -40,6 +40,10 @@ type Properties struct {
 	// RocksDB's rocksdb.prefix.extractor.name); empty when none (the
 	// property is then not written).
 	PrefixExtractorName string
+	// ComparerName names the table's key order (shale.comparator,
+	// RocksDB's rocksdb.comparator); empty for the default bytewise order
+	// (the property is then not written, so such tables keep their bytes).
+	ComparerName string
 }
 
 // propKind says how a property's value is encoded.
@@ -54,6 +58,7 @@ const (
 	propChecksum    // checksum.Type name
 	propCompression // compress.Type name
 	propPrefixName  // Properties.PrefixExtractorName, omitted when empty
+	propComparer    // Properties.ComparerName, omitted when empty
 )
 
 // property describes one stored property; u points at the field of a
@@ -71,6 +76,7 @@ var properties = [...]property{
 	{"shale.block.size", propUint, func(p *Properties) *uint64 { return &p.BlockSize }},
 	{"shale.bloom.bits.per.key", propUint, func(p *Properties) *uint64 { return &p.BloomBitsPerKey }},
 	{"shale.checksum.type", propChecksum, nil},
+	{"shale.comparator", propComparer, nil},
 	{"shale.compression", propCompression, nil},
 	{"shale.data.size", propUint, func(p *Properties) *uint64 { return &p.DataSize }},
 	{"shale.filter.size", propUint, func(p *Properties) *uint64 { return &p.FilterSize }},
@@ -110,6 +116,8 @@ func (p *Properties) omitted(prop *property) bool {
 		return *prop.u(p) == 0
 	case propPrefixName:
 		return p.PrefixExtractorName == ""
+	case propComparer:
+		return p.ComparerName == ""
 	}
 	return false
 }
@@ -122,6 +130,8 @@ func (p *Properties) appendValue(dst []byte, prop *property) []byte {
 		return append(dst, p.Compression.String()...)
 	case propPrefixName:
 		return append(dst, p.PrefixExtractorName...)
+	case propComparer:
+		return append(dst, p.ComparerName...)
 	}
 	return binary.AppendUvarint(dst, *prop.u(p))
 }
@@ -177,6 +187,8 @@ func decodeProperties(data []byte) (Properties, error) {
 			p.Compression = t
 		case propPrefixName:
 			p.PrefixExtractorName = string(val)
+		case propComparer:
+			p.ComparerName = string(val)
 		default:
 			v, n := binary.Uvarint(val)
 			if n <= 0 || n != len(val) {
@@ -217,6 +229,8 @@ func (p *Properties) String() string {
 			sb.WriteString(p.Compression.String())
 		case propPrefixName:
 			sb.WriteString(p.PrefixExtractorName)
+		case propComparer:
+			sb.WriteString(p.ComparerName)
 		default:
 			sb.WriteString(strconv.FormatUint(*prop.u(p), 10))
 		}
