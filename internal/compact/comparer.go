@@ -1,0 +1,7 @@
+package compact
+
+import "github.com/shaledb/shale/internal/base"
+
+// SetCompare tells the Iter its input's user-key order (bytewise when nil),
+// against which it checks the input's order.
+func (i *Iter) SetCompare(cmp base.Compare) { i.cmp = cmp }
