@@ -119,6 +119,7 @@ type Iterator struct {
 	stats        *statistics.Statistics
 	seq          base.SeqNum
 	lower, upper []byte
+	cmp          base.Compare // v.Cmp
 	// prefix is the prefix filter question of IterOptions.FilterPrefix,
 	// asked of each table as NewIterator adds it; nil when none.
 	prefix *prefixCheck
@@ -164,7 +165,7 @@ type Iterator struct {
 // when seq is a sequence number the engine has published: the Iterator
 // leaves out the memtables that are empty when it is created.
 func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
-	it := &Iterator{stats: v.Stats, seq: seq}
+	it := &Iterator{stats: v.Stats, seq: seq, cmp: v.Cmp}
 	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
 	if opts.FilterPrefix != nil && opts.PrefixExtractorName != "" {
 		it.prefix = &prefixCheck{name: opts.PrefixExtractorName, prefix: bytes.Clone(opts.FilterPrefix),
@@ -174,7 +175,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	n := 0
 	if vers := v.Version; vers != nil {
 		for _, f := range vers.Levels[0] {
-			if overlapsBounds(f, it.lower, it.upper) {
+			if overlapsBounds(it.cmp, f, it.lower, it.upper) {
 				n++
 			}
 		}
@@ -196,7 +197,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	}
 	if vers := v.Version; vers != nil {
 		for i, f := range vers.Levels[0] {
-			if overlapsBounds(f, it.lower, it.upper) {
+			if overlapsBounds(it.cmp, f, it.lower, it.upper) {
 				it.addLevel(ctx, v, env, 0, vers.Levels[0][i:i+1])
 			}
 		}
@@ -223,6 +224,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 		it.iter = children[0]
 	} else {
 		it.merged.Init(children...)
+		it.merged.SetCompare(it.cmp)
 		it.iter = &it.merged
 	}
 	return it
@@ -233,7 +235,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 func (it *Iterator) addLevel(ctx context.Context, v *View, env sstable.ReadEnv, level int, files []*manifest.FileMetadata) {
 	it.levels = append(it.levels, levelIter{})
 	l := &it.levels[len(it.levels)-1]
-	l.init(ctx, env, v.Tables, level, files, it.lower, it.upper)
+	l.init(ctx, env, v.Tables, level, files, it.lower, it.upper, it.cmp)
 	if it.prefix != nil {
 		l.files = it.prefix.prune(ctx, v, env, level, l.files)
 	}
@@ -303,7 +305,7 @@ func (it *Iterator) Next() bool {
 		it.keyBuf = append(it.keyBuf[:0], it.key...)
 		kv := it.iter.Next()
 		if kv != nil && kv.K.SeqNum() <= it.seq && kv.K.Kind() == base.KindSet &&
-			bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+			base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) > 0 {
 			it.key, it.value = kv.K.UserKey, kv.V
 			ok = true
 		} else {
@@ -398,7 +400,7 @@ func (it *Iterator) seekGE(key []byte) bool {
 	if it.err != nil {
 		return false
 	}
-	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+	if it.lower != nil && base.CompareUser(it.cmp, key, it.lower) < 0 {
 		key = it.lower
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
@@ -410,7 +412,7 @@ func (it *Iterator) seekLT(key []byte) bool {
 	if it.err != nil {
 		return false
 	}
-	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+	if it.upper != nil && base.CompareUser(it.cmp, key, it.upper) > 0 {
 		key = it.upper
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
@@ -455,7 +457,7 @@ func (it *Iterator) prev() bool {
 	it.dir = reverse
 	it.keyBuf = append(it.keyBuf[:0], it.key...)
 	kv := it.iter.Prev()
-	for kv != nil && bytes.Compare(kv.K.UserKey, it.keyBuf) >= 0 {
+	for kv != nil && base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) >= 0 {
 		kv = it.iter.Prev()
 	}
 	return it.findPrev(kv)
@@ -484,7 +486,7 @@ func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
 				skipping, skipped = true, 0
 			}
 		case base.KindSet:
-			if !skipping || bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+			if !skipping || base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) > 0 {
 				it.key, it.value = kv.K.UserKey, kv.V
 				it.pos = posValid
 				return true
@@ -515,7 +517,7 @@ func (it *Iterator) findPrev(kv *base.InternalKV) bool {
 		if kv.K.SeqNum() > it.seq {
 			continue
 		}
-		if kind == base.KindSet && bytes.Compare(kv.K.UserKey, it.keyBuf) < 0 {
+		if kind == base.KindSet && base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) < 0 {
 			// The first visible entry of a key before the one found.
 			break
 		}

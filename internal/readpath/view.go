@@ -3,6 +3,7 @@ package readpath
 import (
 	"context"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/sstable"
@@ -27,6 +28,9 @@ type View struct {
 	// nothing. Tickers of the layers below (block cache, bloom filter, file
 	// reads) go to the statistics those layers were opened with.
 	Stats *statistics.Statistics
+	// Cmp orders user keys, as the memtables and tables do; nil is
+	// bytewise.
+	Cmp base.Compare
 }
 
 // TableSource gives access to open table readers. The engine's table cache
