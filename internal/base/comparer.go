@@ -1,6 +1,9 @@
 package base
 
-import "bytes"
+import (
+	"bytes"
+	"unsafe"
+)
 
 // Compare orders two user keys: negative when a sorts before b, zero when
 // they are equal, positive otherwise.
@@ -9,9 +12,10 @@ type Compare func(a, b []byte) int
 // Comparer is a database's order of user keys (RocksDB's Comparator,
 // Pebble's Comparer). See engine.Comparer, an alias, for the contract.
 type Comparer struct {
-	// Compare orders user keys. It must be a total order, and keys with
-	// equal bytes must compare equal (the engine tests keys for identity
-	// with bytes.Equal).
+	// Compare orders user keys. It must be a total order in which keys
+	// with equal bytes compare equal (the engine tests keys for identity
+	// with bytes.Equal) and the empty key sorts first (the engine uses it
+	// as "before every key"). It must not retain or modify a or b.
 	Compare Compare
 	// Separator, when not nil, appends to dst a key k with a <= k < b
 	// (a < b) and returns it: a short k lets a table's index hold short
@@ -79,7 +83,24 @@ func CompareUser(cmp Compare, a, b []byte) int {
 	if cmp == nil {
 		return bytes.Compare(a, b)
 	}
-	return cmp(a, b)
+	return cmp(noescape(a), noescape(b))
+}
+
+// noescape hides b from escape analysis, as the runtime's noescape does. A
+// call through a function value, such as a Comparer's Compare, makes its
+// arguments escape, which would move the search keys of the read path's
+// stack buffers to the heap on every call, for the default comparer too; a
+// Comparer must not retain its arguments (see Comparer.Compare), so they
+// need not escape.
+//
+//go:nosplit
+func noescape(b []byte) []byte {
+	// The address goes through a uintptr, which escape analysis does not
+	// follow. The caller's b keeps the memory alive, and nothing in this
+	// nosplit function can move a stack.
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	q := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	return unsafe.Slice((*byte)(q), cap(b))[:len(b)]
 }
 
 // CompareInternalWith is CompareInternal with user keys ordered by cmp
@@ -88,7 +109,7 @@ func CompareInternalWith(cmp Compare, a, b InternalKey) int {
 	if cmp == nil {
 		return CompareInternal(a, b)
 	}
-	if c := cmp(a.UserKey, b.UserKey); c != 0 {
+	if c := cmp(noescape(a.UserKey), noescape(b.UserKey)); c != 0 {
 		return c
 	}
 	switch {
