@@ -222,7 +222,11 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batc
 	// The façade's encoding is the engine's records without the header:
 	// size the batch once instead of growing it.
 	b.b.Grow(db.Size())
+	b.cmp = c.db.ucmp()
 	db.Replay(b)
+	if b.err != nil {
+		return b.err
+	}
 	return c.db.writeOpts(ctx, &b.b, wo, nil)
 }
 

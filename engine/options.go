@@ -354,6 +354,9 @@ type Options struct {
 	// the tables holding no key of its prefix (see [PrefixExtractor]).
 	// Default none.
 	PrefixExtractor PrefixExtractor
+	// Comparer is the order of keys (DSN comparator, for the built-in
+	// ones); persisted, see [Comparer]. Default nil, [DefaultComparer].
+	Comparer *Comparer
 	// ChecksumType of new blocks. Default XXH64.
 	ChecksumType ChecksumType
 	// DisableFileChecksums stops recording each table's whole-file CRC32C in
@@ -772,6 +775,9 @@ func (o *Options) Validate() error {
 			"; NoBloomFilter (-1, DSN 0) writes no filter")
 	}
 	if err := o.PrefixExtractor.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateComparer(o.Comparer); err != nil {
 		errs = append(errs, err)
 	}
 	if o.WALRecoveryMode > WALRecoverySkipAnyCorruptedRecords {

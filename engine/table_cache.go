@@ -34,6 +34,9 @@ type tableCache struct {
 	// cacheIndexAndFilterBlocks is Options.CacheIndexAndFilterBlocks, for
 	// the readers it opens; set before the first Acquire.
 	cacheIndexAndFilterBlocks bool
+	// comparer is Options.Comparer, the order the tables must have; set
+	// before the first Acquire.
+	comparer *base.Comparer
 
 	mu      sync.RWMutex
 	entries map[manifest.FileNum]*tableEntry
@@ -238,7 +241,7 @@ func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manif
 	}
 	r, err := sstable.Open(ctx, f, env, sstable.ReaderOptions{
 		Cache: tc.cache, CacheID: tc.cacheID, FileNum: uint64(meta.FileNum), Stats: tc.stats,
-		CacheIndexAndFilterBlocks: tc.cacheIndexAndFilterBlocks,
+		CacheIndexAndFilterBlocks: tc.cacheIndexAndFilterBlocks, Comparer: tc.comparer,
 	})
 	if err != nil {
 		tc.stats.RecordTick(statistics.NoFileErrors, 1)

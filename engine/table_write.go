@@ -81,6 +81,7 @@ func (d *database) writerOptions(level int) sstable.WriterOptions {
 		ZstdLevel:            d.opts.ZstdLevel,
 		Checksum:             d.opts.ChecksumType.internal(),
 		IndexPartitionSize:   partition,
+		Comparer:             d.opts.Comparer,
 	}
 	if pe := d.opts.PrefixExtractor; pe.Kind != PrefixNone && bits > 0 {
 		wo.PrefixExtractor = pe.prefix

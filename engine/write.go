@@ -30,6 +30,12 @@ import (
 // written.
 type writeBatch struct {
 	b batch.Batch
+	// cmp is the database's key order for DeleteRange's check of its
+	// ends; nil is bytewise.
+	cmp base.Compare
+	// err is the first write the batch refused (an unbounded range
+	// deletion under a non-bytewise comparer); Reset clears it.
+	err error
 }
 
 // newWriteBatch returns an empty batch.
@@ -48,7 +54,7 @@ func (b *writeBatch) Count() int { return int(b.b.Count()) }
 func (b *writeBatch) Len() int { return b.b.Len() }
 
 // Reset empties the batch for reuse.
-func (b *writeBatch) Reset() { b.b.Reset() }
+func (b *writeBatch) Reset() { b.b.Reset(); b.err = nil }
 
 // writeOptions control one write: ioctx's, so the driver façade's resolved
 // options pass through unchanged.
@@ -341,7 +347,7 @@ func (d *database) commitLarge(w *writer, first base.SeqNum, logNum manifest.Fil
 	}
 	done := make(chan indexed, 1)
 	go func() {
-		mt, err := memtable.NewFromBatch(&view, first)
+		mt, err := memtable.NewFromBatchCmp(d.ucmp(), &view, first)
 		done <- indexed{mt, err}
 	}()
 	walErr := d.logGroup([]*writer{w}, first, syncWAL)
@@ -468,6 +474,7 @@ func (d *database) overflowLocked(rest []*writer, seq base.SeqNum, mem *memTable
 	}
 	size := max(standard, need)
 	m := &memTable{MemTable: d.arenas.get(size), logNum: mem.logNum, free: &d.arenas, oversized: size > standard}
+	m.SetCompare(d.ucmp())
 	m.refs.Store(1)
 	for _, g := range rest {
 		if err := m.Apply(g.batch, seq); err != nil {
@@ -793,6 +800,7 @@ func (d *database) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTabl
 		size = max(size, memtable.ArenaSizeFor(b))
 	}
 	m := &memTable{MemTable: d.arenas.get(size), logNum: logNum, free: &d.arenas, oversized: size > standard}
+	m.SetCompare(d.ucmp())
 	m.refs.Store(1)
 	return m
 }

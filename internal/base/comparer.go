@@ -47,11 +47,19 @@ var DefaultComparer = &Comparer{
 	Name:      BytewiseName,
 }
 
-// ReverseBytewiseComparer orders keys by descending bytes
-// (RocksDB's ReverseBytewiseComparator).
+// ReverseBytewiseComparer orders keys by descending bytes (RocksDB's
+// ReverseBytewiseComparator), except that the empty key sorts first, as
+// every comparer's must (see Comparer.Compare); RocksDB's sorts it last.
 var ReverseBytewiseComparer = &Comparer{
-	Compare: func(a, b []byte) int { return bytes.Compare(b, a) },
+	Compare: compareReverse,
 	Name:    ReverseBytewiseName,
+}
+
+func compareReverse(a, b []byte) int {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) - len(b)
+	}
+	return bytes.Compare(b, a)
 }
 
 // BuiltinComparer returns the built-in comparer named name, or nil.

@@ -1,6 +1,7 @@
 package readpath
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -318,10 +319,19 @@ func findFileLT(cmp base.Compare, files []*manifest.FileMetadata, key []byte) in
 // every table. It records no tickers.
 func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte) (seq base.SeqNum, found bool, err error) {
 	// Iterators are bounded to [key, key+"\x00"): only key's entries.
-	upper := append(append(make([]byte, 0, len(key)+1), key...), 0)
+	// That is the key alone only in bytewise order: with another
+	// comparer the iterators run unbounded above, and an entry found must
+	// be key's.
+	var upper []byte
+	if v.Cmp == nil {
+		upper = append(append(make([]byte, 0, len(key)+1), key...), 0)
+	}
 	for _, m := range v.Mems {
 		it := m.NewIter(key, upper)
 		kv := it.SeekGE(key)
+		if kv != nil && !bytes.Equal(kv.K.UserKey, key) {
+			kv = nil
+		}
 		if kv != nil {
 			seq = kv.K.SeqNum()
 		}
@@ -363,7 +373,7 @@ func latestInTable(
 	}
 	kv := it.SeekGE(key)
 	var seq base.SeqNum
-	found := kv != nil
+	found := kv != nil && bytes.Equal(kv.K.UserKey, key)
 	if found {
 		seq = kv.K.SeqNum()
 	}

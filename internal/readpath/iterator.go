@@ -494,9 +494,10 @@ func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
 		default:
 			return it.fail(base.CorruptionErrorf("readpath: iterator: entry %s has an unknown kind", kv.K))
 		}
-		if skipped++; skipped > maxSequentialSkip {
+		if skipped++; skipped > maxSequentialSkip && it.cmp == nil {
 			// Seek to the first key after keyBuf: keyBuf followed by a zero
-			// byte is its immediate successor.
+			// byte is its immediate successor (in bytewise order; with
+			// another comparer the Iterator steps on).
 			it.seekBuf = append(append(it.seekBuf[:0], it.keyBuf...), 0)
 			kv, skipped = it.iter.SeekGE(it.seekBuf), 0
 			continue

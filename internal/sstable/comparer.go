@@ -83,3 +83,7 @@ func (x *indexTable) seekGECmp(key []byte) int {
 	}
 	return lo
 }
+
+// Compare returns the user-key order the Reader reads the table in (nil
+// for bytewise).
+func (r *Reader) Compare() base.Compare { return r.cmp }
