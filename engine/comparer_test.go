@@ -320,7 +320,19 @@ func TestComparer(t *testing.T) {
 			b.DeleteRange(tc.key(rng), nil)
 			require.ErrorIs(t, db.Write(ctx, &b), driver.ErrNotSupported)
 			checkOrder(t, "after refused writes", db, m, rng, tc.key)
+
+			// A checkpoint's MANIFEST records the comparer too.
+			require.NoError(t, db.Checkpoint(ctx, "/cp"))
 			require.NoError(t, db.Close())
+			cpOpts := *opts
+			cp := driver.OpenDB(NewConnector("/cp", &cpOpts))
+			checkOrder(t, "checkpoint", cp, m, rng, tc.key)
+			require.NoError(t, cp.Close())
+			cpOpts.Comparer = nil
+			cp = driver.OpenDB(NewConnector("/cp", &cpOpts))
+			_, err = cp.Get(ctx, tc.key(rng))
+			require.ErrorIs(t, err, driver.ErrInvalidArgument, "a checkpoint opened bytewise")
+			_ = cp.Close()
 		})
 	}
 }
