@@ -355,7 +355,8 @@ type Options struct {
 	// Default none.
 	PrefixExtractor PrefixExtractor
 	// Comparer is the order of keys (DSN comparator, for the built-in
-	// ones); persisted, see [Comparer]. Default nil, [DefaultComparer].
+	// ones; FormatDSN writes a custom one's name, which ParseDSN refuses);
+	// persisted, see [Comparer]. Default nil, [DefaultComparer].
 	Comparer *Comparer
 	// ChecksumType of new blocks. Default XXH64.
 	ChecksumType ChecksumType
