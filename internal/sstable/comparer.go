@@ -44,6 +44,11 @@ func (w *Writer) withShortTrailer() []byte {
 
 // checkComparer checks that the table's recorded comparer is the Reader's.
 func (r *Reader) checkComparer() error {
+	if r.opts.Comparer == nil && r.opts.BuiltinComparer {
+		if c := base.BuiltinComparer(r.props.ComparerName); c != nil {
+			r.opts.Comparer, r.cmp = c, c.UserCompare()
+		}
+	}
 	want := r.opts.Comparer
 	if want == nil {
 		want = base.DefaultComparer

@@ -60,6 +60,10 @@ func TestComparerTable(t *testing.T) {
 				_, err := open(nil)
 				require.ErrorIs(t, err, base.ErrInvalidArgument)
 				require.ErrorContains(t, err, cmp.Name)
+				f, err := fileio.Open(fs, testFile, fileio.Options{})
+				require.NoError(t, err)
+				_, err = Open(ctx, f, verifyEnv, ReaderOptions{FileNum: 1, BuiltinComparer: true})
+				require.ErrorIs(t, err, base.ErrInvalidArgument, "not a built-in comparer")
 				r, err := open(cmp)
 				require.NoError(t, err)
 				defer r.Close()
@@ -107,4 +111,29 @@ func TestComparerTable(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestBuiltinComparerOption: a tool's Reader (BuiltinComparer) reads a
+// table of the built-in reverse order in it.
+func TestBuiltinComparerOption(t *testing.T) {
+	ctx := context.Background()
+	keys := [][]byte{[]byte("c"), []byte("b"), []byte("a")}
+	var es []entry
+	for i, k := range keys {
+		es = append(es, entry{base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), k})
+	}
+	fs := memWith(t, buildTable(t, WriterOptions{Comparer: base.ReverseBytewiseComparer}, es))
+	f, err := fileio.Open(fs, testFile, fileio.Options{})
+	require.NoError(t, err)
+	r, err := Open(ctx, f, verifyEnv, ReaderOptions{FileNum: 1, BuiltinComparer: true})
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, base.ReverseBytewiseName, r.ComparerName())
+	it, err := r.NewIter(ctx, verifyEnv, nil, nil)
+	require.NoError(t, err)
+	kv := it.SeekGE([]byte("b"))
+	require.NotNil(t, kv)
+	require.Equal(t, "b", string(kv.K.UserKey))
+	require.Equal(t, "a", string(it.Next().K.UserKey))
+	require.NoError(t, it.Close())
 }

@@ -52,6 +52,10 @@ type ReaderOptions struct {
 	// on a table whose recorded comparer (shale.comparator; none is
 	// bytewise) has another name.
 	Comparer *base.Comparer
+	// BuiltinComparer, with a nil Comparer, reads a table with the
+	// built-in comparer it records (bytewise or reverse bytewise) instead
+	// of refusing it: for tools that read any table.
+	BuiltinComparer bool
 }
 
 // maxBlockLen bounds the decoded size of a block. The writer cuts data
