@@ -36,7 +36,7 @@ type follower struct {
 // LogAndApply and Start on the result fail with an error marked
 // base.ErrInvalidArgument; CatchUp reads what the primary appended since.
 func LoadSecondary(fs vfs.FS, dir string) (*VersionSet, error) {
-	vs := newVersionSet(fs, dir)
+	vs := newVersionSet(fs, dir, nil)
 	vs.m.readOnly = true
 	vs.sec = &follower{}
 	if _, err := vs.CatchUp(); err != nil {
