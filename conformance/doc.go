@@ -281,7 +281,7 @@
 //     the writes of another database. The reads are Gets: ReadOptions{Activity:
 //     Get} is accepted, MultiGet's is refused with driver.ErrInvalidArgument.
 //   - BatchReadBack: a Batch's Reader and Replay give its writes back in
-//     order with their kinds, keys and values (an inverted DeleteRange is
+//     order with their kinds, keys and values (an empty DeleteRange is
 //     not recorded), Len and Size count them, a batch replayed into another
 //     has the same Len and Size and writes the same (without its range
 //     deletion, for a driver that has none), and Reset empties it.

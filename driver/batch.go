@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"bytes"
 	"encoding/binary"
 	"strconv"
 )
@@ -126,14 +125,18 @@ func (b *Batch) Delete(key []byte) {
 }
 
 // DeleteRange appends a deletion of every key k with start <= k < end, in
-// bytewise order (RocksDB's DeleteRange). It copies both. A nil end means
+// the driver's key order (RocksDB's DeleteRange; bytewise unless the
+// driver's database has another comparer). It copies both. A nil end means
 // "after every key" and a nil start "before every key", as for
-// [DB.DeleteRange]. An empty or inverted range (start >= end, end not nil)
-// deletes nothing and is not recorded, as in Pebble. Writing a batch that holds a range deletion to a driver without
-// range deletions fails with an error matching ErrNotSupported, and writes
-// nothing.
+// [DB.DeleteRange]. An empty range (start equal to end, or an empty end,
+// below which no key sorts in any order) deletes nothing and is not
+// recorded; one inverted in the driver's order (start > end) is
+// recorded, since the Batch does not know the order, and deletes nothing
+// when written. Writing a batch that holds a range deletion to a driver
+// without range deletions fails with an error matching ErrNotSupported, and
+// writes nothing.
 func (b *Batch) DeleteRange(start, end []byte) {
-	if end != nil && bytes.Compare(start, end) >= 0 {
+	if emptyRange(start, end) {
 		return
 	}
 	if end == nil {

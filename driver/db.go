@@ -353,8 +353,8 @@ func (db *DB) Write(ctx context.Context, b *Batch) error {
 // keys. A nil end means "after every key", and a nil start "before every
 // key", as for iterator bounds and Compact: DeleteRange(ctx, prefix, nil)
 // deletes every key from prefix on, DeleteRange(ctx, nil, nil) every key. An
-// empty or inverted range (start >= end, end not nil) deletes nothing and
-// returns nil. Mind that an empty end is not a nil one: []byte{} is the
+// empty or inverted range (start >= end in the driver's key order, end not
+// nil) deletes nothing and returns nil. Mind that an empty end is not a nil one: []byte{} is the
 // smallest key, so DeleteRange(ctx, start, []byte{}) deletes nothing (code
 // computing the end of a prefix whose every byte is 0xff must pass nil). The slices are not retained. Write options as for Put. An
 // error matching ErrNotSupported when the driver has no range deletions
@@ -642,15 +642,24 @@ func (db *DB) deleteRange(ctx context.Context, sess *Conn, start, end []byte) er
 
 // rangeEnds checks the ends of a range deletion as the façade promises
 // drivers (see [RangeDeleter]): it returns start, made non-nil, and whether
-// the range holds any key. A nil end is unbounded.
+// the range may hold a key. A nil end is unbounded. Only an empty range
+// is answered here (see emptyRange): whether start is below end is the
+// driver's order to say.
 func rangeEnds(start, end []byte) ([]byte, bool) {
-	if end != nil && bytes.Compare(start, end) >= 0 {
+	if emptyRange(start, end) {
 		return nil, false
 	}
 	if start == nil {
 		start = []byte{}
 	}
 	return start, true
+}
+
+// emptyRange reports whether [start, end) is empty in every key order:
+// start equals end, or end is the empty key, which every driver's order
+// sorts first. A nil end is unbounded.
+func emptyRange(start, end []byte) bool {
+	return end != nil && (len(end) == 0 || bytes.Equal(start, end))
 }
 
 func (db *DB) syncWAL(ctx context.Context, sess *Conn) error {

@@ -242,12 +242,16 @@ type StatsReporter interface {
 }
 
 // RangeDeleter is an optional interface of a [DriverConn]: DeleteRange
-// removes every key k with start <= k < end (bytewise), atomically, with
-// the resolved write options wo. A nil end means "after every key": the
+// removes every key k with start <= k < end (in the driver's key order,
+// bytewise unless its database has another comparer), atomically, with the
+// resolved write options wo. A nil end means "after every key": the
 // deletion removes every key >= start. start is never nil (the façade passes
-// an empty slice, the smallest key, for a caller's nil), and when end is not
-// nil, start < end (an empty or inverted range is a no-op the façade answers
-// itself). Implementing it also promises that DriverConn.Write accepts
+// an empty slice, the smallest key, for a caller's nil), and when end is
+// not nil, start differs from end and end is not empty (an empty range is
+// a no-op the façade answers itself); a range inverted in the driver's
+// order (start > end) is
+// the driver's to treat as a no-op, in DeleteRange and in a batch's
+// OpDeleteRange writes alike. Implementing it also promises that DriverConn.Write accepts
 // OpDeleteRange writes, whose Value may be nil in the same sense.
 // Without it, DB.DeleteRange, and DB.Write of a batch holding a range
 // deletion, return an error matching ErrNotSupported and write nothing.

@@ -189,7 +189,7 @@ func (cp *checkpoint) copyLogs(ctx context.Context, logNum manifest.FileNum) (ma
 // writeManifest writes a MANIFEST holding e and CURRENT naming it, syncing
 // both and the directory (manifest.VersionSet.Start).
 func (cp *checkpoint) writeManifest(e *manifest.VersionEdit) error {
-	vs := manifest.New(cp.d.fs, cp.dir)
+	vs := manifest.New(cp.d.fs, cp.dir, manifest.WithComparer(cp.d.opts.Comparer))
 	_, err := vs.Start(e)
 	if cerr := vs.Close(); err == nil {
 		err = cerr

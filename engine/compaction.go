@@ -134,10 +134,13 @@ func (d *database) compactFiles(ctx context.Context, c *compact.Compaction) (out
 	d.mu.Lock()
 	snapshots := d.mu.snapshots.seqNums()
 	d.mu.Unlock()
-	ci := compact.NewIter(merging.NewIter(iters...), snapshots, c.KeyNotExistsBeyondOutputLevel)
+	merged := merging.NewIter(iters...)
+	merged.SetCompare(d.ucmp())
+	ci := compact.NewIter(merged, snapshots, c.KeyNotExistsBeyondOutputLevel)
+	ci.SetCompare(d.ucmp())
 	// Range tombstones drop the points they cover and go to the outputs,
 	// each output taking those below the next output's first key.
-	dels := rangedel.New(tombstones)
+	dels := rangedel.NewCmp(d.ucmp(), tombstones)
 	ci.SetRangeDels(dels)
 	// Merge operands are combined where no snapshot can tell.
 	mi := compact.NewMergeIter(ci, d.opts.MergeOperator, d.stats, dels)
@@ -270,13 +273,13 @@ func compactionInputs(ctx context.Context, c *compact.Compaction, tables readpat
 	var iters []base.InternalIterator
 	if c.Level == 0 {
 		for i := range c.Inputs[0] {
-			iters = append(iters, readpath.NewCompactionIter(ctx, compactionReadEnv, tables, 0, c.Inputs[0][i:i+1]))
+			iters = append(iters, readpath.NewCompactionIterCmp(ctx, compactionReadEnv, tables, 0, c.Inputs[0][i:i+1], c.Compare()))
 		}
 	} else if len(c.Inputs[0]) > 0 {
-		iters = append(iters, readpath.NewCompactionIter(ctx, compactionReadEnv, tables, c.Level, c.Inputs[0]))
+		iters = append(iters, readpath.NewCompactionIterCmp(ctx, compactionReadEnv, tables, c.Level, c.Inputs[0], c.Compare()))
 	}
 	if len(c.Inputs[1]) > 0 {
-		iters = append(iters, readpath.NewCompactionIter(ctx, compactionReadEnv, tables, c.OutputLevel, c.Inputs[1]))
+		iters = append(iters, readpath.NewCompactionIterCmp(ctx, compactionReadEnv, tables, c.OutputLevel, c.Inputs[1], c.Compare()))
 	}
 	return iters, tombstones, nil
 }
@@ -296,7 +299,7 @@ type manualCompaction struct {
 // It honours ctx while waiting and while compacting: cancelled, it abandons
 // the outputs of the compaction it is running and returns.
 func (d *database) Compact(ctx context.Context, start, end []byte) error {
-	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+	if start != nil && end != nil && base.CompareUser(d.ucmp(), start, end) > 0 {
 		return base.InvalidArgumentf("engine: Compact range start %q is after end %q", start, end)
 	}
 	if err := d.Flush(ctx); err != nil {

@@ -225,7 +225,11 @@ func (c *conn) Write(ctx context.Context, wo ioctx.WriteOptions, db *driver.Batc
 	// size the batch once instead of growing it.
 	b.b.Grow(db.Size())
 	b.checker, _ = c.db.opts.MergeOperator.(merge.OperandChecker)
+	b.cmp = c.db.ucmp()
 	db.Replay(b)
+	if b.err != nil {
+		return b.err
+	}
 	if b.merges > 0 {
 		if err := c.db.prepareMerges(ctx, b); err != nil {
 			return err

@@ -329,6 +329,20 @@ var dsnKeys = []dsnKey{
 		get: func(c *Options) string { return mergeOperatorName(c.MergeOperator) },
 	},
 	{
+		name: "comparator", doc: "RocksDB's comparator: the order of keys, " + base.BytewiseName + " or " +
+			base.ReverseBytewiseName + " (others through Options.Comparer); recorded when the database is " +
+			"created, and an open with another fails",
+		parse: func(c *Options, v string) error {
+			cmp, err := ParseComparer(v)
+			if err != nil {
+				return err
+			}
+			c.Comparer = cmp
+			return nil
+		},
+		get: func(c *Options) string { return comparerName(c.Comparer) },
+	},
+	{
 		name: "checksum", doc: "block checksum: xxh64 or crc32c",
 		parse: func(c *Options, v string) error {
 			switch v {

@@ -26,6 +26,7 @@ func (d *database) flushMemTable(
 	ctx context.Context, mem *memtable.MemTable, activity ioctx.Activity, snapshots []base.SeqNum, pending []*manifest.FileMetadata,
 ) (*tableWriter, error) {
 	it := compact.NewIter(mem.NewIter(nil, nil), snapshots, nil)
+	it.SetCompare(d.ucmp())
 	// The memtable's range tombstones go to the table as they are, but
 	// for the unbounded one, clamped; the points they cover are dropped by
 	// compactions, which see every source.
@@ -63,7 +64,7 @@ func (d *database) clampRangeDels(mem *memtable.MemTable, pending []*manifest.Fi
 	}
 	var largest []byte
 	grow := func(k []byte) {
-		if bytes.Compare(k, largest) > 0 {
+		if base.CompareUser(d.ucmp(), k, largest) > 0 {
 			largest = k
 		}
 	}

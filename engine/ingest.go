@@ -89,10 +89,11 @@ func (d *database) Ingest(ctx context.Context, paths []string) error {
 			return err
 		}
 	}
-	slices.SortFunc(in.files, func(a, b *ingestFile) int { return base.CompareInternal(a.smallest, b.smallest) })
+	ucmp := d.ucmp()
+	slices.SortFunc(in.files, func(a, b *ingestFile) int { return base.CompareInternalWith(ucmp, a.smallest, b.smallest) })
 	for i := 1; i < len(in.files); i++ {
 		a, b := in.files[i-1], in.files[i]
-		if c := bytes.Compare(a.largest.UserKey, b.smallest.UserKey); c > 0 || (c == 0 && !a.largest.IsExclusiveSentinel()) {
+		if c := base.CompareUser(ucmp, a.largest.UserKey, b.smallest.UserKey); c > 0 || (c == 0 && !a.largest.IsExclusiveSentinel()) {
 			return base.InvalidArgumentf("engine: Ingest: the key ranges of %s [%q, %q] and %s [%q, %q] overlap",
 				a.path, a.smallest.UserKey, a.largest.UserKey, b.path, b.smallest.UserKey, b.largest.UserKey)
 		}
@@ -136,8 +137,13 @@ func (d *database) loadIngestFile(ctx context.Context, path string) (_ *ingestFi
 	if err != nil {
 		return nil, errors.Wrapf(err, "engine: Ingest: opening %s", path)
 	}
-	r, err := sstable.Open(ctx, fr, ingestReadEnv, sstable.ReaderOptions{Stats: d.stats})
+	// The table must be in the database's order: Open refuses one that
+	// records another comparer (ErrInvalidArgument, naming both).
+	r, err := sstable.Open(ctx, fr, ingestReadEnv, sstable.ReaderOptions{Stats: d.stats, Comparer: d.opts.Comparer})
 	if err != nil {
+		if errors.Is(err, base.ErrInvalidArgument) {
+			return nil, errors.Wrapf(err, "engine: Ingest: %s", path)
+		}
 		return nil, errors.Wrapf(err, "engine: Ingest: %s is not a valid table", path)
 	}
 	defer func() { err = errors.CombineErrors(err, r.Close()) }()
@@ -179,10 +185,10 @@ func (d *database) loadIngestFile(ctx context.Context, path string) (_ *ingestFi
 	if frags := r.RangeDeletions().Fragments(); len(frags) > 0 {
 		lo := base.MakeInternalKey(bytes.Clone(frags[0].Start), 0, base.KindRangeDelete)
 		hi := base.MakeRangeDeleteSentinel(bytes.Clone(frags[len(frags)-1].End))
-		if !ok || base.CompareInternal(lo, f.smallest) < 0 {
+		if !ok || base.CompareInternalWith(d.ucmp(), lo, f.smallest) < 0 {
 			f.smallest = lo
 		}
-		if !ok || base.CompareInternal(hi, f.largest) > 0 {
+		if !ok || base.CompareInternalWith(d.ucmp(), hi, f.largest) > 0 {
 			f.largest = hi
 		}
 		ok = true
@@ -431,12 +437,16 @@ func (in *ingestion) memOverlaps(m *memTable, lo, hi []byte) bool {
 	if m == nil || m.Empty() {
 		return false
 	}
+	ucmp := in.d.ucmp()
 	it := m.NewIter(lo, nil)
-	if kv := it.SeekGE(lo); kv != nil && bytes.Compare(kv.K.UserKey, hi) <= 0 {
+	if kv := it.SeekGE(lo); kv != nil && base.CompareUser(ucmp, kv.K.UserKey, hi) <= 0 {
 		return true
 	}
-	end := append(bytes.Clone(hi), 0) // [lo, hi] as a half-open range
-	return len(m.RangeDeletions().Overlapping(lo, end)) > 0
+	// The fragments that end after lo, in the memtable's order; the first
+	// overlaps [lo, hi] when it starts by hi. (No successor of hi makes the
+	// range half-open: under a custom comparer there may be none.)
+	frags := m.RangeDeletions().Overlapping(lo, nil)
+	return len(frags) > 0 && base.CompareUser(ucmp, frags[0].Start, hi) <= 0
 }
 
 // ingestLevelLocked returns the level for an ingested table (RocksDB's
@@ -464,6 +474,7 @@ func (d *database) ingestLevelLocked(v *manifest.Version, f *manifest.FileMetada
 // writes into level over [lo, hi]: its outputs span at most its inputs'
 // whole key range.
 func (d *database) compactionOutputOverlapsLocked(level int, lo, hi []byte) bool {
+	ucmp := d.ucmp()
 	for c := range d.mu.compactions {
 		if c.OutputLevel != level {
 			continue
@@ -471,15 +482,15 @@ func (d *database) compactionOutputOverlapsLocked(level int, lo, hi []byte) bool
 		var first, last []byte
 		for _, files := range c.Inputs {
 			for _, f := range files {
-				if first == nil || bytes.Compare(f.Smallest.UserKey, first) < 0 {
+				if first == nil || base.CompareUser(ucmp, f.Smallest.UserKey, first) < 0 {
 					first = f.Smallest.UserKey
 				}
-				if last == nil || bytes.Compare(f.Largest.UserKey, last) > 0 {
+				if last == nil || base.CompareUser(ucmp, f.Largest.UserKey, last) > 0 {
 					last = f.Largest.UserKey
 				}
 			}
 		}
-		if first != nil && bytes.Compare(first, hi) <= 0 && bytes.Compare(last, lo) >= 0 {
+		if first != nil && base.CompareUser(ucmp, first, hi) <= 0 && base.CompareUser(ucmp, last, lo) >= 0 {
 			return true
 		}
 	}

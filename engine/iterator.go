@@ -58,6 +58,11 @@ func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.S
 		return nil, err
 	}
 	seq = d.readSeq(seq)
+	if err := d.checkPrefixOrder(opts); err != nil {
+		rs.unref()
+		call.done()
+		return nil, err
+	}
 	var io readpath.IterOptions
 	if opts != nil {
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}

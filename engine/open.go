@@ -122,6 +122,7 @@ func openDatabase(dirname string, opts *Options) (_ *database, err error) {
 			Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads,
 		}, d.cache, d.cacheID, d.stats, d.opts.MaxOpenFiles)
 		d.tables.cacheIndexAndFilterBlocks = d.opts.CacheIndexAndFilterBlocks
+		d.tables.comparer = d.opts.Comparer
 	}
 	if d.opts.Secondary {
 		// No LOCK, no recovery, no background work: see secondary.go. The
@@ -217,9 +218,9 @@ func (d *database) lockAndLoad() (lockCreated bool, err error) {
 	}
 	switch {
 	case exists && d.opts.ReadOnly:
-		d.vs, err = manifest.RecoverReadOnly(d.fs, d.dirname)
+		d.vs, err = manifest.RecoverReadOnly(d.fs, d.dirname, manifest.WithComparer(d.opts.Comparer))
 	case exists:
-		d.vs, err = manifest.Load(d.fs, d.dirname)
+		d.vs, err = manifest.Load(d.fs, d.dirname, manifest.WithComparer(d.opts.Comparer))
 	default:
 		if err := d.refuseWithoutCurrent(); err != nil {
 			return lockCreated, err
@@ -248,7 +249,7 @@ func (d *database) hasCurrent() (bool, error) {
 // without CURRENT, past the numbers of any files an interrupted creation
 // left there.
 func (d *database) newVersionSet() (*manifest.VersionSet, error) {
-	vs := manifest.New(d.fs, d.dirname)
+	vs := manifest.New(d.fs, d.dirname, manifest.WithComparer(d.opts.Comparer))
 	names, err := d.fs.List(d.dirname)
 	if err != nil {
 		return nil, errors.Wrapf(err, "engine: listing %s", d.dirname)

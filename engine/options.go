@@ -368,6 +368,10 @@ type Options struct {
 	// ErrInvalidArgument. A database that holds merge operands must be
 	// opened with an operator of the same name.
 	MergeOperator MergeOperator
+	// Comparer is the order of keys (DSN comparator, for the built-in
+	// ones; FormatDSN writes a custom one's name, which ParseDSN refuses);
+	// persisted, see [Comparer]. Default nil, [DefaultComparer].
+	Comparer *Comparer
 	// ChecksumType of new blocks. Default XXH64.
 	ChecksumType ChecksumType
 	// DisableFileChecksums stops recording each table's whole-file CRC32C in
@@ -786,6 +790,9 @@ func (o *Options) Validate() error {
 			"; NoBloomFilter (-1, DSN 0) writes no filter")
 	}
 	if err := o.PrefixExtractor.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateComparer(o.Comparer); err != nil {
 		errs = append(errs, err)
 	}
 	if o.WALRecoveryMode > WALRecoverySkipAnyCorruptedRecords {

@@ -32,6 +32,7 @@ func TestFormatDSNRoundTripsEveryKey(t *testing.T) {
 		CompressionPerLevel:   []Compression{CompressionNone, CompressionSnappy, CompressionZstd},
 		BottommostCompression: CompressionSnappy, ZstdLevel: 9,
 		PrefixExtractor: PrefixExtractor{Kind: PrefixCapped, Len: 4},
+		Comparer:        ReverseBytewiseComparer,
 		WALRecoveryMode: WALRecoveryPointInTime, Sync: true,
 		RateLimit: 1 << 20, RateLimitMode: &mode, RateLimitRefillPeriod: 10 * time.Millisecond,
 		RateLimitFairness: 5, RateLimitAutoTuned: true,

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -114,7 +113,7 @@ func (d *database) Property(ctx context.Context, name string) (string, error) {
 			}
 			return u(n)
 		case PropEstimateLiveDataSize:
-			return u(estimateLiveDataSize(v))
+			return u(estimateLiveDataSize(v, v.Cmp))
 		default:
 			return levelStats(v), nil
 		}
@@ -230,7 +229,7 @@ func (d *database) totalSSTFilesSize() (string, error) {
 // from the last level up, a table counts when its key range overlaps no
 // table counted before, which (lower levels holding the older data) keeps
 // the most compacted copy of each range.
-func estimateLiveDataSize(v *manifest.Version) uint64 {
+func estimateLiveDataSize(v *manifest.Version, cmp base.Compare) uint64 {
 	// counted holds the counted tables' user-key ranges, sorted and
 	// disjoint.
 	type span struct{ lo, hi []byte }
@@ -240,8 +239,8 @@ func estimateLiveDataSize(v *manifest.Version) uint64 {
 		for _, f := range v.Levels[level] {
 			lo, hi := f.Smallest.UserKey, f.Largest.UserKey
 			// The first counted span ending at or after lo.
-			i, _ := slices.BinarySearchFunc(counted, lo, func(s span, k []byte) int { return bytes.Compare(s.hi, k) })
-			if i < len(counted) && bytes.Compare(counted[i].lo, hi) <= 0 {
+			i, _ := slices.BinarySearchFunc(counted, lo, func(s span, k []byte) int { return base.CompareUser(cmp, s.hi, k) })
+			if i < len(counted) && base.CompareUser(cmp, counted[i].lo, hi) <= 0 {
 				continue // overlaps a counted table
 			}
 			counted = slices.Insert(counted, i, span{lo, hi})

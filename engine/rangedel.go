@@ -22,7 +22,11 @@ import (
 // An empty or inverted range (start >= end, end not nil) is a no-op, as in
 // Pebble, and adds nothing. start and end are copied.
 func (b *writeBatch) DeleteRange(start, end []byte) {
-	if end != nil && bytes.Compare(start, end) >= 0 {
+	if end != nil && base.CompareUser(b.cmp, start, end) >= 0 {
+		return
+	}
+	if end == nil && b.cmp != nil {
+		b.err = errUnboundedRangeOrder
 		return
 	}
 	b.b.DeleteRange(start, end)
@@ -40,7 +44,11 @@ func (d *database) DeleteRange(ctx context.Context, start, end []byte) error {
 // deleteRangeImpl is DeleteRange with resolved write options (the driver
 // adapter's: the façade resolved them).
 func (d *database) deleteRangeImpl(ctx context.Context, wo writeOptions, start, end []byte) error {
+	if err := d.checkRangeEnd(end); err != nil {
+		return err
+	}
 	b := batchPool.Get().(*writeBatch)
+	b.cmp = d.ucmp()
 	b.DeleteRange(start, end)
 	err := d.writeOpts(ctx, &b.b, wo, nil)
 	b.Reset()
@@ -57,7 +65,10 @@ func (tx *txn) DeleteRange(ctx context.Context, start, end []byte) error {
 	if err := tx.checkWrite(ctx); err != nil {
 		return err
 	}
-	if end == nil || bytes.Compare(start, end) < 0 {
+	if err := tx.db.checkRangeEnd(end); err != nil {
+		return err
+	}
+	if end == nil || base.CompareUser(tx.db.ucmp(), start, end) < 0 {
 		tx.b.DeleteRange(start, end)
 	}
 	return nil
@@ -74,7 +85,7 @@ func (tx *txn) rangeDels() *rangedel.Set {
 		ts = append(ts, rangedel.Tombstone{Start: bytes.Clone(start), End: bytes.Clone(end), Seq: 1})
 		return true
 	})
-	return rangedel.New(ts)
+	return rangedel.NewCmp(tx.db.ucmp(), ts)
 }
 
 // checkRangeConflict checks one record of the transaction against the
@@ -84,6 +95,18 @@ func (tx *txn) rangeDels() *rangedel.Set {
 func (tx *txn) checkRangeConflict(v *readpath.View, kind base.Kind, key, value []byte) error {
 	start, end := key, value
 	switch {
+	case kind != base.KindRangeDelete && tx.db.ucmp() != nil:
+		// key+"\x00" follows key immediately only in bytewise order.
+		found, err := readpath.WrittenAfterKey(context.Background(), v, conflictCheckReadEnv, key, tx.snap.seq)
+		if err != nil {
+			return errors.Wrapf(err, "engine: checking %q for conflicts", key)
+		}
+		if found {
+			tx.db.stats.RecordTick(statistics.TxnConflicts, 1)
+			return base.Mark(errors.Newf("engine: %q was written after the transaction began at %d",
+				key, tx.snap.seq), ErrConflict)
+		}
+		return nil
 	case kind != base.KindRangeDelete:
 		end = append(append(make([]byte, 0, len(key)+1), key...), 0)
 	case len(end) == 0:
@@ -139,10 +162,10 @@ func checkTableBounds(level int, f *manifest.FileMetadata, r *sstable.Reader, fi
 	if frags := r.RangeDeletions().Fragments(); len(frags) > 0 {
 		lo := base.MakeInternalKey(frags[0].Start, frags[0].Seqs[0], base.KindRangeDelete)
 		hi := base.MakeRangeDeleteSentinel(frags[len(frags)-1].End)
-		if !ok || base.CompareInternal(lo, smallest) < 0 {
+		if !ok || base.CompareInternalWith(r.Compare(), lo, smallest) < 0 {
 			smallest = lo
 		}
-		if !ok || base.CompareInternal(hi, largest) > 0 {
+		if !ok || base.CompareInternalWith(r.Compare(), hi, largest) > 0 {
 			largest = hi
 		}
 		ok = true

@@ -69,7 +69,7 @@ func newReadState(mems []*memTable, v *manifest.Version, tables *tableCache, sta
 		m.ref()
 		views[i] = m.MemTable
 	}
-	rs.view = readpath.View{Mems: views, Version: v, Tables: tables, Stats: stats}
+	rs.view = readpath.View{Mems: views, Version: v, Tables: tables, Stats: stats, Cmp: v.Cmp}
 	rs.refs.Store(1)
 	return rs
 }

@@ -584,7 +584,7 @@ func (r *recovery) redundant(ctx context.Context, num manifest.FileNum, lv *live
 	if err != nil {
 		return false, errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", name)
 	}
-	t, err := sstable.Open(ctx, f, proofReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats})
+	t, err := sstable.Open(ctx, f, proofReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats, Comparer: d.opts.Comparer})
 	if err != nil {
 		if base.IsCorruption(err) {
 			return false, nil
@@ -738,7 +738,7 @@ func (p *unaccountedProof) init(ctx context.Context, d *database, names []string
 		if err != nil {
 			return errors.Wrapf(err, "engine: opening table %s, which the MANIFEST does not name", path)
 		}
-		t, err := sstable.Open(ctx, f, proofReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats})
+		t, err := sstable.Open(ctx, f, proofReadEnv, sstable.ReaderOptions{FileNum: uint64(num), Stats: d.stats, Comparer: d.opts.Comparer})
 		if err != nil {
 			if base.IsCorruption(err) {
 				continue
@@ -863,14 +863,14 @@ func (p *unaccountedProof) tableHeldElsewhere(ctx context.Context, t *sstable.Re
 	}
 	tombs := t.RangeDeletions().Tombstones(nil)
 	for _, tomb := range tombs {
-		if covered(tomb, p.dels) {
+		if covered(lv.d.ucmp(), tomb, p.dels) {
 			continue
 		}
 		liveDels, err := lv.tombstones()
 		if err != nil {
 			return false, err
 		}
-		if !covered(tomb, liveDels) {
+		if !covered(lv.d.ucmp(), tomb, liveDels) {
 			return false, nil
 		}
 	}
@@ -879,27 +879,27 @@ func (p *unaccountedProof) tableHeldElsewhere(ctx context.Context, t *sstable.Re
 
 // covered reports whether the tombstones of dels at t's sequence number
 // cover all of t's span.
-func covered(t rangedel.Tombstone, dels []rangedel.Tombstone) bool {
+func covered(cmp base.Compare, t rangedel.Tombstone, dels []rangedel.Tombstone) bool {
 	var same []rangedel.Tombstone
 	for _, d := range dels {
 		if d.Seq == t.Seq {
 			same = append(same, d)
 		}
 	}
-	slices.SortFunc(same, func(a, b rangedel.Tombstone) int { return bytes.Compare(a.Start, b.Start) })
+	slices.SortFunc(same, func(a, b rangedel.Tombstone) int { return base.CompareUser(cmp, a.Start, b.Start) })
 	cur := t.Start
 	for _, d := range same {
-		if bytes.Compare(d.Start, cur) > 0 {
+		if base.CompareUser(cmp, d.Start, cur) > 0 {
 			break
 		}
-		if bytes.Compare(d.End, cur) > 0 {
+		if base.CompareUser(cmp, d.End, cur) > 0 {
 			cur = d.End
 		}
-		if bytes.Compare(cur, t.End) >= 0 {
+		if base.CompareUser(cmp, cur, t.End) >= 0 {
 			return true
 		}
 	}
-	return bytes.Compare(cur, t.End) >= 0
+	return base.CompareUser(cmp, cur, t.End) >= 0
 }
 
 // liveEntries looks entries up in the live tables of the loaded state, for
@@ -926,14 +926,16 @@ func newLiveEntries(ctx context.Context, d *database) *liveEntries {
 		case len(files) == 0:
 		case level == 0:
 			for i := range files {
-				iters = append(iters, readpath.NewCompactionIter(ctx, proofReadEnv, d.tables, 0, files[i:i+1]))
+				iters = append(iters, readpath.NewCompactionIterCmp(ctx, proofReadEnv, d.tables, 0, files[i:i+1], d.ucmp()))
 			}
 		default:
-			iters = append(iters, readpath.NewCompactionIter(ctx, proofReadEnv, d.tables, level, files))
+			iters = append(iters, readpath.NewCompactionIterCmp(ctx, proofReadEnv, d.tables, level, files, d.ucmp()))
 		}
 	}
 	if len(iters) > 0 {
-		l.it = merging.NewIter(iters...)
+		m := merging.NewIter(iters...)
+		m.SetCompare(d.ucmp())
+		l.it = m
 	}
 	return l
 }
@@ -947,16 +949,16 @@ func (l *liveEntries) holds(k base.InternalKey, v []byte) (bool, error) {
 	if l.it == nil {
 		return false, nil
 	}
-	if !l.positioned || l.cur == nil || !bytes.Equal(l.cur.K.UserKey, k.UserKey) || base.CompareInternal(l.cur.K, k) > 0 {
+	if !l.positioned || l.cur == nil || !bytes.Equal(l.cur.K.UserKey, k.UserKey) || base.CompareInternalWith(l.d.ucmp(), l.cur.K, k) > 0 {
 		l.cur, l.positioned = l.it.SeekGE(k.UserKey), true
 	}
-	for l.cur != nil && base.CompareInternal(l.cur.K, k) < 0 {
+	for l.cur != nil && base.CompareInternalWith(l.d.ucmp(), l.cur.K, k) < 0 {
 		l.cur = l.it.Next()
 	}
 	if l.cur == nil {
 		return false, l.it.Error()
 	}
-	return base.CompareInternal(l.cur.K, k) == 0 && bytes.Equal(l.cur.V, v), nil
+	return base.CompareInternalWith(l.d.ucmp(), l.cur.K, k) == 0 && bytes.Equal(l.cur.V, v), nil
 }
 
 // tombstones returns the range tombstones of the live tables.

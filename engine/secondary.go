@@ -86,7 +86,7 @@ func (d *database) openSecondary() error {
 		return base.Mark(errors.Newf("engine: database %q does not exist: a secondary instance opens only "+
 			"an existing database", d.dirname), ErrInvalidArgument)
 	}
-	if d.vs, err = manifest.LoadSecondary(d.fs, d.dirname); err != nil {
+	if d.vs, err = manifest.LoadSecondary(d.fs, d.dirname, manifest.WithComparer(d.opts.Comparer)); err != nil {
 		return errors.Wrapf(err, "engine: loading the MANIFEST of %q as a secondary instance", d.dirname)
 	}
 	d.sec = &secondary{}

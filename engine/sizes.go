@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/driver"
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/ioctx"
 )
@@ -38,7 +38,7 @@ import (
 // GetApproximateSizes); a table not open yet is opened, as a Get would.
 func (d *database) approximateSize(ctx context.Context, req ioctx.ReadRequest, start, end []byte) (driver.RangeSize, error) {
 	var out driver.RangeSize
-	if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
+	if start != nil && end != nil && base.CompareUser(d.ucmp(), start, end) >= 0 {
 		return out, nil
 	}
 	rs, err := d.loadReadState()
@@ -71,11 +71,12 @@ func (d *database) approximateSize(ctx context.Context, req ioctx.ReadRequest, s
 // [start, end); see approximateSize.
 func (d *database) tableBytesIn(ctx context.Context, req ioctx.ReadRequest, f *manifest.FileMetadata, level int, start, end []byte) (uint64, error) {
 	lo, hi := f.Smallest.UserKey, f.Largest.UserKey
-	if (end != nil && bytes.Compare(lo, end) >= 0) || (start != nil && bytes.Compare(hi, start) < 0) {
+	cmp := d.ucmp()
+	if (end != nil && base.CompareUser(cmp, lo, end) >= 0) || (start != nil && base.CompareUser(cmp, hi, start) < 0) {
 		return 0, nil // outside
 	}
-	cutLow := start != nil && bytes.Compare(start, lo) > 0
-	cutHigh := end != nil && bytes.Compare(end, hi) <= 0
+	cutLow := start != nil && base.CompareUser(cmp, start, lo) > 0
+	cutHigh := end != nil && base.CompareUser(cmp, end, hi) <= 0
 	if !cutLow && !cutHigh {
 		return f.Size, nil // inside
 	}

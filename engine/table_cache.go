@@ -38,6 +38,9 @@ type tableCache struct {
 	// secondary: the database is a secondary instance, whose tables the
 	// primary may delete before they are opened (see errTableRemoved).
 	secondary bool
+	// comparer is Options.Comparer, the order the tables must have; set
+	// before the first Acquire.
+	comparer *base.Comparer
 
 	mu      sync.RWMutex
 	entries map[manifest.FileNum]*tableEntry
@@ -246,7 +249,7 @@ func (tc *tableCache) open(ctx context.Context, env sstable.ReadEnv, meta *manif
 	r, err := sstable.Open(ctx, f, env, sstable.ReaderOptions{
 		Cache: tc.cache, CacheID: tc.cacheID, FileNum: uint64(meta.FileNum), Stats: tc.stats,
 		CacheIndexAndFilterBlocks: tc.cacheIndexAndFilterBlocks,
-		GlobalSeqNum:              meta.GlobalSeqNum,
+		GlobalSeqNum:              meta.GlobalSeqNum, Comparer: tc.comparer,
 	})
 	if err != nil {
 		tc.stats.RecordTick(statistics.NoFileErrors, 1)

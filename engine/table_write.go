@@ -85,6 +85,7 @@ func (o *Options) writerOptions(level int) sstable.WriterOptions {
 		ZstdLevel:            o.ZstdLevel,
 		Checksum:             o.ChecksumType.internal(),
 		IndexPartitionSize:   partition,
+		Comparer:             o.Comparer,
 	}
 	if pe := o.PrefixExtractor; pe.Kind != PrefixNone && bits > 0 {
 		wo.PrefixExtractor = pe.prefix

@@ -17,9 +17,11 @@ import (
 // driver.DB.Ingest adds finished tables to a database atomically (RocksDB's
 // SstFileWriter, Pebble's sstable.Writer). It needs no open database.
 //
-// Points (Set, Delete) must be added in strictly increasing key order; a key
-// equal to or below the previous one is an error matching
-// ErrInvalidArgument that names both keys, and the writer stays usable.
+// Points (Set, Delete) must be added in strictly increasing key order, that
+// of Options.Comparer (the table records it, and Ingest refuses the table in
+// a database with another order); a key equal to or below the previous one
+// is an error matching ErrInvalidArgument that names both keys, and the
+// writer stays usable.
 // Range deletions (DeleteRange) may come in any order, before, between or
 // after the points. Every entry is written with sequence number 0; an ingest
 // gives all the entries of its tables one new sequence number, newer than
@@ -49,6 +51,9 @@ type TableWriter struct {
 	lastKey []byte
 	points  uint64
 	dels    []rangedel.Tombstone
+	// cmp is Options.Comparer's order, which keys must follow; nil is
+	// bytewise.
+	cmp base.Compare
 }
 
 // tableWriterBufferSize is the size of TableWriter's file writes.
@@ -96,7 +101,8 @@ func NewTableWriter(path string, opts *Options) (*TableWriter, error) {
 	wo := o.writerOptions(0)
 	wo.External = true
 	buf := bufio.NewWriterSize(f, tableWriterBufferSize)
-	return &TableWriter{fs: fs, path: path, file: f, buf: buf, w: sstable.NewWriter(buf, wo)}, nil
+	return &TableWriter{fs: fs, path: path, file: f, buf: buf, w: sstable.NewWriter(buf, wo),
+		cmp: o.Comparer.UserCompare()}, nil
 }
 
 // Set adds key with value. key and value are copied.
@@ -114,7 +120,7 @@ func (tw *TableWriter) add(key, value []byte, kind base.Kind) error {
 	if err := tw.usable(); err != nil {
 		return err
 	}
-	if tw.points > 0 && bytes.Compare(key, tw.lastKey) <= 0 {
+	if tw.points > 0 && base.CompareUser(tw.cmp, key, tw.lastKey) <= 0 {
 		return base.InvalidArgumentf("engine: TableWriter %s: key %q added after %q: keys must be strictly increasing",
 			tw.path, key, tw.lastKey)
 	}
@@ -134,7 +140,7 @@ func (tw *TableWriter) DeleteRange(start, end []byte) error {
 	if err := tw.usable(); err != nil {
 		return err
 	}
-	if start == nil || end == nil || bytes.Compare(start, end) >= 0 {
+	if start == nil || end == nil || base.CompareUser(tw.cmp, start, end) >= 0 {
 		return base.InvalidArgumentf("engine: TableWriter %s: DeleteRange [%q, %q) is empty or unbounded", tw.path, start, end)
 	}
 	tw.dels = append(tw.dels, rangedel.Tombstone{Start: bytes.Clone(start), End: bytes.Clone(end)})
@@ -159,7 +165,7 @@ func (tw *TableWriter) Finish() (WrittenTable, error) {
 	if err == nil && tw.points == 0 && len(tw.dels) == 0 {
 		err = base.InvalidArgumentf("engine: TableWriter %s: a table needs at least one entry", tw.path)
 	}
-	dels := mergeTombstones(tw.dels)
+	dels := mergeTombstones(tw.cmp, tw.dels)
 	for _, t := range dels {
 		if err != nil {
 			break
@@ -218,17 +224,17 @@ func (tw *TableWriter) abort() error {
 // remove deletes the writer's own file, which no database names.
 func (tw *TableWriter) remove() error { return tw.fs.Remove(tw.path) }
 
-// mergeTombstones returns ts sorted and with overlapping or adjacent ranges
-// merged: a table's tombstones all have sequence number 0, and a fragment
-// holds each sequence number once.
-func mergeTombstones(ts []rangedel.Tombstone) []rangedel.Tombstone {
+// mergeTombstones returns ts sorted by ucmp (nil: bytewise) and with
+// overlapping or adjacent ranges merged: a table's tombstones all have
+// sequence number 0, and a fragment holds each sequence number once.
+func mergeTombstones(ucmp base.Compare, ts []rangedel.Tombstone) []rangedel.Tombstone {
 	slices.SortFunc(ts, func(a, b rangedel.Tombstone) int {
-		return cmp.Or(bytes.Compare(a.Start, b.Start), bytes.Compare(a.End, b.End))
+		return cmp.Or(base.CompareUser(ucmp, a.Start, b.Start), base.CompareUser(ucmp, a.End, b.End))
 	})
 	var out []rangedel.Tombstone
 	for _, t := range ts {
-		if n := len(out); n > 0 && bytes.Compare(t.Start, out[n-1].End) <= 0 {
-			if bytes.Compare(t.End, out[n-1].End) > 0 {
+		if n := len(out); n > 0 && base.CompareUser(ucmp, t.Start, out[n-1].End) <= 0 {
+			if base.CompareUser(ucmp, t.End, out[n-1].End) > 0 {
 				out[n-1].End = t.End
 			}
 			continue

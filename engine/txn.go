@@ -67,6 +67,7 @@ func (d *database) BeginTx(ctx context.Context, opts *txnOptions) (*txn, error) 
 	}
 	tx := &txn{db: d, snap: snap}
 	tx.index = batch.NewIndex(&tx.b)
+	tx.index.SetCompare(d.ucmp())
 	if opts != nil {
 		tx.readOnly = opts.ReadOnly
 		tx.wo = writeOptions{Sync: opts.Sync, DisableWAL: opts.DisableWAL, RateLimiterPriority: opts.RateLimiterPriority}
@@ -182,6 +183,7 @@ func (tx *txn) newIteratorImpl(call *readCall, opts *iterOptions) (*txnIterator,
 		db:    it,
 		batch: tx.index.NewIter(lower, upper),
 		dels:  tx.rangeDels(),
+		cmp:   tx.db.ucmp(),
 	}, nil
 }
 
@@ -265,6 +267,7 @@ type txnIterator struct {
 	// dels are the transaction's range deletions (as of the iterator's
 	// creation), which hide snapshot keys; nil when it has none.
 	dels *rangedel.Set
+	cmp  base.Compare // the database's order; nil is bytewise
 	bkv  *base.InternalKV
 	dbOK bool
 	// fromBatch says the current key comes from the batch.
@@ -367,7 +370,7 @@ func (t *txnIterator) settle() bool {
 		case !t.dbOK:
 			t.fromBatch = true
 		default:
-			c := bytes.Compare(t.bkv.K.UserKey, t.db.Key())
+			c := base.CompareUser(t.cmp, t.bkv.K.UserKey, t.db.Key())
 			if !t.forward {
 				c = -c
 			}

@@ -37,6 +37,12 @@ type writeBatch struct {
 	merges   int
 	mergeErr error
 	checker  merge.OperandChecker
+	// cmp is the database's key order for DeleteRange's check of its
+	// ends; nil is bytewise.
+	cmp base.Compare
+	// err is the first write the batch refused (an unbounded range
+	// deletion under a non-bytewise comparer); Reset clears it.
+	err error
 }
 
 // newWriteBatch returns an empty batch.
@@ -58,6 +64,7 @@ func (b *writeBatch) Len() int { return b.b.Len() }
 func (b *writeBatch) Reset() {
 	b.b.Reset()
 	b.merges, b.mergeErr, b.checker = 0, nil, nil
+	b.err = nil
 }
 
 // writeOptions control one write: ioctx's, so the driver façade's resolved
@@ -351,7 +358,7 @@ func (d *database) commitLarge(w *writer, first base.SeqNum, logNum manifest.Fil
 	}
 	done := make(chan indexed, 1)
 	go func() {
-		mt, err := memtable.NewFromBatch(&view, first)
+		mt, err := memtable.NewFromBatchCmp(d.ucmp(), &view, first)
 		done <- indexed{mt, err}
 	}()
 	walErr := d.logGroup([]*writer{w}, first, syncWAL)
@@ -478,6 +485,7 @@ func (d *database) overflowLocked(rest []*writer, seq base.SeqNum, mem *memTable
 	}
 	size := max(standard, need)
 	m := &memTable{MemTable: d.arenas.get(size), logNum: mem.logNum, free: &d.arenas, oversized: size > standard}
+	m.SetCompare(d.ucmp())
 	m.refs.Store(1)
 	for _, g := range rest {
 		if err := m.Apply(g.batch, seq); err != nil {
@@ -803,6 +811,7 @@ func (d *database) newMemTable(b *batch.Batch, logNum manifest.FileNum) *memTabl
 		size = max(size, memtable.ArenaSizeFor(b))
 	}
 	m := &memTable{MemTable: d.arenas.get(size), logNum: logNum, free: &d.arenas, oversized: size > standard}
+	m.SetCompare(d.ucmp())
 	m.refs.Store(1)
 	return m
 }

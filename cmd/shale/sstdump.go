@@ -100,7 +100,7 @@ func (d *sstDumper) dump(ctx context.Context, fs vfs.FS, name string, blocks boo
 
 	// Open verifies and decodes the meta blocks; it takes fr.
 	env := sstable.ReadEnv{VerifyChecksums: true}
-	r, err := sstable.Open(ctx, fr, env, sstable.ReaderOptions{})
+	r, err := sstable.Open(ctx, fr, env, sstable.ReaderOptions{BuiltinComparer: true})
 	if err != nil {
 		return err
 	}

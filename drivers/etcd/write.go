@@ -131,6 +131,9 @@ func foldOps(ops []driver.Op) (points []driver.Op, ranges []keyRange) {
 		case driver.OpPut, driver.OpDelete:
 			last[string(op.Key)] = i
 		case driver.OpDeleteRange:
+			if !belowEnd(op.Key, op.Value) {
+				continue // inverted: the façade leaves that to the driver's order
+			}
 			ranged = append(ranged, keyRange{op.Key, op.Value})
 			for k := range last {
 				if inRange(k, op.Key, op.Value) {

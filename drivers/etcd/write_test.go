@@ -148,8 +148,8 @@ func TestFoldOps(t *testing.T) {
 				t.Fatalf("ops %v: put of %q inside a deletion of %v", ops, p.Key, ranges)
 			}
 		}
-		for i := 1; i < len(ranges); i++ {
-			if compareEnds(ranges[i-1].end, ranges[i].start) > 0 || !belowEnd(ranges[i].start, ranges[i].end) {
+		for i := range ranges {
+			if i > 0 && compareEnds(ranges[i-1].end, ranges[i].start) > 0 || !belowEnd(ranges[i].start, ranges[i].end) {
 				t.Fatalf("ops %v: ranges %v are not sorted, disjoint and non-empty", ops, ranges)
 			}
 		}
@@ -170,6 +170,7 @@ func TestFoldOps(t *testing.T) {
 		{"open range over bounded ones", []driver.Op{delRange("a", "b"), delRangeOpen("c"), delRange("d", "e"), del("x")}},
 		{"open range from the first key", []driver.Op{put("b", "1"), delRangeOpen(""), put("a", "2")}},
 		{"bounded range touching an open one", []driver.Op{delRangeOpen("c"), delRange("a", "c")}},
+		{"inverted range, which the façade leaves to the driver", []driver.Op{put("b", "1"), delRange("d", "a"), put("c", "2")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { check(t, pre, tc.ops) })
 	}

@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bytes"
 	"slices"
 
 	"github.com/shaledb/shale/internal/base"
@@ -47,6 +46,8 @@ type Index struct {
 	// made since the batch last changed; nil when stale. It is never written
 	// after it is built, so older iterators keep a consistent view.
 	sorted []indexEntry
+	// cmp orders user keys; nil is bytewise (see SetCompare).
+	cmp base.Compare
 }
 
 // indexEntry locates a record in the batch's encoding by offsets, which stay
@@ -123,8 +124,8 @@ func (x *Index) indexRangeDelete(rec record) {
 // covers reports whether r's range holds key; an empty end is unbounded.
 func (x *Index) covers(r indexRange, key []byte) bool {
 	data := x.b.data
-	return bytes.Compare(data[r.startOff:r.startOff+r.startLen], key) <= 0 &&
-		(r.endLen == 0 || bytes.Compare(key, data[r.endOff:r.endOff+r.endLen]) < 0)
+	return base.CompareUser(x.cmp, data[r.startOff:r.startOff+r.startLen], key) <= 0 &&
+		(r.endLen == 0 || base.CompareUser(x.cmp, key, data[r.endOff:r.endOff+r.endLen]) < 0)
 }
 
 // RangeDeletions calls fn with the start and end of each range deletion in
@@ -193,10 +194,10 @@ func (x *Index) NewIter(lower, upper []byte) *IndexIter {
 	if x.sorted == nil {
 		x.sorted = slices.Clone(x.latest)
 		slices.SortFunc(x.sorted, func(a, b indexEntry) int {
-			return bytes.Compare(data[a.keyOff:a.keyOff+a.keyLen], data[b.keyOff:b.keyOff+b.keyLen])
+			return base.CompareUser(x.cmp, data[a.keyOff:a.keyOff+a.keyLen], data[b.keyOff:b.keyOff+b.keyLen])
 		})
 	}
-	it := &IndexIter{data: data, entries: x.sorted, hi: len(x.sorted), pos: -1}
+	it := &IndexIter{data: data, entries: x.sorted, hi: len(x.sorted), pos: -1, cmp: x.cmp}
 	if lower != nil {
 		it.lo = it.search(lower)
 	}
@@ -224,6 +225,7 @@ type IndexIter struct {
 	lo, hi  int          // the entries within the bounds
 	pos     int          // current entry, or -1 when exhausted or unpositioned
 	kv      base.InternalKV
+	cmp     base.Compare // the Index's
 }
 
 var _ base.InternalIterator = (*IndexIter)(nil)
@@ -235,7 +237,7 @@ func (it *IndexIter) search(key []byte) int {
 	for i < j {
 		h := int(uint(i+j) >> 1)
 		e := &it.entries[h]
-		if bytes.Compare(it.data[e.keyOff:e.keyOff+e.keyLen], key) < 0 {
+		if base.CompareUser(it.cmp, it.data[e.keyOff:e.keyOff+e.keyLen], key) < 0 {
 			i = h + 1
 		} else {
 			j = h

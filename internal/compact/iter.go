@@ -54,6 +54,7 @@ type Iter struct {
 	input     base.InternalIterator
 	snapshots []base.SeqNum
 	elide     func(userKey []byte) bool
+	cmp       base.Compare // the input's user-key order; nil is bytewise
 
 	key         []byte // the current user key, copied
 	hasKey      bool
@@ -114,7 +115,7 @@ func (i *Iter) next(kv *base.InternalKV) *base.InternalKV {
 		}
 		stripe := i.stripeOf(kv.K.SeqNum())
 		if !i.hasKey || !bytes.Equal(kv.K.UserKey, i.key) {
-			if i.hasKey && bytes.Compare(kv.K.UserKey, i.key) < 0 {
+			if i.hasKey && base.CompareUser(i.cmp, kv.K.UserKey, i.key) < 0 {
 				i.err = base.CorruptionErrorf("compact: input out of order: key %q after %q", kv.K.UserKey, i.key)
 				return nil
 			}

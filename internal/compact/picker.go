@@ -1,12 +1,12 @@
 package compact
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 )
 
@@ -205,7 +205,7 @@ func PickManual(v *manifest.Version, opts Options, level int, start, end []byte)
 	}
 	out := level
 	if level < manifest.NumLevels-1 {
-		smallest, largest := keyRange(inputs, nil)
+		smallest, largest := keyRange(v.Cmp, inputs, nil)
 		for out = level + 1; out < manifest.NumLevels-1 && len(v.Overlaps(out, smallest, largest)) == 0; out++ {
 		}
 	}
@@ -222,7 +222,7 @@ func newCompaction(v *manifest.Version, opts Options, level, out int, inputs []*
 	if inProgress(inputs) {
 		return nil
 	}
-	smallest, largest := keyRange(inputs, nil)
+	smallest, largest := keyRange(v.Cmp, inputs, nil)
 	var outInputs []*manifest.FileMetadata
 	if out != level {
 		outInputs = v.Overlaps(out, smallest, largest)
@@ -234,11 +234,11 @@ func newCompaction(v *manifest.Version, opts Options, level, out int, inputs []*
 		// Take more of level when that adds no file of the output level: the
 		// extra input costs little, as its output-level overlap is read
 		// anyway.
-		s, l := keyRange(inputs, outInputs)
+		s, l := keyRange(v.Cmp, inputs, outInputs)
 		grown := v.Overlaps(level, s, l)
 		if len(grown) > len(inputs) && !inProgress(grown) &&
 			totalSize(grown)+totalSize(outInputs) <= opts.MaxCompactionBytes {
-			gs, gl := keyRange(grown, nil)
+			gs, gl := keyRange(v.Cmp, grown, nil)
 			if len(v.Overlaps(out, gs, gl)) == len(outInputs) {
 				inputs = grown
 			}
@@ -253,7 +253,7 @@ func newCompaction(v *manifest.Version, opts Options, level, out int, inputs []*
 		targetFileSize: opts.TargetFileSize(out),
 	}
 	c.maxGrandparentOverlap = satMul(c.targetFileSize, grandparentOverlapFactor)
-	c.Smallest, c.Largest = keyRange(inputs, outInputs)
+	c.Smallest, c.Largest = keyRange(v.Cmp, inputs, outInputs)
 	if out+1 < manifest.NumLevels {
 		c.Grandparents = v.Overlaps(out+1, c.Smallest, c.Largest)
 	}
@@ -287,14 +287,14 @@ func totalSize(files []*manifest.FileMetadata) uint64 {
 
 // keyRange returns the smallest and largest user keys of the files in a and
 // b; nil, nil when there are none.
-func keyRange(a, b []*manifest.FileMetadata) (smallest, largest []byte) {
+func keyRange(cmp base.Compare, a, b []*manifest.FileMetadata) (smallest, largest []byte) {
 	first := true
 	for _, files := range [2][]*manifest.FileMetadata{a, b} {
 		for _, f := range files {
-			if first || bytes.Compare(f.Smallest.UserKey, smallest) < 0 {
+			if first || base.CompareUser(cmp, f.Smallest.UserKey, smallest) < 0 {
 				smallest = bound(f.Smallest.UserKey)
 			}
-			if first || bytes.Compare(f.Largest.UserKey, largest) > 0 {
+			if first || base.CompareUser(cmp, f.Largest.UserKey, largest) > 0 {
 				largest = bound(f.Largest.UserKey)
 			}
 			first = false
@@ -327,7 +327,7 @@ func (c *Compaction) TargetFileSize() uint64 { return c.targetFileSize }
 // files of a level). When it returns true, key starts the next output; when
 // the engine closes an output for another reason, it calls FinishOutput.
 func (c *Compaction) ShouldStopBefore(key []byte) bool {
-	for c.gpIndex < len(c.Grandparents) && bytes.Compare(key, c.Grandparents[c.gpIndex].Largest.UserKey) > 0 {
+	for c.gpIndex < len(c.Grandparents) && base.CompareUser(c.version.Cmp, key, c.Grandparents[c.gpIndex].Largest.UserKey) > 0 {
 		if c.seenKey {
 			c.overlapped += c.Grandparents[c.gpIndex].Size
 		}
@@ -360,12 +360,12 @@ func (c *Compaction) KeyNotExistsBeyondOutputLevel(userKey []byte) bool {
 	for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
 		files := c.version.Levels[level]
 		i, _ := slices.BinarySearchFunc(files, userKey, func(f *manifest.FileMetadata, k []byte) int {
-			if bytes.Compare(f.Largest.UserKey, k) < 0 {
+			if base.CompareUser(c.version.Cmp, f.Largest.UserKey, k) < 0 {
 				return -1
 			}
 			return 1
 		})
-		if i < len(files) && bytes.Compare(files[i].Smallest.UserKey, userKey) <= 0 {
+		if i < len(files) && base.CompareUser(c.version.Cmp, files[i].Smallest.UserKey, userKey) <= 0 {
 			return false
 		}
 	}

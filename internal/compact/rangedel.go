@@ -53,6 +53,7 @@ func (i *Iter) coveredInStripe(kv *base.InternalKV, stripe int) bool {
 // in key order. It is not safe for concurrent use.
 type RangeDelSplitter struct {
 	frags []rangedel.Fragment // what remains to deal, in order
+	cmp   base.Compare        // dels' order; nil is bytewise
 }
 
 // NewRangeDelSplitter prepares dels (the merged input tombstones) for the
@@ -67,7 +68,7 @@ func NewRangeDelSplitter(dels *rangedel.Set, snapshots []base.SeqNum, bottommost
 		n, _ := slices.BinarySearch(snapshots, seq)
 		return n
 	}
-	s := &RangeDelSplitter{}
+	s := &RangeDelSplitter{cmp: dels.Compare()}
 	for _, f := range dels.Fragments() {
 		var seqs []base.SeqNum
 		last := -1
@@ -101,12 +102,12 @@ func (s *RangeDelSplitter) Take(limit []byte) []rangedel.Fragment {
 	// The remainder keeps limit as its start: own it.
 	limit = bytes.Clone(limit)
 	n := 0
-	for n < len(s.frags) && bytes.Compare(s.frags[n].End, limit) <= 0 {
+	for n < len(s.frags) && base.CompareUser(s.cmp, s.frags[n].End, limit) <= 0 {
 		n++
 	}
 	out := slices.Clone(s.frags[:n])
 	s.frags = s.frags[n:]
-	if len(s.frags) > 0 && bytes.Compare(s.frags[0].Start, limit) < 0 {
+	if len(s.frags) > 0 && base.CompareUser(s.cmp, s.frags[0].Start, limit) < 0 {
 		f := s.frags[0]
 		out = append(out, rangedel.Fragment{Start: f.Start, End: limit, Seqs: f.Seqs})
 		s.frags[0].Start = limit

@@ -34,7 +34,7 @@ func version(levels map[int][]*FileMetadata) *Version {
 	v := &Version{}
 	for level, files := range levels {
 		v.Levels[level] = append([]*FileMetadata(nil), files...)
-		sortLevel(level, v.Levels[level])
+		sortLevel(nil, level, v.Levels[level])
 	}
 	return v
 }

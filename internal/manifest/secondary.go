@@ -35,8 +35,10 @@ type follower struct {
 //
 // LogAndApply and Start on the result fail with an error marked
 // base.ErrInvalidArgument; CatchUp reads what the primary appended since.
-func LoadSecondary(fs vfs.FS, dir string) (*VersionSet, error) {
-	vs := newVersionSet(fs, dir)
+// As for Load, WithComparer gives the key order, and a MANIFEST that
+// records another fails the load (and a CatchUp onto such a MANIFEST).
+func LoadSecondary(fs vfs.FS, dir string, opts ...Option) (*VersionSet, error) {
+	vs := newVersionSet(fs, dir, opts)
 	vs.m.readOnly = true
 	vs.sec = &follower{}
 	if _, err := vs.CatchUp(); err != nil {
@@ -106,7 +108,8 @@ func (vs *VersionSet) switchLocked(num FileNum, f vfs.File) error {
 		return errors.Wrapf(err, "manifest: stat %s", ManifestFileName(vs.dir, num))
 	}
 	c := counters{}
-	v, off, n, err := vs.readEdits(f, ManifestFileName(vs.dir, num), 0, st.Size(), &Version{}, &c)
+	v, off, n, err := vs.readEdits(f, ManifestFileName(vs.dir, num), 0, st.Size(),
+		&Version{Cmp: vs.comparer.UserCompare()}, &c)
 	if err != nil {
 		return err
 	}
@@ -160,6 +163,8 @@ type counters struct {
 	haveLog, haveNext, haveLast bool
 	logNum, nextNum             FileNum
 	lastSeq                     base.SeqNum
+	// comparerName is the comparer an edit named (tag 1), if any.
+	comparerName string
 }
 
 func (vs *VersionSet) applyCounters(c *counters) {
@@ -199,6 +204,9 @@ func (vs *VersionSet) readEdits(f vfs.File, name string, start, end int64, base0
 			return nil, 0, 0, base.MarkCorruption(errors.Wrapf(err, "manifest: %s: record ending at offset %d", name, r.Offset()))
 		}
 		n++
+		if e.ComparerName != "" {
+			c.comparerName = e.ComparerName
+		}
 		if e.HasLogNumber {
 			c.logNum, c.haveLog = e.LogNumber, true
 		}
@@ -211,6 +219,14 @@ func (vs *VersionSet) readEdits(f vfs.File, name string, start, end int64, base0
 	}
 	if n == 0 {
 		return base0, r.Offset(), 0, nil
+	}
+	// The primary records a non-bytewise order in a MANIFEST's first edit:
+	// one read from its start names it or is bytewise. Checked before the
+	// new version's order is, which another order would fail as damage.
+	if start == 0 || c.comparerName != "" {
+		if err := vs.checkComparer(name, c.comparerName); err != nil {
+			return nil, 0, 0, err
+		}
 	}
 	v, changed := b.build()
 	if err := checkChanged(v, changed); err != nil {

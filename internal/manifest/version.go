@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,8 +78,14 @@ func (f *FileMetadata) String() string {
 // Largest.UserKey] intersects [smallest, largest]. A nil bound is
 // unbounded. The bounds are only read during the call.
 func (f *FileMetadata) Overlaps(smallest, largest []byte) bool {
-	return (largest == nil || bytes.Compare(f.Smallest.UserKey, largest) <= 0) &&
-		(smallest == nil || bytes.Compare(f.Largest.UserKey, smallest) >= 0)
+	return f.OverlapsCmp(nil, smallest, largest)
+}
+
+// OverlapsCmp is Overlaps with user keys ordered by cmp (bytewise when
+// nil).
+func (f *FileMetadata) OverlapsCmp(cmp base.Compare, smallest, largest []byte) bool {
+	return (largest == nil || base.CompareUser(cmp, f.Smallest.UserKey, largest) <= 0) &&
+		(smallest == nil || base.CompareUser(cmp, f.Largest.UserKey, smallest) >= 0)
 }
 
 // Version is the set of live tables at one point: the result of applying
@@ -97,6 +102,9 @@ type Version struct {
 	// ranges do not overlap (no user key is in two files of a level). The
 	// slices are shared between versions: never modify them.
 	Levels [NumLevels][]*FileMetadata
+	// Cmp orders user keys; nil is bytewise. A VersionSet gives its
+	// versions its comparer's.
+	Cmp base.Compare
 
 	refs atomic.Int32
 	// rangeDels caches HasRangeDels: 0 not computed, 1 no, 2 yes.
@@ -188,7 +196,7 @@ func (v *Version) LevelSize(level int) uint64 {
 func (v *Version) Overlaps(level int, smallest, largest []byte) []*FileMetadata {
 	files := v.Levels[level]
 	if level == 0 {
-		return overlapsL0(files, smallest, largest)
+		return overlapsL0(v.Cmp, files, smallest, largest)
 	}
 	// The files are sorted and disjoint, so the ones that overlap are
 	// consecutive: from the first whose Largest is >= smallest up to the last
@@ -196,14 +204,14 @@ func (v *Version) Overlaps(level int, smallest, largest []byte) []*FileMetadata 
 	i := 0
 	if smallest != nil {
 		i, _ = slices.BinarySearchFunc(files, smallest, func(f *FileMetadata, k []byte) int {
-			if bytes.Compare(f.Largest.UserKey, k) < 0 {
+			if base.CompareUser(v.Cmp, f.Largest.UserKey, k) < 0 {
 				return -1
 			}
 			return 1
 		})
 	}
 	j := i
-	for j < len(files) && (largest == nil || bytes.Compare(files[j].Smallest.UserKey, largest) <= 0) {
+	for j < len(files) && (largest == nil || base.CompareUser(v.Cmp, files[j].Smallest.UserKey, largest) <= 0) {
 		j++
 	}
 	if i == j {
@@ -212,19 +220,19 @@ func (v *Version) Overlaps(level int, smallest, largest []byte) []*FileMetadata 
 	return slices.Clone(files[i:j])
 }
 
-func overlapsL0(files []*FileMetadata, smallest, largest []byte) []*FileMetadata {
+func overlapsL0(cmp base.Compare, files []*FileMetadata, smallest, largest []byte) []*FileMetadata {
 	var out []*FileMetadata
 	for i := 0; i < len(files); {
 		f := files[i]
 		i++
-		if !f.Overlaps(smallest, largest) {
+		if !f.OverlapsCmp(cmp, smallest, largest) {
 			continue
 		}
 		grew := false
-		if smallest != nil && bytes.Compare(f.Smallest.UserKey, smallest) < 0 {
+		if smallest != nil && base.CompareUser(cmp, f.Smallest.UserKey, smallest) < 0 {
 			smallest, grew = f.Smallest.UserKey, true
 		}
-		if largest != nil && bytes.Compare(f.Largest.UserKey, largest) > 0 {
+		if largest != nil && base.CompareUser(cmp, f.Largest.UserKey, largest) > 0 {
 			largest, grew = f.Largest.UserKey, true
 		}
 		if grew {
@@ -245,7 +253,7 @@ func overlapsL0(files []*FileMetadata, smallest, largest []byte) []*FileMetadata
 func (v *Version) CheckConsistency() error {
 	seen := make(map[FileNum]int)
 	for level := range v.Levels {
-		if err := checkLevel(level, v.Levels[level], seen); err != nil {
+		if err := checkLevel(v.Cmp, level, v.Levels[level], seen); err != nil {
 			return err
 		}
 	}
@@ -254,7 +262,7 @@ func (v *Version) CheckConsistency() error {
 
 // checkLevel checks one level; seen maps file numbers to the level they were
 // found in, across calls.
-func checkLevel(level int, files []*FileMetadata, seen map[FileNum]int) error {
+func checkLevel(cmp base.Compare, level int, files []*FileMetadata, seen map[FileNum]int) error {
 	for i, f := range files {
 		if f == nil {
 			return errors.Newf("manifest: L%d: nil file at index %d", level, i)
@@ -263,7 +271,7 @@ func checkLevel(level int, files []*FileMetadata, seen map[FileNum]int) error {
 			return errors.Newf("manifest: file %s is in L%d and in L%d", f.FileNum, prev, level)
 		}
 		seen[f.FileNum] = level
-		if err := checkFile(f); err != nil {
+		if err := checkFile(cmp, f); err != nil {
 			return errors.Wrapf(err, "manifest: L%d", level)
 		}
 		if i == 0 {
@@ -279,17 +287,23 @@ func checkLevel(level int, files []*FileMetadata, seen map[FileNum]int) error {
 		}
 		// A range-deletion sentinel excludes its user key: a table whose
 		// tombstones end at k may precede one that starts at k.
-		if c := bytes.Compare(prev.Largest.UserKey, f.Smallest.UserKey); c > 0 || (c == 0 && !prev.Largest.IsExclusiveSentinel()) {
+		if c := base.CompareUser(cmp, prev.Largest.UserKey, f.Smallest.UserKey); c > 0 || (c == 0 && !prev.Largest.IsExclusiveSentinel()) {
 			return errors.Newf("manifest: L%d files overlap or are out of order: %s before %s", level, prev, f)
 		}
 	}
 	return nil
 }
 
-func checkFile(f *FileMetadata) error {
-	if base.CompareInternal(f.Smallest, f.Largest) > 0 {
+func checkFile(cmp base.Compare, f *FileMetadata) error {
+	if base.CompareInternalWith(cmp, f.Smallest, f.Largest) > 0 {
 		return errors.Newf("file %s: smallest key after largest", f)
 	}
+	return checkFileSeqs(f)
+}
+
+// checkFileSeqs is checkFile without the order of the keys, which only the
+// database's comparer knows: what VersionEdit.Decode can check.
+func checkFileSeqs(f *FileMetadata) error {
 	if f.SmallestSeqNum > f.LargestSeqNum {
 		return errors.Newf("file %s: smallest seqnum %d > largest seqnum %d", f, f.SmallestSeqNum, f.LargestSeqNum)
 	}
@@ -316,7 +330,7 @@ func l0Less(a, b *FileMetadata) bool {
 }
 
 // sortLevel sorts a level's files into its order (see Version.Levels).
-func sortLevel(level int, files []*FileMetadata) {
+func sortLevel(cmp base.Compare, level int, files []*FileMetadata) {
 	if level == 0 {
 		slices.SortFunc(files, func(a, b *FileMetadata) int {
 			switch {
@@ -330,7 +344,7 @@ func sortLevel(level int, files []*FileMetadata) {
 		return
 	}
 	slices.SortFunc(files, func(a, b *FileMetadata) int {
-		if c := base.CompareInternal(a.Smallest, b.Smallest); c != 0 {
+		if c := base.CompareInternalWith(cmp, a.Smallest, b.Smallest); c != 0 {
 			return c
 		}
 		return compareFileNum(a.FileNum, b.FileNum)

@@ -19,6 +19,9 @@ import (
 // which carries what LevelDB's (7) lacks: sequence numbers and the whole-file
 // checksum.
 const (
+	// tagComparator is LevelDB's kComparator: the name of the database's
+	// key order, in the first edit of a MANIFEST; absent means bytewise.
+	tagComparator     = 1
 	tagLogNumber      = 2
 	tagNextFileNumber = 3
 	tagLastSeqNum     = 4
@@ -44,6 +47,8 @@ const newFileFlagRangeDels = 1
 const (
 	maxChecksumLen     = 64
 	maxChecksumFuncLen = 64
+	// maxComparerNameLen bounds VersionEdit.ComparerName.
+	maxComparerNameLen = 256
 )
 
 // DeletedFileEntry names a file an edit removes from a level. A plain value,
@@ -68,6 +73,10 @@ type NewFileEntry struct {
 //
 // A VersionEdit is not safe for concurrent use.
 type VersionEdit struct {
+	// ComparerName, when not empty, names the database's key order
+	// (tagComparator). Only a MANIFEST's first edit carries it, and only for
+	// a non-bytewise order.
+	ComparerName string
 	// LogNumber, when HasLogNumber: WALs numbered below it are obsolete,
 	// their data being in tables.
 	LogNumber    FileNum
@@ -128,6 +137,11 @@ func (e *VersionEdit) sortedDeletions() []DeletedFileEntry {
 // to equal bytes. Encode does not validate the edit; VersionSet.LogAndApply
 // does before it writes one.
 func (e *VersionEdit) Encode(dst []byte) []byte {
+	if e.ComparerName != "" {
+		dst = binary.AppendUvarint(dst, tagComparator)
+		dst = binary.AppendUvarint(dst, uint64(len(e.ComparerName)))
+		dst = append(dst, e.ComparerName...)
+	}
 	if e.HasLogNumber {
 		dst = binary.AppendUvarint(dst, tagLogNumber)
 		dst = binary.AppendUvarint(dst, uint64(e.LogNumber))
@@ -195,6 +209,18 @@ func (e *VersionEdit) Decode(data []byte) error {
 			return err
 		}
 		switch tag {
+		case tagComparator:
+			name, err := d.bytes("comparator name", maxComparerNameLen)
+			if err != nil {
+				return err
+			}
+			if e.ComparerName != "" {
+				return d.errorf(start, "repeated comparator name")
+			}
+			if len(name) == 0 {
+				return d.errorf(start, "empty comparator name")
+			}
+			e.ComparerName = string(name)
 		case tagLogNumber, tagNextFileNumber, tagLastSeqNum:
 			v, err := d.uvarint(tagName(tag))
 			if err != nil {
@@ -401,7 +427,7 @@ func (d *decoder) newFile(start int) (NewFileEntry, error) {
 		f.FileChecksum = bytes.Clone(sum)
 	}
 	f.FileChecksumFunc = string(fn)
-	if err := checkFile(f); err != nil {
+	if err := checkFileSeqs(f); err != nil {
 		return NewFileEntry{}, d.errorf(start, "%s", err)
 	}
 	return NewFileEntry{Level: level, Meta: f}, nil
@@ -437,6 +463,9 @@ func (d *decoder) globalSeqNum(start int, f *FileMetadata) error {
 // debugging.
 func (e *VersionEdit) String() string {
 	var b strings.Builder
+	if e.ComparerName != "" {
+		fmt.Fprintf(&b, "comparator: %s\n", e.ComparerName)
+	}
 	if e.HasLogNumber {
 		fmt.Fprintf(&b, "log-number: %s\n", e.LogNumber)
 	}
@@ -528,7 +557,7 @@ func (b *versionBuilder) apply(e *VersionEdit) error {
 // build returns the new version (with no references) and which levels
 // differ from the base's. Unchanged levels share the base's slices.
 func (b *versionBuilder) build() (v *Version, changed [NumLevels]bool) {
-	v = &Version{}
+	v = &Version{Cmp: b.base.Cmp}
 	for level := range v.Levels {
 		baseFiles := b.base.Levels[level]
 		if len(b.deleted[level]) == 0 && len(b.added[level]) == 0 {
@@ -545,7 +574,7 @@ func (b *versionBuilder) build() (v *Version, changed [NumLevels]bool) {
 		for _, f := range b.added[level] {
 			files = append(files, f)
 		}
-		sortLevel(level, files)
+		sortLevel(v.Cmp, level, files)
 		if len(files) == 0 {
 			files = nil
 		}
@@ -561,7 +590,7 @@ func checkChanged(v *Version, changed [NumLevels]bool) error {
 	seen := make(map[FileNum]int)
 	for level := range v.Levels {
 		if changed[level] {
-			if err := checkLevel(level, v.Levels[level], seen); err != nil {
+			if err := checkLevel(v.Cmp, level, v.Levels[level], seen); err != nil {
 				return err
 			}
 		}

@@ -21,6 +21,7 @@ func testEdits() map[string]*VersionEdit {
 	edits := map[string]*VersionEdit{
 		"empty":            {},
 		"log-number":       {LogNumber: 7, HasLogNumber: true},
+		"comparator":       {ComparerName: base.ReverseBytewiseName, LogNumber: 1, HasLogNumber: true},
 		"log-number-zero":  {HasLogNumber: true},
 		"next-file-number": {NextFileNumber: 1 << 40, HasNextFileNumber: true},
 		"last-seqnum":      {LastSeqNum: base.MaxSeqNum, HasLastSeqNum: true},
@@ -161,6 +162,21 @@ func TestVersionEditRoundTrip(t *testing.T) {
 	}
 }
 
+// TestVersionEditComparatorEncoding pins the comparator field: LevelDB's
+// kComparator tag (1), then the name, length-prefixed, before the other
+// fields.
+func TestVersionEditComparatorEncoding(t *testing.T) {
+	e := &VersionEdit{ComparerName: "rev"}
+	e.SetLogNumber(3)
+	want, err := hex.DecodeString("0103726576" + "0203")
+	require.NoError(t, err)
+	require.Equal(t, want, e.Encode(nil))
+	var got VersionEdit
+	require.NoError(t, got.Decode(want))
+	require.Equal(t, "rev", got.ComparerName)
+	require.Equal(t, "comparator: rev\nlog-number: 000003\n", got.String())
+}
+
 // TestVersionEditDocExample pins the example in the package doc.
 func TestVersionEditDocExample(t *testing.T) {
 	e := &VersionEdit{}
@@ -240,7 +256,11 @@ func TestVersionEditDecodeErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown tag", uv(7, 1), "unknown tag 7 at offset 0"},
-		{"unknown tag after field", cat(uv(tagLogNumber, 1), uv(1)), "unknown tag 1 at offset 2"},
+		{"unknown tag after field", cat(uv(tagLogNumber, 1), uv(5)), "unknown tag 5 at offset 2"},
+		{"empty comparator name", uv(tagComparator, 0), "empty comparator name at offset 0"},
+		{"repeated comparator name", cat(uv(tagComparator, 1), []byte("x"), uv(tagComparator, 1), []byte("y")), "repeated comparator name at offset 3"},
+		{"comparator name too long", uv(tagComparator, maxComparerNameLen+1), "above the maximum 256"},
+		{"truncated comparator name", cat(uv(tagComparator, 4), []byte("ab")), "truncated comparator name"},
 		{"truncated tag", []byte{0x80}, "truncated tag at offset 0"},
 		{"overflowing tag", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, "tag overflows"},
 		{"truncated log number", uv(tagLogNumber), "truncated log number at offset 1"},
@@ -257,7 +277,6 @@ func TestVersionEditDecodeErrors(t *testing.T) {
 		{"new file key too short", newFile(1, 5, uv(10, 3), []byte("abc")), "smallest key of 3 bytes is shorter than a key trailer"},
 		{"new file key truncated", newFile(1, 5, uv(10, 9), []byte("abc")), "truncated smallest key: length 9, 3 bytes left"},
 		{"new file key bad kind", newFile(1, 5, uv(10), key("a", 1, 7)), "smallest key has unknown kind 7"},
-		{"new file smallest after largest", newFile(1, 5, uv(10), key("b", 1, 1), key("a", 2, 1), uv(1, 2, 0, 0)), "smallest key after largest"},
 		{"new file seqs reversed", newFile(1, 5, uv(10), key("a", 1, 1), key("b", 2, 1), uv(2, 1, 0, 0)), "smallest seqnum 2 > largest seqnum 1"},
 		{"new file key outside seqs", newFile(1, 5, uv(10), key("a", 1, 1), key("b", 9, 1), uv(1, 2, 0, 0)), "outside seqnum range"},
 		{"new file seq too big", newFile(1, 5, uv(10), key("a", 1, 1), key("b", 2, 1), uv(1, uint64(base.MaxSeqNum)+1)), "largest seqnum"},

@@ -52,6 +52,8 @@ type VersionSet struct {
 	// sec is the state of a secondary's VersionSet (LoadSecondary), nil
 	// otherwise. Guarded by logMu.
 	sec *follower
+	// comparer is the database's key order (WithComparer); never nil.
+	comparer *base.Comparer
 
 	// logMu serializes LogAndApply and Close, and guards m. It is held
 	// across MANIFEST writes and syncs.
@@ -78,8 +80,11 @@ type VersionSet struct {
 	}
 }
 
-func newVersionSet(fs vfs.FS, dir string) *VersionSet {
-	vs := &VersionSet{fs: fs, dir: dir}
+func newVersionSet(fs vfs.FS, dir string, opts []Option) *VersionSet {
+	vs := &VersionSet{fs: fs, dir: dir, comparer: base.DefaultComparer}
+	for _, o := range opts {
+		o(vs)
+	}
 	vs.maxManifestSize.Store(DefaultMaxManifestFileSize)
 	vs.nextFileNum.Store(1)
 	vs.mu.live.prev, vs.mu.live.next = &vs.mu.live, &vs.mu.live
@@ -94,15 +99,15 @@ func newVersionSet(fs vfs.FS, dir string) *VersionSet {
 //
 // On error, CURRENT either does not exist (the directory is still not a
 // database) or names a complete MANIFEST of the empty database.
-func Create(fs vfs.FS, dir string) (*VersionSet, error) {
+func Create(fs vfs.FS, dir string, opts ...Option) (*VersionSet, error) {
 	cur := CurrentFileName(dir)
 	if _, err := fs.Stat(cur); err == nil {
 		return nil, errors.Wrapf(os.ErrExist, "manifest: %s", cur)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, errors.Wrapf(err, "manifest: checking for %s", cur)
 	}
-	vs := newVersionSet(fs, dir)
-	v := &Version{}
+	vs := newVersionSet(fs, dir, opts)
+	v := &Version{Cmp: vs.comparer.UserCompare()}
 	if _, err := vs.startManifest(vs.NewFileNum(), v, 0, 0); err != nil {
 		return nil, err
 	}
@@ -115,8 +120,8 @@ func Create(fs vfs.FS, dir string) (*VersionSet, error) {
 // state and points CURRENT at it (Start), so that later appends never follow
 // a torn tail. Recover deletes nothing: see the package doc for which files
 // the engine may delete.
-func Recover(fs vfs.FS, dir string) (*VersionSet, error) {
-	vs, err := Load(fs, dir)
+func Recover(fs vfs.FS, dir string, opts ...Option) (*VersionSet, error) {
+	vs, err := Load(fs, dir, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,12 +150,12 @@ func Recover(fs vfs.FS, dir string) (*VersionSet, error) {
 // Every file number found in dir (tables, logs, MANIFESTs, temporary files)
 // is marked used, so NewFileNum never reuses the number of a file a crash
 // left behind.
-func Load(fs vfs.FS, dir string) (*VersionSet, error) {
+func Load(fs vfs.FS, dir string, opts ...Option) (*VersionSet, error) {
 	num, err := readCurrent(fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	vs := newVersionSet(fs, dir)
+	vs := newVersionSet(fs, dir, opts)
 	v, err := vs.replay(num)
 	if err != nil {
 		return nil, err
@@ -176,8 +181,8 @@ func Load(fs vfs.FS, dir string) (*VersionSet, error) {
 // RecoverReadOnly is Load for a read-only open: the result never becomes
 // writable. LogAndApply and Start on it fail with an error marked
 // base.ErrInvalidArgument.
-func RecoverReadOnly(fs vfs.FS, dir string) (*VersionSet, error) {
-	vs, err := Load(fs, dir)
+func RecoverReadOnly(fs vfs.FS, dir string, opts ...Option) (*VersionSet, error) {
+	vs, err := Load(fs, dir, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -189,10 +194,10 @@ func RecoverReadOnly(fs vfs.FS, dir string) (*VersionSet, error) {
 // New returns the VersionSet of a new, empty database in dir, writing
 // nothing: Start creates its MANIFEST and CURRENT. The caller checks that dir
 // holds no database (Create does).
-func New(fs vfs.FS, dir string) *VersionSet {
-	vs := newVersionSet(fs, dir)
+func New(fs vfs.FS, dir string, opts ...Option) *VersionSet {
+	vs := newVersionSet(fs, dir, opts)
 	vs.m.pending = true
-	vs.installFirst(&Version{})
+	vs.installFirst(&Version{Cmp: vs.comparer.UserCompare()})
 	return vs
 }
 
@@ -329,8 +334,9 @@ func (vs *VersionSet) replay(num FileNum) (_ *Version, err error) {
 		return nil, errors.Wrapf(err, "manifest: stat %s", name)
 	}
 	r := wal.NewReader(io.NewSectionReader(f, 0, st.Size()), wal.TolerateCorruptedTailRecords)
-	b := newVersionBuilder(&Version{})
+	b := newVersionBuilder(&Version{Cmp: vs.comparer.UserCompare()})
 	var e VersionEdit
+	recordedCmp := ""
 	var haveLog, haveNext, haveLast bool
 	deleted := make(map[FileNum]struct{})
 	for {
@@ -344,6 +350,9 @@ func (vs *VersionSet) replay(num FileNum) (_ *Version, err error) {
 		}
 		if err := e.Decode(rec); err != nil {
 			return nil, errors.Wrapf(err, "manifest: %s: record ending at offset %d", name, r.Offset())
+		}
+		if e.ComparerName != "" {
+			recordedCmp = e.ComparerName
 		}
 		if err := b.apply(&e); err != nil {
 			return nil, base.MarkCorruption(errors.Wrapf(err, "manifest: %s: record ending at offset %d", name, r.Offset()))
@@ -377,6 +386,9 @@ func (vs *VersionSet) replay(num FileNum) (_ *Version, err error) {
 	if !haveLog || !haveNext || !haveLast {
 		return nil, base.CorruptionErrorf("manifest: %s lacks a log number, next file number or last seqnum "+
 			"(%d bytes, %d of them valid records)", name, st.Size(), r.Offset())
+	}
+	if err := vs.checkComparer(name, recordedCmp); err != nil {
+		return nil, err
 	}
 	v, _ := b.build()
 	if err := v.CheckConsistency(); err != nil {
@@ -432,7 +444,11 @@ func snapshotEdit(v *Version, logNum, nextFileNum FileNum, lastSeq base.SeqNum) 
 // is kept, because CURRENT may name it.
 func (vs *VersionSet) startManifest(num FileNum, v *Version, logNum FileNum, lastSeq base.SeqNum) (renamed bool, err error) {
 	name := ManifestFileName(vs.dir, num)
-	vs.m.buf = snapshotEdit(v, logNum, FileNum(vs.nextFileNum.Load()), lastSeq).Encode(vs.m.buf[:0])
+	snap := snapshotEdit(v, logNum, FileNum(vs.nextFileNum.Load()), lastSeq)
+	if !vs.comparer.IsBytewise() {
+		snap.ComparerName = vs.comparer.Name
+	}
+	vs.m.buf = snap.Encode(vs.m.buf[:0])
 	f, err := vs.fs.Create(name)
 	if err != nil {
 		return false, errors.Wrapf(err, "manifest: creating %s", name)

@@ -1,8 +1,6 @@
 package memtable
 
 import (
-	"bytes"
-
 	"github.com/shaledb/shale/internal/base"
 )
 
@@ -31,7 +29,7 @@ const approxSample = 512
 // It is safe to call concurrently with writers: entries added meanwhile
 // may or may not be counted.
 func (m *MemTable) ApproximateStats(start, end []byte) (count, size uint64) {
-	if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
+	if start != nil && end != nil && base.CompareUser(m.cmp, start, end) >= 0 {
 		return 0, 0
 	}
 	if bm := m.bm; bm != nil {
@@ -68,7 +66,7 @@ func (m *MemTable) walkLevel(start, end []byte, level int) (nodes, size uint64, 
 	off := m.seekLevel(start, level)
 	for off != 0 {
 		nd := m.arena.node(off)
-		if end != nil && bytes.Compare(m.arena.bytes(nd.keyOffset, nd.keySize), end) >= 0 {
+		if end != nil && base.CompareUser(m.cmp, m.arena.bytes(nd.keyOffset, nd.keySize), end) >= 0 {
 			return nodes, size, true
 		}
 		if nodes == approxSample {

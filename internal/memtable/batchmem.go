@@ -27,6 +27,8 @@ type batchMem struct {
 	// the record's number in the batch in its high 32 bits and the record's
 	// offset in data in its low 32: 8 bytes per record, one load per probe.
 	index []uint64
+	// cmp orders user keys; nil is bytewise.
+	cmp base.Compare
 }
 
 // NewFromBatch returns an immutable memtable holding the records of b at
@@ -52,6 +54,12 @@ type batchMem struct {
 // encoding is 4 GiB or longer, is an error marked base.ErrInvalidArgument;
 // a malformed one returns its corruption error.
 func NewFromBatch(b *batch.Batch, seq base.SeqNum) (*MemTable, error) {
+	return NewFromBatchCmp(nil, b, seq)
+}
+
+// NewFromBatchCmp is NewFromBatch for user keys ordered by cmp (bytewise
+// when nil).
+func NewFromBatchCmp(cmp base.Compare, b *batch.Batch, seq base.SeqNum) (*MemTable, error) {
 	if err := checkSeqRange(seq, b.Count()); err != nil {
 		return nil, err
 	}
@@ -59,6 +67,7 @@ func NewFromBatch(b *batch.Batch, seq base.SeqNum) (*MemTable, error) {
 		return nil, base.InvalidArgumentf("memtable: a %d-byte batch is too large to index with 32-bit offsets", b.Len())
 	}
 	m := &MemTable{}
+	m.SetCompare(cmp)
 	bm, err := m.indexBatch(b, seq)
 	if err != nil {
 		return nil, err
@@ -80,7 +89,7 @@ func NewFromBatch(b *batch.Batch, seq base.SeqNum) (*MemTable, error) {
 // sorted entries are rewritten as (record number, offset).
 func (m *MemTable) indexBatch(b *batch.Batch, seq base.SeqNum) (*batchMem, error) {
 	n := b.Count()
-	bm := &batchMem{seq: seq}
+	bm := &batchMem{seq: seq, cmp: m.cmp}
 	if n == 0 {
 		return bm, nil
 	}
@@ -105,6 +114,12 @@ func (m *MemTable) indexBatch(b *batch.Batch, seq base.SeqNum) (*batchMem, error
 		offs[i] = uint32(off)
 		if kind == base.KindRangeDelete {
 			m.rangeDels.add(seq+base.SeqNum(i), key, value)
+			continue
+		}
+		if m.cmp != nil {
+			// Prefixes order keys bytewise only: with none, every record
+			// ties and is compared whole.
+			ents = append(ents, uint64(i))
 			continue
 		}
 		switch {
@@ -133,7 +148,7 @@ func (m *MemTable) indexBatch(b *batch.Batch, seq base.SeqNum) (*batchMem, error
 		}
 		if hi-lo > 1 {
 			slices.SortFunc(ents[lo:hi], func(x, y uint64) int {
-				if c := bytes.Compare(batch.KeyAt(data, offs[x&mask]), batch.KeyAt(data, offs[y&mask])); c != 0 {
+				if c := base.CompareUser(m.cmp, batch.KeyAt(data, offs[x&mask]), batch.KeyAt(data, offs[y&mask])); c != 0 {
 					return c
 				}
 				return cmp.Compare(y&mask, x&mask)
@@ -188,7 +203,7 @@ func (bm *batchMem) search(key []byte, seq base.SeqNum) int {
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		e := bm.index[mid]
-		c := bytes.Compare(bm.key(e), key)
+		c := base.CompareUser(bm.cmp, bm.key(e), key)
 		if c < 0 || (c == 0 && bm.seqOf(e) > seq) {
 			lo = mid + 1
 		} else {

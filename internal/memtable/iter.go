@@ -1,8 +1,6 @@
 package memtable
 
 import (
-	"bytes"
-
 	"github.com/shaledb/shale/internal/base"
 )
 
@@ -48,7 +46,7 @@ func (m *MemTable) NewIter(lower, upper []byte) *Iter {
 // SeekGE moves to the first entry whose user key is >= key (and >= the
 // lower bound).
 func (it *Iter) SeekGE(key []byte) *base.InternalKV {
-	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+	if it.lower != nil && base.CompareUser(it.m.cmp, key, it.lower) < 0 {
 		key = it.lower
 	}
 	if it.bm != nil {
@@ -62,7 +60,7 @@ func (it *Iter) SeekGE(key []byte) *base.InternalKV {
 // SeekLT moves to the last entry whose user key is < key (and < the upper
 // bound).
 func (it *Iter) SeekLT(key []byte) *base.InternalKV {
-	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+	if it.upper != nil && base.CompareUser(it.m.cmp, key, it.upper) > 0 {
 		key = it.upper
 	}
 	if it.bm != nil {
@@ -139,7 +137,7 @@ func (it *Iter) forward(off uint32) *base.InternalKV {
 		return nil
 	}
 	it.set(off)
-	if it.upper != nil && bytes.Compare(it.kv.K.UserKey, it.upper) >= 0 {
+	if it.upper != nil && base.CompareUser(it.m.cmp, it.kv.K.UserKey, it.upper) >= 0 {
 		it.nd = 0
 		return nil
 	}
@@ -154,7 +152,7 @@ func (it *Iter) backward(off uint32) *base.InternalKV {
 		return nil
 	}
 	it.set(off)
-	if it.lower != nil && bytes.Compare(it.kv.K.UserKey, it.lower) < 0 {
+	if it.lower != nil && base.CompareUser(it.m.cmp, it.kv.K.UserKey, it.lower) < 0 {
 		it.nd = 0
 		return nil
 	}
@@ -182,7 +180,7 @@ func (it *Iter) forwardAt(i int) *base.InternalKV {
 	}
 	it.bm.set(&it.kv, i)
 	it.pos = i + 1
-	if it.upper != nil && bytes.Compare(it.kv.K.UserKey, it.upper) >= 0 {
+	if it.upper != nil && base.CompareUser(it.m.cmp, it.kv.K.UserKey, it.upper) >= 0 {
 		it.pos = 0
 		return nil
 	}
@@ -198,7 +196,7 @@ func (it *Iter) backwardAt(i int) *base.InternalKV {
 	}
 	it.bm.set(&it.kv, i)
 	it.pos = i + 1
-	if it.lower != nil && bytes.Compare(it.kv.K.UserKey, it.lower) < 0 {
+	if it.lower != nil && base.CompareUser(it.m.cmp, it.kv.K.UserKey, it.lower) < 0 {
 		it.pos = 0
 		return nil
 	}

@@ -47,6 +47,8 @@ type MemTable struct {
 	count  atomic.Int64
 	// rangeDels holds the range tombstones, beside the skiplist.
 	rangeDels rangeDelList
+	// cmp orders user keys; nil is bytewise (see SetCompare).
+	cmp base.Compare
 	// yield, set only by tests, makes inserters yield inside the windows
 	// where links are half updated, so concurrent tests hit them.
 	yield bool
@@ -126,6 +128,7 @@ type rangeDelList struct {
 	// set is the fragmented form of the first setN tombstones of list.
 	set  atomic.Pointer[fragmented]
 	heap int64 // bytes of keys copied into list
+	cmp  base.Compare
 }
 
 type fragmented struct {
@@ -170,7 +173,7 @@ func (l *rangeDelList) fragments() *rangedel.Set {
 	if f := l.set.Load(); f != nil && f.n == n {
 		return f.set
 	}
-	set := rangedel.New(l.list[:n:n])
+	set := rangedel.NewCmp(l.cmp, l.list[:n:n])
 	l.set.Store(&fragmented{n: n, set: set})
 	return set
 }
@@ -360,7 +363,7 @@ func (m *MemTable) placeNodes(b *batch.Batch, seq base.SeqNum, off uint32, rng *
 		h := randomHeight(rng.Uint64())
 		m.initNode(off, h, base.MakeTrailer(s, kind), key, value)
 		if sorted != nil {
-			*sorted = append(*sorted, sortEntry{prefix: keyPrefix(key), off: off})
+			*sorted = append(*sorted, sortEntry{prefix: m.sortKeyPrefix(key), off: off})
 		} else if err := m.link(off, h); err != nil {
 			return err
 		}
@@ -755,6 +758,9 @@ func (m *MemTable) last() uint32 {
 func (m *MemTable) compare(key base.InternalKey, off uint32) int {
 	nd := m.arena.node(off)
 	nk := m.arena.bytes(nd.keyOffset, nd.keySize)
+	if m.cmp != nil {
+		return base.CompareInternalWith(m.cmp, key, base.InternalKey{UserKey: nk, Trailer: nd.trailer})
+	}
 	// Most comparisons of a search are settled by the first 8 bytes: as
 	// integers they cost no call into bytes.Compare's assembly.
 	if len(key.UserKey) >= 8 && len(nk) >= 8 {

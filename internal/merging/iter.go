@@ -26,6 +26,8 @@ type Iter struct {
 	winner int
 	dir    direction
 	err    error
+	// cmp orders user keys; nil is bytewise (see SetCompare).
+	cmp base.Compare
 }
 
 var _ base.InternalIterator = (*Iter)(nil)
@@ -323,7 +325,12 @@ func (m *Iter) down(i int) {
 // before reports whether a's entry comes before b's in the current
 // direction.
 func (m *Iter) before(a, b *child) bool {
-	c := base.CompareInternal(a.kv.K, b.kv.K)
+	var c int
+	if m.cmp == nil {
+		c = base.CompareInternal(a.kv.K, b.kv.K)
+	} else {
+		c = base.CompareInternalWith(m.cmp, a.kv.K, b.kv.K)
+	}
 	if c == 0 {
 		c = a.index - b.index
 	}

@@ -33,6 +33,16 @@ func (f *Fragment) Contains(key []byte) bool {
 	return bytes.Compare(f.Start, key) <= 0 && Before(key, f.End)
 }
 
+// ContainsCmp is Contains in the order of cmp (bytewise when nil).
+func (f *Fragment) ContainsCmp(cmp base.Compare, key []byte) bool {
+	return base.CompareUser(cmp, f.Start, key) <= 0 && BeforeCmp(cmp, key, f.End)
+}
+
+// BeforeCmp is Before in the order of cmp (bytewise when nil).
+func BeforeCmp(cmp base.Compare, key, end []byte) bool {
+	return len(end) == 0 || base.CompareUser(cmp, key, end) < 0
+}
+
 // Before reports whether key is below end, an exclusive end of a tombstone
 // or fragment: always when end is empty (unbounded). Before(start, end) is
 // whether [start, end) holds any key.
@@ -54,6 +64,16 @@ func (f *Fragment) Visible(readSeq base.SeqNum) base.SeqNum {
 // Set is a fragmented set of tombstones; see the package doc.
 type Set struct {
 	frags []Fragment
+	// cmp orders the fragments' keys; nil is bytewise.
+	cmp base.Compare
+}
+
+// Compare returns the user-key order of s (nil for bytewise).
+func (s *Set) Compare() base.Compare {
+	if s == nil {
+		return nil
+	}
+	return s.cmp
 }
 
 // New fragments ts, leaving ts itself unchanged; the
@@ -62,7 +82,10 @@ type Set struct {
 // for n tombstones that all nest. Unbounded tombstones cover the last
 // fragment, [the largest boundary, unbounded), and each one before it from
 // their starts on.
-func New(ts []Tombstone) *Set {
+func New(ts []Tombstone) *Set { return NewCmp(nil, ts) }
+
+// NewCmp is New for keys ordered by cmp (bytewise when nil).
+func NewCmp(cmp base.Compare, ts []Tombstone) *Set {
 	bounds := make([][]byte, 0, 2*len(ts))
 	open := false // whether some tombstone is unbounded
 	for i := range ts {
@@ -70,14 +93,18 @@ func New(ts []Tombstone) *Set {
 		switch {
 		case t.Unbounded():
 			bounds, open = append(bounds, t.Start), true
-		case bytes.Compare(t.Start, t.End) < 0:
+		case base.CompareUser(cmp, t.Start, t.End) < 0:
 			bounds = append(bounds, t.Start, t.End)
 		}
 	}
 	if len(bounds) == 0 {
 		return nil
 	}
-	slices.SortFunc(bounds, bytes.Compare)
+	ucmp := cmp
+	if ucmp == nil {
+		ucmp = bytes.Compare
+	}
+	slices.SortFunc(bounds, ucmp)
 	bounds = slices.CompactFunc(bounds, bytes.Equal)
 	// seqs[i] collects the tombstones covering [bounds[i], end(i)), where
 	// end(i) is bounds[i+1], or unbounded for the last piece when open.
@@ -94,15 +121,15 @@ func New(ts []Tombstone) *Set {
 	seqs := make([][]base.SeqNum, n)
 	for i := range ts {
 		t := &ts[i]
-		if !Before(t.Start, t.End) {
+		if !BeforeCmp(cmp, t.Start, t.End) {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(bounds, t.Start, bytes.Compare)
-		for ; i < n && Before(bounds[i], t.End); i++ {
+		i, _ := slices.BinarySearchFunc(bounds, t.Start, ucmp)
+		for ; i < n && BeforeCmp(cmp, bounds[i], t.End); i++ {
 			seqs[i] = append(seqs[i], t.Seq)
 		}
 	}
-	s := &Set{}
+	s := &Set{cmp: cmp}
 	for i, sq := range seqs {
 		if len(sq) == 0 {
 			continue
@@ -133,21 +160,25 @@ func compareDesc(a, b base.SeqNum) int {
 // ones a table's range-deletion block holds. It does not copy frags. It
 // returns nil for none and an error marked base.ErrCorruption when frags
 // are out of order or overlap (an unbounded fragment can only be the last).
-func FromFragments(frags []Fragment) (*Set, error) {
+func FromFragments(frags []Fragment) (*Set, error) { return FromFragmentsCmp(nil, frags) }
+
+// FromFragmentsCmp is FromFragments for keys ordered by cmp (bytewise when
+// nil).
+func FromFragmentsCmp(cmp base.Compare, frags []Fragment) (*Set, error) {
 	if len(frags) == 0 {
 		return nil, nil
 	}
 	for i := range frags {
 		f := &frags[i]
-		if !Before(f.Start, f.End) || len(f.Seqs) == 0 {
+		if !BeforeCmp(cmp, f.Start, f.End) || len(f.Seqs) == 0 {
 			return nil, base.CorruptionErrorf("rangedel: fragment %d [%q, %q) is empty", i, f.Start, f.End)
 		}
-		if i > 0 && !frags[i-1].endsBy(f.Start) {
+		if i > 0 && !frags[i-1].endsBy(cmp, f.Start) {
 			return nil, base.CorruptionErrorf("rangedel: fragment %d [%q, %q) overlaps or precedes [%q, %q)",
 				i, f.Start, f.End, frags[i-1].Start, frags[i-1].End)
 		}
 	}
-	return &Set{frags: frags}, nil
+	return &Set{frags: frags, cmp: cmp}, nil
 }
 
 // Empty reports whether the set has no fragments.
@@ -170,8 +201,8 @@ func (s *Set) Fragments() []Fragment {
 }
 
 // endsBy reports whether f ends at or before key (never when unbounded).
-func (f *Fragment) endsBy(key []byte) bool {
-	return len(f.End) != 0 && bytes.Compare(f.End, key) <= 0
+func (f *Fragment) endsBy(cmp base.Compare, key []byte) bool {
+	return len(f.End) != 0 && base.CompareUser(cmp, f.End, key) <= 0
 }
 
 // Unbounded reports whether the set's last fragment is unbounded: the Set
@@ -194,15 +225,15 @@ func (s *Set) ClampEnd(end []byte) *Set {
 	}
 	n := len(s.frags)
 	last := s.frags[n-1]
-	if bytes.Compare(last.Start, end) < 0 {
+	if base.CompareUser(s.cmp, last.Start, end) < 0 {
 		frags := slices.Clone(s.frags)
 		frags[n-1].End = end
-		return &Set{frags: frags}
+		return &Set{frags: frags, cmp: s.cmp}
 	}
 	if n == 1 {
 		return nil
 	}
-	return &Set{frags: s.frags[: n-1 : n-1]}
+	return &Set{frags: s.frags[: n-1 : n-1], cmp: s.cmp}
 }
 
 // firstEndingAfter returns the index of the first fragment whose end is
@@ -211,7 +242,7 @@ func (s *Set) firstEndingAfter(key []byte) int {
 	i, j := 0, len(s.frags)
 	for i < j {
 		h := int(uint(i+j) >> 1)
-		if s.frags[h].endsBy(key) {
+		if s.frags[h].endsBy(s.cmp, key) {
 			i = h + 1
 		} else {
 			j = h
@@ -223,7 +254,7 @@ func (s *Set) firstEndingAfter(key []byte) int {
 // search returns the index of the fragment containing key, or -1.
 func (s *Set) search(key []byte) int {
 	i := s.firstEndingAfter(key)
-	if i < len(s.frags) && bytes.Compare(s.frags[i].Start, key) <= 0 {
+	if i < len(s.frags) && base.CompareUser(s.cmp, s.frags[i].Start, key) <= 0 {
 		return i
 	}
 	return -1
@@ -258,7 +289,7 @@ func (s *Set) Gap(key []byte) (lo, hi []byte, ok bool) {
 	}
 	i := s.firstEndingAfter(key)
 	if i < len(s.frags) {
-		if bytes.Compare(s.frags[i].Start, key) <= 0 {
+		if base.CompareUser(s.cmp, s.frags[i].Start, key) <= 0 {
 			return nil, nil, false
 		}
 		hi = s.frags[i].Start
@@ -278,7 +309,7 @@ func (s *Set) Overlapping(lo, hi []byte) []Fragment {
 	i := 0
 	if lo != nil {
 		i, _ = slices.BinarySearchFunc(s.frags, lo, func(f Fragment, k []byte) int {
-			if f.endsBy(k) {
+			if f.endsBy(s.cmp, k) {
 				return -1
 			}
 			return 1
@@ -287,7 +318,7 @@ func (s *Set) Overlapping(lo, hi []byte) []Fragment {
 	j := len(s.frags)
 	if hi != nil {
 		j, _ = slices.BinarySearchFunc(s.frags, hi, func(f Fragment, k []byte) int {
-			if bytes.Compare(f.Start, k) < 0 {
+			if base.CompareUser(s.cmp, f.Start, k) < 0 {
 				return -1
 			}
 			return 1
@@ -340,7 +371,8 @@ func DecodeFragment(start, value []byte) (Fragment, error) {
 	if len(f.End) == 0 {
 		return Fragment{}, base.CorruptionErrorf("rangedel: fragment %q has no end: an unbounded fragment is never stored", f.Start)
 	}
-	if bytes.Compare(f.Start, f.End) >= 0 {
+	// That Start < End, in the database's order, FromFragmentsCmp checks.
+	if bytes.Equal(f.Start, f.End) {
 		return Fragment{}, base.CorruptionErrorf("rangedel: fragment [%q, %q) is empty", f.Start, f.End)
 	}
 	cnt, w := binary.Uvarint(value)

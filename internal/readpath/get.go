@@ -161,7 +161,7 @@ func get(ctx context.Context, v *View, env *sstable.ReadEnv, key []byte, seq bas
 		return Value{}, base.ErrNotFound
 	}
 	h := bloom.Hash(key) // once for every table's filter
-	tables := keyTables{levels: v.Version.Levels[:], key: key}
+	tables := keyTables{levels: v.Version.Levels[:], key: key, cmp: v.Cmp}
 	for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
 		if val, done, err := getFromTable(ctx, v, env, f, level, key, h, seq, &c.Tables); done {
 			if err == nil {
@@ -184,6 +184,7 @@ type keyTables struct {
 	key    []byte
 	level  int // the level being walked
 	l0     int // the next L0 table to look at
+	cmp    base.Compare
 }
 
 // next returns the next table that may hold the key and its level; ok is
@@ -194,14 +195,14 @@ func (w *keyTables) next() (f *manifest.FileMetadata, level int, ok bool) {
 		if level == 0 && w.l0 < len(files) {
 			f := files[w.l0]
 			w.l0++
-			if containsKey(f, w.key) {
+			if containsKey(w.cmp, f, w.key) {
 				return f, 0, true
 			}
 			continue
 		}
 		w.level++
 		if level > 0 {
-			if i := findFile(files, w.key); i < len(files) && bytes.Compare(files[i].Smallest.UserKey, w.key) <= 0 {
+			if i := findFile(w.cmp, files, w.key); i < len(files) && base.CompareUser(w.cmp, files[i].Smallest.UserKey, w.key) <= 0 {
 				return files[i], level, true
 			}
 		}
@@ -276,11 +277,11 @@ func levelHitTicker(level int) statistics.Ticker {
 }
 
 // containsKey reports whether key is within f's user-key range.
-func containsKey(f *manifest.FileMetadata, key []byte) bool {
-	if bytes.Compare(f.Smallest.UserKey, key) > 0 {
+func containsKey(cmp base.Compare, f *manifest.FileMetadata, key []byte) bool {
+	if base.CompareUser(cmp, f.Smallest.UserKey, key) > 0 {
 		return false
 	}
-	c := bytes.Compare(key, f.Largest.UserKey)
+	c := base.CompareUser(cmp, key, f.Largest.UserKey)
 	// A range-deletion sentinel largest key excludes its user key.
 	return c < 0 || (c == 0 && !f.Largest.IsExclusiveSentinel())
 }
@@ -289,11 +290,11 @@ func containsKey(f *manifest.FileMetadata, key []byte) bool {
 // level whose largest user key is >= key (> key for a range-deletion
 // sentinel, which excludes its user key): the only one that can hold key.
 // It is a hand-written binary search so that nothing escapes to the heap.
-func findFile(files []*manifest.FileMetadata, key []byte) int {
+func findFile(cmp base.Compare, files []*manifest.FileMetadata, key []byte) int {
 	lo, hi := 0, len(files)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if c := bytes.Compare(files[m].Largest.UserKey, key); c < 0 || (c == 0 && files[m].Largest.IsExclusiveSentinel()) {
+		if c := base.CompareUser(cmp, files[m].Largest.UserKey, key); c < 0 || (c == 0 && files[m].Largest.IsExclusiveSentinel()) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -305,11 +306,11 @@ func findFile(files []*manifest.FileMetadata, key []byte) int {
 // findFileLT returns one past the index of the last file of a sorted,
 // non-overlapping level whose smallest user key is < key: the files [0, i)
 // can hold keys below key.
-func findFileLT(files []*manifest.FileMetadata, key []byte) int {
+func findFileLT(cmp base.Compare, files []*manifest.FileMetadata, key []byte) int {
 	lo, hi := 0, len(files)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(files[m].Smallest.UserKey, key) < 0 {
+		if base.CompareUser(cmp, files[m].Smallest.UserKey, key) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -330,10 +331,19 @@ func findFileLT(files []*manifest.FileMetadata, key []byte) int {
 // every table. It records no tickers.
 func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte) (seq base.SeqNum, found bool, err error) {
 	// Iterators are bounded to [key, key+"\x00"): only key's entries.
-	upper := append(append(make([]byte, 0, len(key)+1), key...), 0)
+	// That is the key alone only in bytewise order: with another
+	// comparer the iterators run unbounded above, and an entry found must
+	// be key's.
+	var upper []byte
+	if v.Cmp == nil {
+		upper = append(append(make([]byte, 0, len(key)+1), key...), 0)
+	}
 	for _, m := range v.Mems {
 		it := m.NewIter(key, upper)
 		kv := it.SeekGE(key)
+		if kv != nil && !bytes.Equal(kv.K.UserKey, key) {
+			kv = nil
+		}
 		if kv != nil {
 			seq = kv.K.SeqNum()
 		}
@@ -346,7 +356,7 @@ func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte)
 		return 0, false, nil
 	}
 	h := bloom.Hash(key)
-	tables := keyTables{levels: v.Version.Levels[:], key: key}
+	tables := keyTables{levels: v.Version.Levels[:], key: key, cmp: v.Cmp}
 	for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
 		if seq, found, err := latestInTable(ctx, v, &env, f, level, key, upper, h); found || err != nil {
 			return seq, found, err
@@ -375,7 +385,7 @@ func latestInTable(
 	}
 	kv := it.SeekGE(key)
 	var seq base.SeqNum
-	found := kv != nil
+	found := kv != nil && bytes.Equal(kv.K.UserKey, key)
 	if found {
 		seq = kv.K.SeqNum()
 	}

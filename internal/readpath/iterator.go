@@ -119,6 +119,7 @@ type Iterator struct {
 	stats        *statistics.Statistics
 	seq          base.SeqNum
 	lower, upper []byte
+	cmp          base.Compare // v.Cmp
 	// prefix is the prefix filter question of IterOptions.FilterPrefix,
 	// asked of each table as NewIterator adds it; nil when none.
 	prefix *prefixCheck
@@ -168,7 +169,7 @@ type Iterator struct {
 // when seq is a sequence number the engine has published: the Iterator
 // leaves out the memtables that are empty when it is created.
 func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
-	it := &Iterator{stats: v.Stats, seq: seq}
+	it := &Iterator{stats: v.Stats, seq: seq, cmp: v.Cmp}
 	it.mg.op, it.mg.stats = v.Merge, v.Stats
 	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
 	if opts.FilterPrefix != nil && opts.PrefixExtractorName != "" {
@@ -179,7 +180,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	n := 0
 	if vers := v.Version; vers != nil {
 		for _, f := range vers.Levels[0] {
-			if overlapsBounds(f, it.lower, it.upper) {
+			if overlapsBounds(it.cmp, f, it.lower, it.upper) {
 				n++
 			}
 		}
@@ -201,7 +202,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	}
 	if vers := v.Version; vers != nil {
 		for i, f := range vers.Levels[0] {
-			if overlapsBounds(f, it.lower, it.upper) {
+			if overlapsBounds(it.cmp, f, it.lower, it.upper) {
 				it.addLevel(ctx, v, env, 0, vers.Levels[0][i:i+1])
 			}
 		}
@@ -228,6 +229,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 		it.iter = children[0]
 	} else {
 		it.merged.Init(children...)
+		it.merged.SetCompare(it.cmp)
 		it.iter = &it.merged
 	}
 	return it
@@ -238,7 +240,7 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 func (it *Iterator) addLevel(ctx context.Context, v *View, env sstable.ReadEnv, level int, files []*manifest.FileMetadata) {
 	it.levels = append(it.levels, levelIter{})
 	l := &it.levels[len(it.levels)-1]
-	l.init(ctx, env, v.Tables, level, files, it.lower, it.upper)
+	l.init(ctx, env, v.Tables, level, files, it.lower, it.upper, it.cmp)
 	if it.prefix != nil {
 		l.files = it.prefix.prune(ctx, v, env, level, l.files)
 	}
@@ -315,7 +317,7 @@ func (it *Iterator) Next() bool {
 			kv = it.iter.Next()
 		}
 		if kv != nil && kv.K.SeqNum() <= it.seq && kv.K.Kind() == base.KindSet &&
-			bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+			base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) > 0 {
 			it.key, it.value = kv.K.UserKey, kv.V
 			ok = true
 		} else {
@@ -410,7 +412,7 @@ func (it *Iterator) seekGE(key []byte) bool {
 	if it.err != nil {
 		return false
 	}
-	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+	if it.lower != nil && base.CompareUser(it.cmp, key, it.lower) < 0 {
 		key = it.lower
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
@@ -422,7 +424,7 @@ func (it *Iterator) seekLT(key []byte) bool {
 	if it.err != nil {
 		return false
 	}
-	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+	if it.upper != nil && base.CompareUser(it.cmp, key, it.upper) > 0 {
 		key = it.upper
 	}
 	it.seekBuf = append(it.seekBuf[:0], key...)
@@ -478,7 +480,7 @@ func (it *Iterator) prev() bool {
 		kv = it.iter.Prev()
 	}
 	it.mg.ahead = false
-	for kv != nil && bytes.Compare(kv.K.UserKey, it.keyBuf) >= 0 {
+	for kv != nil && base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) >= 0 {
 		kv = it.iter.Prev()
 	}
 	return it.findPrev(kv)
@@ -507,21 +509,22 @@ func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
 				skipping, skipped = true, 0
 			}
 		case base.KindSet:
-			if !skipping || bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+			if !skipping || base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) > 0 {
 				it.key, it.value = kv.K.UserKey, kv.V
 				it.pos = posValid
 				return true
 			}
 		case base.KindMerge:
-			if !skipping || bytes.Compare(kv.K.UserKey, it.keyBuf) > 0 {
+			if !skipping || base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) > 0 {
 				return it.mergeForward(kv)
 			}
 		default:
 			return it.fail(base.CorruptionErrorf("readpath: iterator: entry %s has an unknown kind", kv.K))
 		}
-		if skipped++; skipped > maxSequentialSkip {
+		if skipped++; skipped > maxSequentialSkip && it.cmp == nil {
 			// Seek to the first key after keyBuf: keyBuf followed by a zero
-			// byte is its immediate successor.
+			// byte is its immediate successor (in bytewise order; with
+			// another comparer the Iterator steps on).
 			it.seekBuf = append(append(it.seekBuf[:0], it.keyBuf...), 0)
 			kv, skipped = it.iter.SeekGE(it.seekBuf), 0
 			continue
@@ -542,7 +545,7 @@ func (it *Iterator) findPrev(kv *base.InternalKV) bool {
 		if kv.K.SeqNum() > it.seq {
 			continue
 		}
-		if kind != base.KindDelete && bytes.Compare(kv.K.UserKey, it.keyBuf) < 0 {
+		if kind != base.KindDelete && base.CompareUser(it.cmp, kv.K.UserKey, it.keyBuf) < 0 {
 			// The first visible entry of a key before the one found.
 			break
 		}

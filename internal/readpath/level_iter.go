@@ -1,7 +1,6 @@
 package readpath
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/cockroachdb/errors"
@@ -39,6 +38,7 @@ type levelIter struct {
 	// closeAtEnd closes the last table as soon as a forward move exhausts
 	// it (see NewCompactionIter).
 	closeAtEnd bool
+	cmp        base.Compare // the files' order; nil is bytewise
 }
 
 var _ base.InternalIterator = (*levelIter)(nil)
@@ -60,8 +60,15 @@ var _ base.InternalIterator = (*levelIter)(nil)
 // sstable.Iter (and the merging iterator's use of its children) has it.
 func NewCompactionIter(ctx context.Context, env sstable.ReadEnv, tables TableSource, level int,
 	files []*manifest.FileMetadata) base.InternalIterator {
+	return NewCompactionIterCmp(ctx, env, tables, level, files, nil)
+}
+
+// NewCompactionIterCmp is NewCompactionIter over files ordered by cmp
+// (bytewise when nil).
+func NewCompactionIterCmp(ctx context.Context, env sstable.ReadEnv, tables TableSource, level int,
+	files []*manifest.FileMetadata, cmp base.Compare) base.InternalIterator {
 	l := &levelIter{}
-	l.init(ctx, env, tables, level, files, nil, nil)
+	l.init(ctx, env, tables, level, files, nil, nil, cmp)
 	l.closeAtEnd = true
 	return l
 }
@@ -70,20 +77,20 @@ func NewCompactionIter(ctx context.Context, env sstable.ReadEnv, tables TableSou
 // [lower, upper); the files outside the bounds are dropped here.
 func (l *levelIter) init(
 	ctx context.Context, env sstable.ReadEnv, tables TableSource, level int,
-	files []*manifest.FileMetadata, lower, upper []byte,
+	files []*manifest.FileMetadata, lower, upper []byte, cmp base.Compare,
 ) {
 	start, end := 0, len(files)
 	if lower != nil {
-		start = findFile(files, lower)
+		start = findFile(cmp, files, lower)
 	}
 	if upper != nil {
-		end = findFileLT(files, upper)
+		end = findFileLT(cmp, files, upper)
 	}
 	if end < start {
 		end = start
 	}
 	*l = levelIter{ctx: ctx, env: env, tables: tables, level: level, files: files[start:end],
-		lower: lower, upper: upper, cur: -1}
+		lower: lower, upper: upper, cur: -1, cmp: cmp}
 }
 
 // open makes files[i] the open table. It reports false, with l failed, on an
@@ -128,7 +135,7 @@ func (l *levelIter) SeekGE(key []byte) *base.InternalKV {
 	if l.err != nil {
 		return nil
 	}
-	i := findFile(l.files, key)
+	i := findFile(l.cmp, l.files, key)
 	if i == len(l.files) || !l.open(i) {
 		return nil
 	}
@@ -139,7 +146,7 @@ func (l *levelIter) SeekLT(key []byte) *base.InternalKV {
 	if l.err != nil {
 		return nil
 	}
-	i := findFileLT(l.files, key) - 1
+	i := findFileLT(l.cmp, l.files, key) - 1
 	if i < 0 || !l.open(i) {
 		return nil
 	}
@@ -234,7 +241,7 @@ func (l *levelIter) Close() error {
 }
 
 // overlapsBounds reports whether f has user keys in [lower, upper).
-func overlapsBounds(f *manifest.FileMetadata, lower, upper []byte) bool {
-	return (lower == nil || bytes.Compare(f.Largest.UserKey, lower) >= 0) &&
-		(upper == nil || bytes.Compare(f.Smallest.UserKey, upper) < 0)
+func overlapsBounds(cmp base.Compare, f *manifest.FileMetadata, lower, upper []byte) bool {
+	return (lower == nil || base.CompareUser(cmp, f.Largest.UserKey, lower) >= 0) &&
+		(upper == nil || base.CompareUser(cmp, f.Smallest.UserKey, upper) < 0)
 }

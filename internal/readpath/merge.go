@@ -175,7 +175,13 @@ func resolveMerge(ctx context.Context, v *View, env sstable.ReadEnv, key []byte,
 		return Value{}, merge.ErrNoOperator(key)
 	}
 	r := mergeResolver{key: key, seq: seq}
-	upper := append(append(make([]byte, 0, len(key)+1), key...), 0)
+	// key followed by a zero byte is key's successor in bytewise order
+	// only: under another comparer the sources are read unbounded, and
+	// source stops at the first other key anyway.
+	var upper []byte
+	if v.Cmp == nil {
+		upper = append(append(make([]byte, 0, len(key)+1), key...), 0)
+	}
 	for _, m := range v.Mems {
 		var tseq base.SeqNum
 		if dels := m.RangeDeletions(); dels != nil {
@@ -190,7 +196,7 @@ func resolveMerge(ctx context.Context, v *View, env sstable.ReadEnv, key []byte,
 	}
 	if v.Version != nil {
 		h := bloom.Hash(key)
-		tables := keyTables{levels: v.Version.Levels[:], key: key}
+		tables := keyTables{levels: v.Version.Levels[:], key: key, cmp: v.Cmp}
 		for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
 			if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
 				return Value{}, err

@@ -67,7 +67,7 @@ func MultiGet(ctx context.Context, v *View, env sstable.ReadEnv, keys [][]byte, 
 	// The pooled state holds env, so that the goroutines of an AsyncIO
 	// MultiGet can share it without it escaping on every call.
 	ms.env = env
-	ms.prepare(keys)
+	ms.prepare(v.Cmp, keys)
 	err := ms.lookup(ctx, v, &ms.env, seq)
 	ms.resolveMerges(ctx, v, seq)
 	found, n := ms.fill(out, err)
@@ -129,12 +129,12 @@ type mgState struct {
 var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 
 // prepare sorts the caller's keys into distinct keys.
-func (ms *mgState) prepare(keys [][]byte) {
+func (ms *mgState) prepare(cmp base.Compare, keys [][]byte) {
 	for i := range keys {
 		ms.order = append(ms.order, int32(i))
 	}
 	// Stable, so that a key's caller indices stay in the caller's order.
-	slices.SortStableFunc(ms.order, func(a, b int32) int { return bytes.Compare(keys[a], keys[b]) })
+	slices.SortStableFunc(ms.order, func(a, b int32) int { return base.CompareUser(cmp, keys[a], keys[b]) })
 	for i, idx := range ms.order {
 		if n := len(ms.keys); n > 0 && bytes.Equal(ms.keys[n-1].key, keys[idx]) {
 			ms.keys[n-1].n++
@@ -206,7 +206,7 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 				ms.groups = ms.groups[:0]
 				ms.clearBatch()
 				for i := range ms.keys {
-					if k := &ms.keys[i]; k.state == keyPending && containsKey(f, k.key) {
+					if k := &ms.keys[i]; k.state == keyPending && containsKey(v.Cmp, f, k.key) {
 						ms.add(f, 0, i, seq)
 					}
 				}
@@ -230,11 +230,11 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 			}
 			// The keys are sorted, so each one's file is at or after the
 			// previous one's.
-			from += findFile(files[from:], k.key)
+			from += findFile(v.Cmp, files[from:], k.key)
 			if from == len(files) {
 				break
 			}
-			if bytes.Compare(files[from].Smallest.UserKey, k.key) > 0 {
+			if base.CompareUser(v.Cmp, files[from].Smallest.UserKey, k.key) > 0 {
 				continue
 			}
 			ms.add(files[from], level, i, seq)

@@ -1,7 +1,6 @@
 package readpath
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/cockroachdb/errors"
@@ -58,7 +57,7 @@ func (t *tombstones) covering(key []byte, readSeq base.SeqNum) (base.SeqNum, *ra
 	if t.set == nil {
 		return 0, nil
 	}
-	if t.inGap && (t.lo == nil || bytes.Compare(t.lo, key) <= 0) && (t.hi == nil || bytes.Compare(key, t.hi) < 0) {
+	if t.inGap && (t.lo == nil || base.CompareUser(t.set.Compare(), t.lo, key) <= 0) && (t.hi == nil || base.CompareUser(t.set.Compare(), key, t.hi) < 0) {
 		return 0, nil
 	}
 	if lo, hi, ok := t.set.Gap(key); ok {
@@ -151,7 +150,7 @@ func tableRangeDels(
 ) (*rangedel.Set, error) {
 	var sets []*rangedel.Set
 	for _, f := range files {
-		if !f.HasRangeDels || !overlapsBounds(f, lower, upper) {
+		if !f.HasRangeDels || !overlapsBounds(v.Cmp, f, lower, upper) {
 			continue
 		}
 		t, err := v.Tables.Acquire(ctx, env, f, level)
@@ -173,7 +172,7 @@ func tableRangeDels(
 	for _, s := range sets {
 		ts = s.Tombstones(ts)
 	}
-	return rangedel.New(ts), nil
+	return rangedel.NewCmp(v.Cmp, ts), nil
 }
 
 // wrapRangeDels wraps the children whose entries tombstones may delete;
@@ -227,7 +226,7 @@ func WrittenAfter(ctx context.Context, v *View, env sstable.ReadEnv, start, end 
 	}
 	for level, files := range v.Version.Levels {
 		for _, f := range files {
-			if f.LargestSeqNum <= after || !overlapsBounds(f, start, end) {
+			if f.LargestSeqNum <= after || !overlapsBounds(v.Cmp, f, start, end) {
 				continue
 			}
 			if found, err := writtenInTable(ctx, v, env, f, level, start, end, after); found || err != nil {

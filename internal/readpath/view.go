@@ -3,6 +3,7 @@ package readpath
 import (
 	"context"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/merge"
@@ -32,6 +33,9 @@ type View struct {
 	// when the database has no merge operator, and then a read that meets
 	// an operand fails (see errNoMergeOperator).
 	Merge merge.Operator
+	// Cmp orders user keys, as the memtables and tables do; nil is
+	// bytewise.
+	Cmp base.Compare
 }
 
 // TableSource gives access to open table readers. The engine's table cache

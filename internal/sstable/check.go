@@ -111,7 +111,7 @@ func (c *checker) visit(sep []byte, h block.Handle, data []byte) error {
 	if !ok {
 		return c.corrupt(h, "index separator %q is shorter than a trailer", sep)
 	}
-	if c.prevSep != nil && base.CompareEncoded(c.prevSep, sep) >= 0 {
+	if c.prevSep != nil && base.CompareEncodedCmp(c.r.cmp, c.prevSep, sep) >= 0 {
 		return c.corrupt(h, "index separator %s is not above the previous one, %s", sepKey, decoded(c.prevSep))
 	}
 	if h.Offset != c.nextOffset {
@@ -130,14 +130,14 @@ func (c *checker) visit(sep []byte, h block.Handle, data []byte) error {
 		if err != nil {
 			return err
 		}
-		if c.prevKey != nil && base.CompareEncoded(c.prevKey, k) >= 0 {
+		if c.prevKey != nil && base.CompareEncodedCmp(c.r.cmp, c.prevKey, k) >= 0 {
 			what := "follows"
 			if first {
 				what = "begins the block after"
 			}
 			return c.corrupt(h, "key %s %s %s: keys are not strictly increasing", ik, what, decoded(c.prevKey))
 		}
-		if first && c.prevSep != nil && base.CompareEncoded(c.prevSep, k) >= 0 {
+		if first && c.prevSep != nil && base.CompareEncodedCmp(c.r.cmp, c.prevSep, k) >= 0 {
 			return c.corrupt(h, "first key %s is not above the previous block's separator %s", ik, decoded(c.prevSep))
 		}
 		first = false
@@ -164,7 +164,7 @@ func (c *checker) visit(sep []byte, h block.Handle, data []byte) error {
 	if first {
 		return c.corrupt(h, "block is empty")
 	}
-	if base.CompareEncoded(c.prevKey, sep) > 0 {
+	if base.CompareEncodedCmp(c.r.cmp, c.prevKey, sep) > 0 {
 		return c.corrupt(h, "last key %s is above the block's index separator %s", decoded(c.prevKey), sepKey)
 	}
 	c.prevSep = append(c.prevSep[:0], sep...)

@@ -159,7 +159,7 @@ func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte
 		b.buf, gs.dec = gs.dec, b.buf
 		pin = b.pin()
 	}
-	if err := gs.data.InitInternal(data); err != nil {
+	if err := gs.data.InitInternalCmp(r.cmp, data); err != nil {
 		pin.Release()
 		return nil, 0, 0, false, BlockPin{}, r.wrapBlockErr(err, "data", h)
 	}

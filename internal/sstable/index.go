@@ -50,6 +50,11 @@ type indexTable struct {
 	// i's offset from base at 2i and its length at 2i+1.
 	narrow []uint32
 	base   uint64
+
+	// cmp, when not nil, is the table's user-key order (a non-bytewise
+	// Comparer): searches then compare whole separators with it, and the
+	// form is never compact. Set by the Reader after viewIndexTable.
+	cmp base.Compare
 }
 
 // abbreviate returns the first 8 bytes of b as a big-endian integer, b
@@ -267,6 +272,9 @@ func (x *indexTable) handle(i int) block.Handle {
 // bytes.Compare: what an iterator's bound checks need, without the
 // separator's bytes in one piece.
 func (x *indexTable) compareUserKey(i int, k []byte) int {
+	if x.cmp != nil {
+		return x.cmp(x.userKey(i), k)
+	}
 	if x.compact {
 		return x.compareUserKeyCompact(i, k)
 	}
@@ -276,6 +284,9 @@ func (x *indexTable) compareUserKey(i int, k []byte) int {
 // compareSep compares separator i with key, an encoded internal key at
 // least a trailer long, as base.CompareEncoded does.
 func (x *indexTable) compareSep(i int, key []byte) int {
+	if x.cmp != nil {
+		return base.CompareEncodedCmp(x.cmp, x.sep(i), key)
+	}
 	if x.compact {
 		return x.compareSepCompact(i, key)
 	}
@@ -298,6 +309,9 @@ func (x *indexTable) userKey(i int) []byte {
 // there is none: data block i is the only one that can hold the first entry
 // >= key.
 func (x *indexTable) seekGE(key []byte) int {
+	if x.cmp != nil {
+		return x.seekGECmp(key)
+	}
 	n := x.n
 	uk := key[:len(key)-base.TrailerLen]
 	// Every separator's user key starts with common, so a key that differs

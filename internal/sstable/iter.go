@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"context"
 	"sync"
 
@@ -121,10 +120,10 @@ func (i *Iter) SeekGE(key []byte) *base.InternalKV {
 	if i.err != nil {
 		return nil
 	}
-	if i.lower != nil && bytes.Compare(key, i.lower) < 0 {
+	if i.lower != nil && base.CompareUser(i.r.cmp, key, i.lower) < 0 {
 		key = i.lower
 	}
-	if i.upper != nil && bytes.Compare(key, i.upper) >= 0 {
+	if i.upper != nil && base.CompareUser(i.r.cmp, key, i.upper) >= 0 {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
@@ -143,10 +142,10 @@ func (i *Iter) SeekLT(key []byte) *base.InternalKV {
 	if i.err != nil {
 		return nil
 	}
-	if i.upper != nil && bytes.Compare(key, i.upper) > 0 {
+	if i.upper != nil && base.CompareUser(i.r.cmp, key, i.upper) > 0 {
 		key = i.upper
 	}
-	if i.lower != nil && bytes.Compare(key, i.lower) <= 0 {
+	if i.lower != nil && base.CompareUser(i.r.cmp, key, i.lower) <= 0 {
 		return i.exhaust()
 	}
 	i.key = appendSearchKey(i.key[:0], key, base.MaxSeqNum)
@@ -315,7 +314,7 @@ func (i *Iter) forwardKV() *base.InternalKV {
 	if err != nil {
 		return i.fail(err)
 	}
-	if !i.belowUpper && i.upper != nil && bytes.Compare(ik.UserKey, i.upper) >= 0 {
+	if !i.belowUpper && i.upper != nil && base.CompareUser(i.r.cmp, ik.UserKey, i.upper) >= 0 {
 		return i.exhaust()
 	}
 	i.r.applyGlobalSeqNum(&ik)
@@ -331,7 +330,7 @@ func (i *Iter) backwardKV() *base.InternalKV {
 	if err != nil {
 		return i.fail(err)
 	}
-	if i.lower != nil && bytes.Compare(ik.UserKey, i.lower) < 0 {
+	if i.lower != nil && base.CompareUser(i.r.cmp, ik.UserKey, i.lower) < 0 {
 		return i.exhaust()
 	}
 	i.r.applyGlobalSeqNum(&ik)
@@ -457,7 +456,7 @@ func (i *Iter) load(forward bool) bool {
 		}
 	}
 	i.pin = pin
-	if err := i.data.InitInternal(data); err != nil {
+	if err := i.data.InitInternalCmp(i.r.cmp, data); err != nil {
 		i.fail(i.r.wrapBlockErr(err, "data", h))
 		return false
 	}

@@ -155,7 +155,10 @@ func (r *Reader) decodeIndexInto(ctx context.Context, io ioctx.IOOptions, h bloc
 	// Direct calls, not a function value: through one, alloc would
 	// escape, and with it the caller's method value on every miss.
 	var buf []byte
-	if part >= 0 {
+	if part >= 0 && r.cmp != nil {
+		// The compact form compares keys bytewise only.
+		buf, err = encodeIndexPartition(data, alloc)
+	} else if part >= 0 {
 		buf, err = encodeIndexCompactWith(data, alloc, &s.entries, true, sepTrailerStored)
 	} else {
 		buf, err = encodeIndexTable(data, alloc)
@@ -225,6 +228,7 @@ func (r *Reader) pinIndex(ctx context.Context, io ioctx.IOOptions, part int, vie
 		return nil, cache.Handle{}, err
 	}
 	*view = viewIndexTable(hd.Value())
+	view.cmp = r.cmp
 	return view, hd, nil
 }
 
@@ -326,6 +330,7 @@ func (r *Reader) pinIndexFor(ctx context.Context, io ioctx.IOOptions, part int, 
 	}
 	if ok {
 		*view = viewIndexTable(hd.Value())
+		view.cmp = r.cmp
 		return view, hd, nil
 	}
 	buf, err := r.decodeIndexInto(ctx, io, h, part, own, func(n int) []byte { return grow(&own.index, n) })
@@ -333,6 +338,7 @@ func (r *Reader) pinIndexFor(ctx context.Context, io ioctx.IOOptions, part int, 
 		return nil, cache.Handle{}, err
 	}
 	*view = viewIndexTable(buf)
+	view.cmp = r.cmp
 	return view, cache.Handle{}, nil
 }
 

@@ -109,7 +109,7 @@ var mgStates = sync.Pool{New: func() any { return new(mgState) }}
 // corrupt block or a failed read of one request, are in the keys' Err.
 func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) error {
 	for i := 1; i < len(keys); i++ {
-		if bytes.Compare(keys[i-1].Key, keys[i].Key) >= 0 {
+		if base.CompareUser(r.cmp, keys[i-1].Key, keys[i].Key) >= 0 {
 			return base.AssertionFailedf("sstable: MultiGet keys are not sorted and unique: %q then %q",
 				keys[i-1].Key, keys[i].Key)
 		}
@@ -255,7 +255,7 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 		if r.top != nil {
 			// Search keys increase with the keys: seek the top level only
 			// when the current partition ends below the key.
-			if part = m.part; part < 0 || base.CompareEncoded(r.top.x.sep(part), ms.key) < 0 {
+			if part = m.part; part < 0 || base.CompareEncodedCmp(r.cmp, r.top.x.sep(part), ms.key) < 0 {
 				if part = r.top.x.seekGE(ms.key); part == r.top.len() {
 					past = true
 					continue
@@ -504,7 +504,7 @@ func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) (found uint32) 
 		}
 		if b != cur {
 			cur = b
-			if err := ms.data.InitInternal(blk.data); err != nil {
+			if err := ms.data.InitInternalCmp(r.cmp, blk.data); err != nil {
 				blk.err = r.wrapBlockErr(err, "data", blk.h)
 				k.Err = blk.err
 				blk.pin.Release()

@@ -95,6 +95,7 @@ func (r *Reader) openPartitioned(ctx context.Context, env ReadEnv, limit uint64)
 	if r.top, err = decodeTopIndex(data); err != nil {
 		return r.wrapBlockErr(err, "top-level index", r.footer.Index)
 	}
+	r.top.x.cmp = r.cmp
 	r.hasFilter = len(r.top.filters) > 0
 	// The partitions follow the data blocks: filter partitions first.
 	for _, h := range r.top.x.handles {
@@ -113,6 +114,7 @@ func (r *Reader) openPartitioned(ctx context.Context, env ReadEnv, limit uint64)
 			return err
 		}
 		r.parts[p] = viewIndexTable(buf)
+		r.parts[p].cmp = r.cmp
 	}
 	if !r.hasFilter {
 		return nil

@@ -46,6 +46,10 @@ type Properties struct {
 	// all have sequence number 0 until an ingest gives them one; 0 (the
 	// property is then not written) for a table a database wrote.
 	ExternalVersion uint64
+	// ComparerName names the table's key order (shale.comparator,
+	// RocksDB's rocksdb.comparator); empty for the default bytewise order
+	// (the property is then not written, so such tables keep their bytes).
+	ComparerName string
 }
 
 // propKind says how a property's value is encoded.
@@ -60,6 +64,7 @@ const (
 	propChecksum    // checksum.Type name
 	propCompression // compress.Type name
 	propPrefixName  // Properties.PrefixExtractorName, omitted when empty
+	propComparer    // Properties.ComparerName, omitted when empty
 )
 
 // property describes one stored property; u points at the field of a
@@ -77,6 +82,7 @@ var properties = [...]property{
 	{"shale.block.size", propUint, func(p *Properties) *uint64 { return &p.BlockSize }},
 	{"shale.bloom.bits.per.key", propUint, func(p *Properties) *uint64 { return &p.BloomBitsPerKey }},
 	{"shale.checksum.type", propChecksum, nil},
+	{"shale.comparator", propComparer, nil},
 	{"shale.compression", propCompression, nil},
 	{"shale.data.size", propUint, func(p *Properties) *uint64 { return &p.DataSize }},
 	{"shale.external.sst.version", propUintOmitZero, func(p *Properties) *uint64 { return &p.ExternalVersion }},
@@ -117,6 +123,8 @@ func (p *Properties) omitted(prop *property) bool {
 		return *prop.u(p) == 0
 	case propPrefixName:
 		return p.PrefixExtractorName == ""
+	case propComparer:
+		return p.ComparerName == ""
 	}
 	return false
 }
@@ -129,6 +137,8 @@ func (p *Properties) appendValue(dst []byte, prop *property) []byte {
 		return append(dst, p.Compression.String()...)
 	case propPrefixName:
 		return append(dst, p.PrefixExtractorName...)
+	case propComparer:
+		return append(dst, p.ComparerName...)
 	}
 	return binary.AppendUvarint(dst, *prop.u(p))
 }
@@ -184,6 +194,8 @@ func decodeProperties(data []byte) (Properties, error) {
 			p.Compression = t
 		case propPrefixName:
 			p.PrefixExtractorName = string(val)
+		case propComparer:
+			p.ComparerName = string(val)
 		default:
 			v, n := binary.Uvarint(val)
 			if n <= 0 || n != len(val) {
@@ -224,6 +236,8 @@ func (p *Properties) String() string {
 			sb.WriteString(p.Compression.String())
 		case propPrefixName:
 			sb.WriteString(p.PrefixExtractorName)
+		case propComparer:
+			sb.WriteString(p.ComparerName)
 		default:
 			sb.WriteString(strconv.FormatUint(*prop.u(p), 10))
 		}

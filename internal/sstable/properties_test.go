@@ -21,6 +21,7 @@ func fullProperties() Properties {
 		DataSize: 1 << 40, FilterSize: 2, IndexSize: 3, NumDataBlocks: 4, NumDeletions: 5, NumEntries: 6,
 		RawKeySize: 7, RawValueSize: 8, SmallestSeqNum: 9, LargestSeqNum: base.MaxSeqNum, FormatVersion: FormatVersion,
 		IndexPartitions: 11, PrefixExtractorName: "fixed:8", ExternalVersion: 1,
+		ComparerName: "rocksdb.ReverseBytewiseComparator",
 	}
 }
 
@@ -43,6 +44,7 @@ func TestPropertyNamesSorted(t *testing.T) {
 	require.Contains(t, s, "shale.largest.seqno: 72057594037927935\n")
 	require.Contains(t, s, "shale.index.partitions: 11\n")
 	require.Contains(t, s, "shale.prefix.extractor.name: fixed:8\n")
+	require.Contains(t, s, "shale.comparator: rocksdb.ReverseBytewiseComparator\n")
 }
 
 // TestPrefixExtractorNameOmittedWhenEmpty: a table written without a prefix

@@ -54,6 +54,15 @@ type ReaderOptions struct {
 	// seqno. Get and MultiGet then find nothing for a read below it. Check
 	// and VerifyChecksums see the file's own numbers.
 	GlobalSeqNum base.SeqNum
+	// Comparer is the order the table's user keys must be in; nil is
+	// bytewise. Open fails, with an error marked base.ErrInvalidArgument,
+	// on a table whose recorded comparer (shale.comparator; none is
+	// bytewise) has another name.
+	Comparer *base.Comparer
+	// BuiltinComparer, with a nil Comparer, reads a table with the
+	// built-in comparer it records (bytewise or reverse bytewise) instead
+	// of refusing it: for tools that read any table.
+	BuiltinComparer bool
 }
 
 // maxBlockLen bounds the decoded size of a block. The writer cuts data
@@ -167,6 +176,8 @@ type Reader struct {
 	file *fileio.Reader
 	name string
 	opts ReaderOptions
+	// cmp is opts.Comparer's user-key order, nil for bytewise.
+	cmp base.Compare
 
 	footer Footer
 	props  Properties
@@ -226,7 +237,7 @@ type metaHandle struct {
 //
 // Open takes ownership of f: Close closes it, and so does a failed Open.
 func Open(ctx context.Context, f *fileio.Reader, env ReadEnv, opts ReaderOptions) (*Reader, error) {
-	r := &Reader{file: f, name: f.Name(), opts: opts}
+	r := &Reader{file: f, name: f.Name(), opts: opts, cmp: opts.Comparer.UserCompare()}
 	r.metaInCache = opts.CacheIndexAndFilterBlocks && opts.Cache != nil
 	if err := r.open(ctx, env); err != nil {
 		_ = f.Close()
@@ -321,6 +332,9 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 		return base.CorruptionErrorf("sstable: %s: footer says format version %d, properties say %d",
 			r.name, r.footer.FormatVersion, r.props.FormatVersion)
 	}
+	if err := r.checkComparer(); err != nil {
+		return err
+	}
 	partitioned := r.footer.FormatVersion == FormatVersionPartitioned
 	if partitioned && hasFilter {
 		return base.CorruptionErrorf("sstable: %s: metaindex %s has a %s entry, but the table's filter is partitioned",
@@ -380,6 +394,7 @@ func (r *Reader) openIndex(ctx context.Context, env ReadEnv, limit uint64) error
 	if r.index, err = newIndexTable(index); err != nil {
 		return r.wrapBlockErr(err, "index", r.footer.Index)
 	}
+	r.index.cmp = r.cmp
 	return nil
 }
 
@@ -411,7 +426,7 @@ func (r *Reader) loadRangeDels(ctx context.Context, env ReadEnv, h block.Handle,
 	if err := it.Error(); err != nil {
 		return r.wrapBlockErr(err, "range deletion", h)
 	}
-	if r.rangeDels, err = rangedel.FromFragments(frags); err != nil {
+	if r.rangeDels, err = rangedel.FromFragmentsCmp(r.cmp, frags); err != nil {
 		return r.wrapBlockErr(err, "range deletion", h)
 	}
 	return nil

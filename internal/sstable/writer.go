@@ -58,6 +58,10 @@ type WriterOptions struct {
 	// External marks the table as written outside a database for an
 	// ingest (Properties.ExternalVersion 1).
 	External bool
+	// Comparer orders the table's user keys; nil is bytewise. A
+	// non-bytewise one's name is recorded (shale.comparator), and its
+	// Separator and Successor, when set, shorten the index's separators.
+	Comparer *base.Comparer
 }
 
 func (o WriterOptions) ensureDefaults() WriterOptions {
@@ -222,7 +226,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	}
 	if w.meta.NumEntries > 0 {
 		last, _ := base.DecodeInternalKey(w.lastKey)
-		if base.CompareInternal(last, key) >= 0 {
+		if base.CompareInternalWith(w.opts.Comparer.UserCompare(), last, key) >= 0 {
 			return base.AssertionFailedf("sstable: keys must be added in strictly increasing order: %s, then %s", last, key)
 		}
 	}
@@ -271,7 +275,7 @@ func (w *Writer) AddRangeDeletion(f rangedel.Fragment) error {
 	if len(f.End) == 0 {
 		return base.AssertionFailedf("sstable: unbounded range deletion from %q: a flush clamps it first", f.Start)
 	}
-	if bytes.Compare(f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
+	if base.CompareUser(w.opts.Comparer.UserCompare(), f.Start, f.End) >= 0 || len(f.Seqs) == 0 {
 		return base.AssertionFailedf("sstable: empty range deletion [%q, %q) %v", f.Start, f.End, f.Seqs)
 	}
 	for i := 1; i < len(f.Seqs); i++ {
@@ -279,7 +283,7 @@ func (w *Writer) AddRangeDeletion(f rangedel.Fragment) error {
 			return base.AssertionFailedf("sstable: range deletion [%q, %q): sequence numbers %v not decreasing", f.Start, f.End, f.Seqs)
 		}
 	}
-	if n := len(w.rangeDels); n > 0 && bytes.Compare(w.rangeDels[n-1].End, f.Start) > 0 {
+	if n := len(w.rangeDels); n > 0 && base.CompareUser(w.opts.Comparer.UserCompare(), w.rangeDels[n-1].End, f.Start) > 0 {
 		return base.AssertionFailedf("sstable: range deletion [%q, %q) overlaps or precedes [%q, %q)",
 			f.Start, f.End, w.rangeDels[n-1].Start, w.rangeDels[n-1].End)
 	}
@@ -360,6 +364,9 @@ func (w *Writer) close() error {
 	w.props.Checksum = w.opts.Checksum
 	if w.opts.External {
 		w.props.ExternalVersion = 1
+	}
+	if !w.opts.Comparer.IsBytewise() {
+		w.props.ComparerName = w.opts.Comparer.Name
 	}
 	w.props.Compression = w.opts.Compression
 	w.props.NumDeletions = w.meta.NumDeletions
@@ -452,10 +459,10 @@ func (w *Writer) widenBounds() {
 	first := &w.rangeDels[0]
 	lo := base.MakeInternalKey(first.Start, first.Seqs[0], base.KindRangeDelete)
 	hi := base.MakeRangeDeleteSentinel(w.rangeDels[len(w.rangeDels)-1].End)
-	if w.meta.NumEntries == 0 || base.CompareInternal(lo, w.meta.Smallest) < 0 {
+	if w.meta.NumEntries == 0 || base.CompareInternalWith(w.opts.Comparer.UserCompare(), lo, w.meta.Smallest) < 0 {
 		w.meta.Smallest = lo.Clone()
 	}
-	if w.meta.NumEntries == 0 || base.CompareInternal(hi, w.meta.Largest) > 0 {
+	if w.meta.NumEntries == 0 || base.CompareInternalWith(w.opts.Comparer.UserCompare(), hi, w.meta.Largest) > 0 {
 		w.meta.Largest = hi.Clone()
 	}
 }
@@ -627,6 +634,9 @@ func (w *Writer) write(b []byte) error {
 // a <= k < b. See the package doc.
 func (w *Writer) separator(a, b []byte) []byte {
 	ua, ub := a[:len(a)-base.TrailerLen], b[:len(b)-base.TrailerLen]
+	if !w.opts.Comparer.IsBytewise() {
+		return w.separatorCmp(a, ua, ub)
+	}
 	n := min(len(ua), len(ub))
 	i := 0
 	for i < n && ua[i] == ub[i] {
@@ -645,6 +655,9 @@ func (w *Writer) separator(a, b []byte) []byte {
 // encoded internal key is a. See the package doc.
 func (w *Writer) successor(a []byte) []byte {
 	ua := a[:len(a)-base.TrailerLen]
+	if !w.opts.Comparer.IsBytewise() {
+		return w.successorCmp(a, ua)
+	}
 	for i, c := range ua {
 		if c != 0xff {
 			if i+1 < len(ua) {

@@ -35,7 +35,10 @@ type Iter struct {
 	// base.CompareEncoded (InitInternal): seeks then compare user key
 	// bytes and trailers inline instead of calling cmp.
 	internal bool
-	data     []byte
+	// ucmp, when not nil, orders the user keys of an internal Iter instead
+	// of the inline bytewise comparison (a database's Comparer).
+	ucmp base.Compare
+	data []byte
 	// restarts is the offset of the restart array, which is also the end of
 	// the entries.
 	restarts    int
@@ -90,6 +93,14 @@ func (i *Iter) Init(cmp func(a, b []byte) int, data []byte) error {
 // less; the results are those of Init(base.CompareEncoded, data).
 func (i *Iter) InitInternal(data []byte) error {
 	return i.init(base.CompareEncoded, true, data)
+}
+
+// InitInternalCmp is InitInternal for a block whose user keys are ordered
+// by ucmp; a nil ucmp is bytewise, InitInternal.
+func (i *Iter) InitInternalCmp(ucmp base.Compare, data []byte) error {
+	err := i.init(base.CompareEncoded, true, data)
+	i.ucmp = ucmp
+	return err
 }
 
 func (i *Iter) init(cmp func(a, b []byte) int, internal bool, data []byte) error {
@@ -375,7 +386,7 @@ func (i *Iter) makeTarget(key []byte) target {
 	t := target{key: key}
 	if n := len(key) - base.TrailerLen; i.internal && n >= 0 {
 		t.uk, t.trailer, t.internal = key[:n:n], binary.LittleEndian.Uint64(key[n:]), true
-		if n >= 8 {
+		if n >= 8 && i.ucmp == nil {
 			t.head8, t.head = true, binary.BigEndian.Uint64(key)
 		}
 	}
@@ -390,7 +401,11 @@ func (i *Iter) compare(k []byte, t *target) int {
 	if !t.internal || n < 0 {
 		return i.cmp(k, t.key)
 	}
-	if c := compareBytes(k[:n], t.uk); c != 0 {
+	if i.ucmp != nil {
+		if c := i.ucmp(k[:n], t.uk); c != 0 {
+			return c
+		}
+	} else if c := compareBytes(k[:n], t.uk); c != 0 {
 		return c
 	}
 	switch tr := binary.LittleEndian.Uint64(k[n:]); {
