@@ -405,3 +405,29 @@ func fsDirSizes(t *testing.T, fs vfs.FS, dir string) map[string]int64 {
 	}
 	return st
 }
+
+// TestComparerVerify checks that both verifications read a database of
+// another order: they open every table anew, outside the table cache, and
+// a table refuses a reader with another comparer than the one it records
+// (VerifyChecksum failed so on every reverse-ordered database, from `shale
+// bench` and `shale verify`, until the verification's Env carried it).
+func TestComparerVerify(t *testing.T) {
+	for _, tc := range comparerCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(11, uint64(len(tc.name))))
+			fs := vfs.NewMem()
+			opts := smallOptions(fs)
+			opts.Comparer = tc.cmp
+			db := driver.OpenDB(NewConnector("/db", opts))
+			defer func() { require.NoError(t, db.Close()) }()
+			for range 200 {
+				require.NoError(t, db.Put(ctx, tc.key(rng), []byte("value")))
+			}
+			require.NoError(t, db.Flush(ctx))
+			require.NoError(t, db.Compact(ctx, nil, nil))
+			require.NoError(t, db.VerifyChecksum(ctx))
+			require.NoError(t, db.VerifyFileChecksums(ctx))
+		})
+	}
+}

@@ -262,5 +262,6 @@ func (d *database) verifyFileChecksumsImpl(call *readCall) error {
 }
 
 func (d *database) readEnv() *readpath.Env {
-	return &readpath.Env{FS: d.fs, Dir: d.dirname, Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads}
+	return &readpath.Env{FS: d.fs, Dir: d.dirname, Stats: d.stats, Limiter: d.opts.RateLimiter, Mmap: d.opts.MmapReads,
+		Comparer: d.opts.Comparer}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/ratelimit"
@@ -28,6 +29,9 @@ type Env struct {
 	Limiter ratelimit.Limiter
 	// Mmap opens tables memory-mapped (the mmap_reads option).
 	Mmap bool
+	// Comparer is the database's key order, which each table records and
+	// its reader checks; nil is bytewise.
+	Comparer *base.Comparer
 }
 
 // tablePath returns the name of table n.

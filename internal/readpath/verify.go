@@ -60,7 +60,7 @@ func verifyTable(ctx context.Context, env *Env, renv sstable.ReadEnv, f *manifes
 	}
 	// Counted after the Reader's Close too: BytesRead stays readable.
 	defer func() { env.Stats.RecordTick(statistics.VerifyChecksumReadBytes, uint64(fr.BytesRead())) }()
-	r, err := sstable.Open(ctx, fr, renv, sstable.ReaderOptions{FileNum: uint64(f.FileNum), Stats: env.Stats})
+	r, err := sstable.Open(ctx, fr, renv, sstable.ReaderOptions{FileNum: uint64(f.FileNum), Stats: env.Stats, Comparer: env.Comparer})
 	if err != nil {
 		return errors.Wrapf(err, "readpath: VerifyChecksum: %s", path)
 	}
