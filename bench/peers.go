@@ -9,7 +9,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/dgraph-io/badger/v4"
 	badgeroptions "github.com/dgraph-io/badger/v4/options"
@@ -41,28 +40,7 @@ func openPebble(dir string, cfg storeConfig) (*pebbleStore, error) {
 		}
 		return &pebbleStore{db: db}, nil
 	}
-	cache := pebble.NewCache(cfg.pebbleCacheSize())
-	defer cache.Unref()
-	opts := &pebble.Options{
-		Cache:              cache,
-		MemTableSize:       uint64(cfg.memtableSize),
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             quietPebbleLogger{},
-	}
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(cfg.bloomBits)
-		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
-	}
-	db, err := pebble.Open(dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	s := &pebbleStore{db: db}
-	if !cfg.pebbleCacheTotal {
-		cache.Ref()
-		s.cache, s.blockBudget = cache, cfg.cacheSize
-	}
-	return s, nil
+	return openPebbleWith(dir, cfg, nil, sstable.SnappyCompression)
 }
 
 // settleCache leaves Pebble's blocks exactly blockBudget bytes of cache

@@ -307,9 +307,9 @@ func printSuiteReport(w io.Writer, cfg *config, s *benchSuite, rep *suiteReport)
 	fmt.Fprintln(w, "```")
 }
 
-// openPebbleWith opens Pebble as openPebble does (cfg's cache, memtable and
-// bloom filters at every level) with the comparer cmp (nil: the default)
-// and compression at every level.
+// openPebbleWith opens Pebble with cfg's cache, memtable and bloom filters
+// at every level, the comparer cmp (nil: the default) and compression at
+// every level; openPebble is it with the default comparer and Snappy.
 func openPebbleWith(dir string, cfg storeConfig, cmp *pebble.Comparer, compression *sstable.CompressionProfile) (*pebbleStore, error) {
 	cache := pebble.NewCache(cfg.pebbleCacheSize())
 	defer cache.Unref()
