@@ -207,7 +207,13 @@ func reportFromJSON(cfg *config, stdout io.Writer) error {
 // runChildProcess re-executes this binary for one engine and variant and
 // reads its JSON result; its peak RSS is its own.
 func runChildProcess(exe string, jb job, runDir string) (*engineResult, error) {
-	args := append(append([]string{}, os.Args[1:]...), "-engine="+jb.engine, "-variant="+jb.variant, "-dir="+runDir)
+	return reexecChild[engineResult](exe, runDir, "-engine="+jb.engine, "-variant="+jb.variant)
+}
+
+// reexecChild re-executes this binary with its own arguments, then flags and
+// -dir=runDir, and decodes the JSON result the child writes to stdout.
+func reexecChild[T any](exe, runDir string, flags ...string) (*T, error) {
+	args := append(append(append([]string{}, os.Args[1:]...), flags...), "-dir="+runDir)
 	cmd := exec.Command(exe, args...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -215,7 +221,7 @@ func runChildProcess(exe string, jb job, runDir string) (*engineResult, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, err
 	}
-	var r engineResult
+	var r T
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return nil, errors.Wrapf(err, "bad result %q", stdout.String())
 	}

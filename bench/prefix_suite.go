@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -159,19 +158,7 @@ func runSuiteParent(cfg *config, s *benchSuite, stdout io.Writer) error {
 }
 
 func runSuiteChild(exe string, j suiteJob, runDir string) (*suiteResult, error) {
-	args := append(append([]string{}, os.Args[1:]...), "-suite-job="+j.id(), "-dir="+runDir)
-	cmd := exec.Command(exe, args...)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, err
-	}
-	var r suiteResult
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		return nil, errors.Wrapf(err, "bad result %q", stdout.String())
-	}
-	return &r, nil
+	return reexecChild[suiteResult](exe, runDir, "-suite-job="+j.id())
 }
 
 // runSuiteJob is a child: it measures cfg.suiteJob and writes its result
