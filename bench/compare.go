@@ -81,20 +81,11 @@ func plannedJobs(cfg *config, engines []string) []job {
 func roundOrder(r, n int) []int { return rand.New(rand.NewPCG(uint64(r), 15)).Perm(n) }
 
 func runParent(cfg *config, stdout io.Writer) error {
-	exe, err := os.Executable()
+	exe, runDir, cleanup, err := prepareRun(cfg, "shale-bench-")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
-		return err
-	}
-	runDir, err := os.MkdirTemp(cfg.dir, "shale-bench-")
-	if err != nil {
-		return err
-	}
-	if !cfg.keep {
-		defer func() { _ = os.RemoveAll(runDir) }()
-	}
+	defer cleanup()
 	engines := append([]string{}, cfg.engines...)
 	dbBench, why := findDBBench(cfg.rocksdb)
 	rocksNote := "not run: " + why
@@ -202,6 +193,26 @@ func reportFromJSON(cfg *config, stdout io.Writer) error {
 		rep.Meta.Note = cfg.note
 	}
 	return writeReport(cfg, rep, stdout)
+}
+
+// prepareRun finds this binary, for the children to re-execute, and makes
+// the run's directory, a new one named prefix* under cfg.dir; cleanup
+// removes it unless cfg.keep.
+func prepareRun(cfg *config, prefix string) (exe, runDir string, cleanup func(), err error) {
+	if exe, err = os.Executable(); err != nil {
+		return "", "", nil, err
+	}
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return "", "", nil, err
+	}
+	if runDir, err = os.MkdirTemp(cfg.dir, prefix); err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() {}
+	if !cfg.keep {
+		cleanup = func() { _ = os.RemoveAll(runDir) }
+	}
+	return exe, runDir, cleanup, nil
 }
 
 // runChildProcess re-executes this binary for one engine and variant and

@@ -95,20 +95,11 @@ type suiteReport struct {
 // runSuiteParent runs cfg.rounds rounds of the suite's jobs, each job a
 // child process, and prints the report.
 func runSuiteParent(cfg *config, s *benchSuite, stdout io.Writer) error {
-	exe, err := os.Executable()
+	exe, runDir, cleanup, err := prepareRun(cfg, "shale-bench-"+s.name+"-")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
-		return err
-	}
-	runDir, err := os.MkdirTemp(cfg.dir, "shale-bench-"+s.name+"-")
-	if err != nil {
-		return err
-	}
-	if !cfg.keep {
-		defer func() { _ = os.RemoveAll(runDir) }()
-	}
+	defer cleanup()
 	commit, note := gitCommit()
 	rep := &suiteReport{Suite: s.name, Meta: runMeta{
 		Date: time.Now().UTC().Format("2006-01-02 15:04"), Commit: commit, CommitNote: note,
