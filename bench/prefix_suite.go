@@ -19,9 +19,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // suiteJob is one child of a suite's round: an engine in a configuration.
@@ -283,33 +280,4 @@ func printSuiteReport(w io.Writer, cfg *config, s *benchSuite, rep *suiteReport)
 		}
 	}
 	fmt.Fprintln(w, "```")
-}
-
-// openPebbleWith opens Pebble with cfg's cache, memtable and bloom filters
-// at every level, the comparer cmp (nil: the default) and compression at
-// every level; openPebble is it with the default comparer and Snappy.
-func openPebbleWith(dir string, cfg storeConfig, cmp *pebble.Comparer, compression *sstable.CompressionProfile) (*pebbleStore, error) {
-	cache := pebble.NewCache(cfg.pebbleCacheSize())
-	defer cache.Unref()
-	opts := &pebble.Options{
-		Cache:              cache,
-		Comparer:           cmp,
-		MemTableSize:       uint64(cfg.memtableSize),
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             quietPebbleLogger{},
-	}
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(cfg.bloomBits)
-		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return compression }
-	}
-	db, err := pebble.Open(dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	s := &pebbleStore{db: db}
-	if !cfg.pebbleCacheTotal {
-		cache.Ref()
-		s.cache, s.blockBudget = cache, cfg.cacheSize
-	}
-	return s, nil
 }
