@@ -81,20 +81,11 @@ func plannedJobs(cfg *config, engines []string) []job {
 func roundOrder(r, n int) []int { return rand.New(rand.NewPCG(uint64(r), 15)).Perm(n) }
 
 func runParent(cfg *config, stdout io.Writer) error {
-	exe, err := os.Executable()
+	exe, runDir, cleanup, err := prepareRun(cfg, "shale-bench-")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
-		return err
-	}
-	runDir, err := os.MkdirTemp(cfg.dir, "shale-bench-")
-	if err != nil {
-		return err
-	}
-	if !cfg.keep {
-		defer func() { _ = os.RemoveAll(runDir) }()
-	}
+	defer cleanup()
 	engines := append([]string{}, cfg.engines...)
 	dbBench, why := findDBBench(cfg.rocksdb)
 	rocksNote := "not run: " + why
@@ -204,10 +195,36 @@ func reportFromJSON(cfg *config, stdout io.Writer) error {
 	return writeReport(cfg, rep, stdout)
 }
 
+// prepareRun finds this binary, for the children to re-execute, and makes
+// the run's directory, a new one named prefix* under cfg.dir; cleanup
+// removes it unless cfg.keep.
+func prepareRun(cfg *config, prefix string) (exe, runDir string, cleanup func(), err error) {
+	if exe, err = os.Executable(); err != nil {
+		return "", "", nil, err
+	}
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return "", "", nil, err
+	}
+	if runDir, err = os.MkdirTemp(cfg.dir, prefix); err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() {}
+	if !cfg.keep {
+		cleanup = func() { _ = os.RemoveAll(runDir) }
+	}
+	return exe, runDir, cleanup, nil
+}
+
 // runChildProcess re-executes this binary for one engine and variant and
 // reads its JSON result; its peak RSS is its own.
 func runChildProcess(exe string, jb job, runDir string) (*engineResult, error) {
-	args := append(append([]string{}, os.Args[1:]...), "-engine="+jb.engine, "-variant="+jb.variant, "-dir="+runDir)
+	return reexecChild[engineResult](exe, runDir, "-engine="+jb.engine, "-variant="+jb.variant)
+}
+
+// reexecChild re-executes this binary with its own arguments, then flags and
+// -dir=runDir, and decodes the JSON result the child writes to stdout.
+func reexecChild[T any](exe, runDir string, flags ...string) (*T, error) {
+	args := append(append(append([]string{}, os.Args[1:]...), flags...), "-dir="+runDir)
 	cmd := exec.Command(exe, args...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -215,7 +232,7 @@ func runChildProcess(exe string, jb job, runDir string) (*engineResult, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, err
 	}
-	var r engineResult
+	var r T
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return nil, errors.Wrapf(err, "bad result %q", stdout.String())
 	}

@@ -39,12 +39,6 @@ import (
 // of the workload's 16-byte keys and 256-byte values, 4 tables for 128 MiB.
 const ingestTableKeys = 120000
 
-// ingestResult is one load's time.
-type ingestResult struct {
-	name    string
-	seconds float64
-}
-
 // runIngestBench runs rounds of the three loads of n keys of valueSize
 // bytes under dir and writes a table of medians (min–max) to w.
 func runIngestBench(w io.Writer, dir string, rounds, n, valueSize int) error {

@@ -41,17 +41,25 @@ func openPebble(dir string, cfg storeConfig) (*pebbleStore, error) {
 		}
 		return &pebbleStore{db: db}, nil
 	}
+	return openPebbleWith(dir, cfg, nil, sstable.SnappyCompression)
+}
+
+// openPebbleWith opens Pebble with cfg's cache, memtable and bloom filters
+// at every level, the comparer cmp (nil: the default) and compression at
+// every level; openPebble is it with the default comparer and Snappy.
+func openPebbleWith(dir string, cfg storeConfig, cmp *pebble.Comparer, compression *sstable.CompressionProfile) (*pebbleStore, error) {
 	cache := pebble.NewCache(cfg.pebbleCacheSize())
 	defer cache.Unref()
 	opts := &pebble.Options{
 		Cache:              cache,
+		Comparer:           cmp,
 		MemTableSize:       uint64(cfg.memtableSize),
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietPebbleLogger{},
 	}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(cfg.bloomBits)
-		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return compression }
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {

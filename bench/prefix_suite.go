@@ -13,16 +13,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // suiteJob is one child of a suite's round: an engine in a configuration.
@@ -96,20 +92,11 @@ type suiteReport struct {
 // runSuiteParent runs cfg.rounds rounds of the suite's jobs, each job a
 // child process, and prints the report.
 func runSuiteParent(cfg *config, s *benchSuite, stdout io.Writer) error {
-	exe, err := os.Executable()
+	exe, runDir, cleanup, err := prepareRun(cfg, "shale-bench-"+s.name+"-")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
-		return err
-	}
-	runDir, err := os.MkdirTemp(cfg.dir, "shale-bench-"+s.name+"-")
-	if err != nil {
-		return err
-	}
-	if !cfg.keep {
-		defer func() { _ = os.RemoveAll(runDir) }()
-	}
+	defer cleanup()
 	commit, note := gitCommit()
 	rep := &suiteReport{Suite: s.name, Meta: runMeta{
 		Date: time.Now().UTC().Format("2006-01-02 15:04"), Commit: commit, CommitNote: note,
@@ -159,19 +146,7 @@ func runSuiteParent(cfg *config, s *benchSuite, stdout io.Writer) error {
 }
 
 func runSuiteChild(exe string, j suiteJob, runDir string) (*suiteResult, error) {
-	args := append(append([]string{}, os.Args[1:]...), "-suite-job="+j.id(), "-dir="+runDir)
-	cmd := exec.Command(exe, args...)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, err
-	}
-	var r suiteResult
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		return nil, errors.Wrapf(err, "bad result %q", stdout.String())
-	}
-	return &r, nil
+	return reexecChild[suiteResult](exe, runDir, "-suite-job="+j.id())
 }
 
 // runSuiteJob is a child: it measures cfg.suiteJob and writes its result
@@ -305,33 +280,4 @@ func printSuiteReport(w io.Writer, cfg *config, s *benchSuite, rep *suiteReport)
 		}
 	}
 	fmt.Fprintln(w, "```")
-}
-
-// openPebbleWith opens Pebble as openPebble does (cfg's cache, memtable and
-// bloom filters at every level) with the comparer cmp (nil: the default)
-// and compression at every level.
-func openPebbleWith(dir string, cfg storeConfig, cmp *pebble.Comparer, compression *sstable.CompressionProfile) (*pebbleStore, error) {
-	cache := pebble.NewCache(cfg.pebbleCacheSize())
-	defer cache.Unref()
-	opts := &pebble.Options{
-		Cache:              cache,
-		Comparer:           cmp,
-		MemTableSize:       uint64(cfg.memtableSize),
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             quietPebbleLogger{},
-	}
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(cfg.bloomBits)
-		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return compression }
-	}
-	db, err := pebble.Open(dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	s := &pebbleStore{db: db}
-	if !cfg.pebbleCacheTotal {
-		cache.Ref()
-		s.cache, s.blockBudget = cache, cfg.cacheSize
-	}
-	return s, nil
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shaledb/shale/driver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,15 +28,7 @@ func TestCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	db := openEngine(t, dest, nil)
 	defer db.Close()
-	for i := range 1100 {
-		v, err := db.Get(ctx, testKey(i))
-		if i == 3 {
-			require.ErrorIs(t, err, driver.ErrNotFound)
-			continue
-		}
-		require.NoError(t, err, "key %d", i)
-		require.Equal(t, testValue(i), v)
-	}
+	requireTestKeys(t, db, 1100, 3)
 	// The checkpoint is consistent: the engine's deep check (levels, key
 	// order, every block's checksum) and the whole-file checksums.
 	require.NoError(t, db.Check(ctx))

@@ -49,6 +49,23 @@ type dbSpec struct {
 	partitioned bool
 }
 
+// requireTestKeys checks that db holds testValue(i) at testKey(i) for
+// every i in [0, n) but deleted, which it must not find: what makeDB wrote
+// with that key deleted, as a copy of the database must read it.
+func requireTestKeys(t *testing.T, db *driver.DB, n, deleted int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		v, err := db.Get(ctx, testKey(i))
+		if i == deleted {
+			require.ErrorIs(t, err, driver.ErrNotFound)
+			continue
+		}
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, testValue(i), v)
+	}
+}
+
 // openEngine opens the database in dir through the façade with typed
 // options (nil: defaults), connected at once.
 func openEngine(t *testing.T, dir string, opts *engine.Options) *driver.DB {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shaledb/shale/driver"
 	"github.com/shaledb/shale/engine"
 	"github.com/stretchr/testify/require"
 )
@@ -43,15 +42,7 @@ func TestInspectInUseDatabase(t *testing.T) {
 		require.NotContains(t, r.stdout, "in use")
 		if args[0] == "checkpoint" {
 			cp := openEngine(t, args[2], nil)
-			for i := range 700 {
-				v, err := cp.Get(ctx, testKey(i))
-				if i == 5 {
-					require.ErrorIs(t, err, driver.ErrNotFound)
-					continue
-				}
-				require.NoError(t, err, "key %d", i)
-				require.Equal(t, testValue(i), v)
-			}
+			requireTestKeys(t, cp, 700, 5)
 			require.NoError(t, cp.Check(ctx))
 			require.NoError(t, cp.Close())
 		}
