@@ -280,7 +280,7 @@ func procStatusKiB(field string) int64 {
 	if field == "VmHWM" {
 		var ru syscall.Rusage
 		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-			return ru.Maxrss // KiB on Linux
+			return int64(ru.Maxrss) // KiB on Linux; int32 on 386
 		}
 	}
 	return 0
