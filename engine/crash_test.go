@@ -40,18 +40,7 @@ func TestMain(m *testing.M) {
 // crashChild writes until killed: sync writes from several goroutines
 // (group commit), with flushes and compactions happening on their own.
 func crashChild(dir, round string) {
-	opts := &Options{
-		Sync:                           true,
-		WriteBufferSize:                64 << 10,
-		TargetFileSizeBase:             32 << 10,
-		MaxBytesForLevelBase:           128 << 10,
-		Level0FileNumCompactionTrigger: 2,
-	}
-	db, err := openDatabase(dir, opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		os.Exit(2)
-	}
+	db := openChildDatabase(dir, childOptions(true))
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -64,8 +53,7 @@ func crashChild(dir, round string) {
 				k := fmt.Sprintf("r%s-g%d-%06d", round, g, i)
 				v := strings.Repeat(k, 1+rng.IntN(8))
 				if err := db.Put(context.Background(), []byte(k), []byte(v)); err != nil {
-					fmt.Fprintln(os.Stderr, "put:", err)
-					os.Exit(3)
+					childExit(3, "put", err)
 				}
 				mu.Lock()
 				fmt.Fprintf(out, "%s %d\n", k, len(v))
@@ -104,6 +92,61 @@ func killChildAfter(t *testing.T, cmd *exec.Cmd, target int, ack func(fields []s
 	return n
 }
 
+// childCommand returns a command that runs, in a child process, this test
+// binary's tests matching the -test.run pattern run, with env added to its
+// environment (that is how a child finds its database and round).
+func childCommand(t *testing.T, run string, env ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run="+run)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// childDir is the database directory a child test's parent passed it in
+// the environment variable env; the child test is skipped when it was not
+// started by its parent, named by parent.
+func childDir(t *testing.T, env, parent string) string {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("run by " + parent + " in a child process")
+	}
+	return dir
+}
+
+// childOptions are the options of a database a child process writes to:
+// small memtables, tables and levels, so that flushes and compactions run
+// all the time while it writes and a kill is likely to land during one.
+func childOptions(sync bool) *Options {
+	return &Options{
+		Sync:                           sync,
+		WriteBufferSize:                64 << 10,
+		TargetFileSizeBase:             32 << 10,
+		MaxBytesForLevelBase:           128 << 10,
+		Level0FileNumCompactionTrigger: 2,
+	}
+}
+
+// openChildDatabase opens a child process's database, or ends the process
+// with status 2 (see childExit).
+func openChildDatabase(dir string, opts *Options) *database {
+	db, err := openDatabase(dir, opts)
+	if err != nil {
+		childExit(2, "open", err)
+	}
+	return db
+}
+
+// childExit ends a child process with status code, after printing what
+// failed to its standard error: a child is meant to be killed, so its
+// parent fails on the exit and shows that output.
+func childExit(code int, what string, err error) {
+	fmt.Fprintln(os.Stderr, what+":", err)
+	os.Exit(code)
+}
+
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -111,13 +154,11 @@ func TestCrashRecovery(t *testing.T) {
 	// Mostly waiting on the child's fsyncs: it overlaps well with the
 	// CPU-bound parallel tests (the model seeds).
 	t.Parallel()
-	exe, err := os.Executable()
-	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "db")
 	acked := map[string]int{}
 	for round := range 5 {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, "SHALE_CRASH_CHILD_ROUND="+strconv.Itoa(round))
+		// No test: the child's body is in TestMain.
+		cmd := childCommand(t, "^$", crashChildEnv+"="+dir, "SHALE_CRASH_CHILD_ROUND="+strconv.Itoa(round))
 		n := killChildAfter(t, cmd, 300+rand.IntN(1500), func(fields []string) bool {
 			if len(fields) != 2 {
 				return false

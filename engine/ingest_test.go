@@ -106,19 +106,28 @@ func ingestedFiles(t testing.TB, db *database) map[manifest.FileNum]*manifest.Fi
 	return out
 }
 
+// openIngestDB opens a database on a fresh MemFS with smallOptions and
+// automatic compactions off, so that the tables a test ingests or flushes
+// stay where they land until it compacts, and registers checkDB's cleanup.
+// It returns the options (their FS is the MemFS), to write tables with and
+// to reopen, and the holder, to point the cleanup at a reopened database.
+func openIngestDB(t *testing.T) (*database, *Options, *dbHolder) {
+	t.Helper()
+	opts := smallOptions(vfs.NewMem())
+	opts.DisableAutoCompactions = true
+	db, err := openDatabase("/db", opts)
+	require.NoError(t, err)
+	return db, opts, checkDB(t, db)
+}
+
 // TestIngestSemantics ingests tables over older data in the memtable and
 // in tables: the ingested entries (sets, deletes, range deletions) shadow
 // the older ones, in Get, MultiGet and iterators, a snapshot taken before
 // sees none of them, and all of it survives a reopen and a compaction.
 func TestIngestSemantics(t *testing.T) {
 	ctx := context.Background()
-	fs := vfs.NewMem()
-	opts := smallOptions(fs)
-	// The ingested tables stay as they are until the test compacts.
-	opts.DisableAutoCompactions = true
-	db, err := openDatabase("/db", opts)
-	require.NoError(t, err)
-	h := checkDB(t, db)
+	db, opts, h := openIngestDB(t)
+	fs := opts.FS
 
 	for _, k := range []string{"a", "b", "c", "d", "m", "n", "z"} {
 		require.NoError(t, db.Put(ctx, []byte(k), []byte("old-"+k)))
@@ -418,12 +427,8 @@ func TestTableWriterErrors(t *testing.T) {
 // (or below), where the compaction's older outputs would overlap it.
 func TestIngestNotOverCompaction(t *testing.T) {
 	ctx := context.Background()
-	fs := vfs.NewMem()
-	opts := smallOptions(fs)
-	opts.DisableAutoCompactions = true
-	db, err := openDatabase("/db", opts)
-	require.NoError(t, err)
-	checkDB(t, db)
+	db, opts, _ := openIngestDB(t)
+	fs := opts.FS
 	for _, pair := range [][2]string{{"a", "b"}, {"y", "z"}} {
 		require.NoError(t, db.Put(ctx, []byte(pair[0]), []byte("1")))
 		require.NoError(t, db.Put(ctx, []byte(pair[1]), []byte("1")))
@@ -596,12 +601,7 @@ func TestIngestEvent(t *testing.T) {
 // nothing to do.
 func TestPickerWaitsForIngest(t *testing.T) {
 	ctx := context.Background()
-	fs := vfs.NewMem()
-	opts := smallOptions(fs)
-	opts.DisableAutoCompactions = true
-	db, err := openDatabase("/db", opts)
-	require.NoError(t, err)
-	checkDB(t, db)
+	db, _, _ := openIngestDB(t)
 	for i := range 2 {
 		require.NoError(t, db.Put(ctx, key(i), []byte("v")))
 		require.NoError(t, db.Flush(ctx))

@@ -77,6 +77,19 @@ func fillPrefixDB(t testing.TB, ctx context.Context, db *driver.DB, m map[string
 	}
 }
 
+// writeFixed4PrefixDB writes fillPrefixDB's tables (no padding) to /db on
+// a fresh MemFS, with prefix_extractor=fixed:4, and closes the database;
+// it returns the MemFS and the model of what the database holds.
+func writeFixed4PrefixDB(t testing.TB, ctx context.Context) (*vfs.MemFS, map[string]string) {
+	t.Helper()
+	m := map[string]string{}
+	fs := vfs.NewMem()
+	db := driver.OpenDB(NewConnector("/db", prefixTestOptions(fs, nil, PrefixExtractor{PrefixFixed, 4})))
+	fillPrefixDB(t, ctx, db, m, 0)
+	require.NoError(t, db.Close())
+	return fs, m
+}
+
 func scanPrefix(t testing.TB, ctx context.Context, db *driver.DB, o *driver.IterOptions, reverse bool) []string {
 	t.Helper()
 	it, err := db.NewIterator(ctx, o)
@@ -124,13 +137,7 @@ func slicesSortFunc(s []string, reverse bool) {
 // database without an extractor return.
 func TestPrefixScanSkipsTables(t *testing.T) {
 	ctx := context.Background()
-	m := map[string]string{}
-	fs := vfs.NewMem()
-	{
-		db := driver.OpenDB(NewConnector("/db", prefixTestOptions(fs, nil, PrefixExtractor{PrefixFixed, 4})))
-		fillPrefixDB(t, ctx, db, m, 0)
-		require.NoError(t, db.Close())
-	}
+	fs, m := writeFixed4PrefixDB(t, ctx)
 	dataBlocks := func(st *statistics.Statistics) uint64 {
 		return st.TickerCount(statistics.BlockCacheDataMiss) + st.TickerCount(statistics.BlockCacheDataHit)
 	}
@@ -199,11 +206,7 @@ func checkRandomPrefixScans(t *testing.T, ctx context.Context, db *driver.DB, m 
 // tables' are. Reopening with fixed:4 again uses the old filters.
 func TestPrefixExtractorChange(t *testing.T) {
 	ctx := context.Background()
-	m := map[string]string{}
-	fs := vfs.NewMem()
-	db := driver.OpenDB(NewConnector("/db", prefixTestOptions(fs, nil, PrefixExtractor{PrefixFixed, 4})))
-	fillPrefixDB(t, ctx, db, m, 0)
-	require.NoError(t, db.Close())
+	fs, m := writeFixed4PrefixDB(t, ctx)
 	o := &driver.IterOptions{Prefix: []byte("p123/")}
 	for _, tc := range []struct {
 		pe            PrefixExtractor

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -27,22 +26,9 @@ import (
 const rdelCrashChildEnv = "SHALE_RDEL_CRASH_CHILD_DIR"
 
 func TestDeleteRangeUnboundedCrashChild(t *testing.T) {
-	dir := os.Getenv(rdelCrashChildEnv)
-	if dir == "" {
-		t.Skip("run by TestDeleteRangeUnboundedSurvivesSIGKILL in a child process")
-	}
+	dir := childDir(t, rdelCrashChildEnv, "TestDeleteRangeUnboundedSurvivesSIGKILL")
 	round := os.Getenv("SHALE_RDEL_CRASH_ROUND")
-	db, err := openDatabase(dir, &Options{
-		Sync:                           false,
-		WriteBufferSize:                64 << 10,
-		TargetFileSizeBase:             32 << 10,
-		MaxBytesForLevelBase:           128 << 10,
-		Level0FileNumCompactionTrigger: 2,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		os.Exit(2)
-	}
+	db := openChildDatabase(dir, childOptions(false))
 	ctx := context.Background()
 	syncCtx := ioctx.WithWriteOptions(ctx, ioctx.WriteOptions{Sync: true})
 	out := bufio.NewWriter(os.Stdout)
@@ -50,13 +36,11 @@ func TestDeleteRangeUnboundedCrashChild(t *testing.T) {
 	val := func() []byte { return value(rng, 100) }
 	for i := range 3000 {
 		if err := db.Put(ctx, fmt.Appendf(nil, "r%s-k-%06d", round, i), val()); err != nil {
-			fmt.Fprintln(os.Stderr, "put:", err)
-			os.Exit(3)
+			childExit(3, "put", err)
 		}
 	}
 	if err := db.DeleteRange(syncCtx, fmt.Appendf(nil, "r%s-k-%06d", round, 1000), nil); err != nil {
-		fmt.Fprintln(os.Stderr, "delete range:", err)
-		os.Exit(3)
+		childExit(3, "delete range", err)
 	}
 	fmt.Fprintln(out, "D")
 	out.Flush()
@@ -67,8 +51,7 @@ func TestDeleteRangeUnboundedCrashChild(t *testing.T) {
 		}
 		k := fmt.Sprintf("r%s-m-%06d", round, i)
 		if err := db.Put(c, []byte(k), []byte(k)); err != nil {
-			fmt.Fprintln(os.Stderr, "put:", err)
-			os.Exit(3)
+			childExit(3, "put", err)
 		}
 		fmt.Fprintf(out, "%s %d %s\n", kind, i, k)
 		out.Flush()
@@ -80,12 +63,10 @@ func TestDeleteRangeUnboundedSurvivesSIGKILL(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	t.Parallel()
-	exe, err := os.Executable()
-	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "db")
 	for round := range 3 {
-		cmd := exec.Command(exe, "-test.run=^TestDeleteRangeUnboundedCrashChild$")
-		cmd.Env = append(os.Environ(), rdelCrashChildEnv+"="+dir, "SHALE_RDEL_CRASH_ROUND="+strconv.Itoa(round))
+		cmd := childCommand(t, "^TestDeleteRangeUnboundedCrashChild$",
+			rdelCrashChildEnv+"="+dir, "SHALE_RDEL_CRASH_ROUND="+strconv.Itoa(round))
 		deleted := false
 		var acked []ackedWrite
 		n := killChildAfter(t, cmd, 2+rand.IntN(3000), func(f []string) bool {

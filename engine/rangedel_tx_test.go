@@ -67,13 +67,7 @@ func TestTxDeleteRangeReadYourWrites(t *testing.T) {
 // deletion over a key a Tx writes conflicts with that write.
 func TestTxDeleteRangeConflicts(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name     string
-		txOp     func(tx *txn) error
-		other    func(db *database) error
-		flush    bool
-		conflict bool
-	}{
+	runTxConflictCases(t, []string{"c"}, []txConflictCase{
 		{"put-inside", rdTx("b", "d"), put("c"), false, true},
 		{"put-inside-flushed", rdTx("b", "d"), put("c"), true, true},
 		{"put-at-end", rdTx("b", "d"), put("d"), false, false},
@@ -85,10 +79,31 @@ func TestTxDeleteRangeConflicts(t *testing.T) {
 			func(db *database) error { return db.DeleteRange(ctx, []byte("a"), []byte("z")) }, false, true},
 		{"tx-put-beside-range", func(tx *txn) error { return tx.Put(ctx, []byte("z"), []byte("1")) },
 			func(db *database) error { return db.DeleteRange(ctx, []byte("a"), []byte("z")) }, true, false},
-	} {
+	})
+}
+
+// txConflictCase is a Tx that runs txOp, while other commits a write
+// outside it (then a flush, with flush), and then commits: with a conflict
+// or not.
+type txConflictCase struct {
+	name     string
+	txOp     func(tx *txn) error
+	other    func(db *database) error
+	flush    bool
+	conflict bool
+}
+
+// runTxConflictCases runs each case on a new database holding "old" at
+// each of keys, written before the Tx begins.
+func runTxConflictCases(t *testing.T, keys []string, cases []txConflictCase) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openRangeDelDB(t)
-			require.NoError(t, db.Put(ctx, []byte("c"), []byte("old")))
+			for _, k := range keys {
+				require.NoError(t, db.Put(ctx, []byte(k), []byte("old")))
+			}
 			tx, err := db.BeginTx(ctx, nil)
 			require.NoError(t, err)
 			require.NoError(t, tc.txOp(tx))

@@ -305,13 +305,7 @@ func TestTxDeleteRangeUnboundedConflicts(t *testing.T) {
 	rdOpen := func(start string) func(tx *txn) error {
 		return func(tx *txn) error { return tx.DeleteRange(ctx, []byte(start), nil) }
 	}
-	for _, tc := range []struct {
-		name     string
-		txOp     func(tx *txn) error
-		other    func(db *database) error
-		flush    bool
-		conflict bool
-	}{
+	runTxConflictCases(t, []string{"c", "zzzzzz"}, []txConflictCase{
 		{"put-at-start", rdOpen("b"), put("b"), false, true},
 		{"put-far-after", rdOpen("b"), put("zzzzzz"), false, true},
 		{"put-far-after-flushed", rdOpen("b"), put("zzzzzz"), true, true},
@@ -328,26 +322,7 @@ func TestTxDeleteRangeUnboundedConflicts(t *testing.T) {
 			func(db *database) error { return db.DeleteRange(ctx, []byte("m"), nil) }, true, true},
 		{"tx-put-before-unbounded", func(tx *txn) error { return tx.Put(ctx, []byte("a"), []byte("1")) },
 			func(db *database) error { return db.DeleteRange(ctx, []byte("m"), nil) }, true, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := openRangeDelDB(t)
-			require.NoError(t, db.Put(ctx, []byte("c"), []byte("old")))
-			require.NoError(t, db.Put(ctx, []byte("zzzzzz"), []byte("old")))
-			tx, err := db.BeginTx(ctx, nil)
-			require.NoError(t, err)
-			require.NoError(t, tc.txOp(tx))
-			require.NoError(t, tc.other(db))
-			if tc.flush {
-				require.NoError(t, db.Flush(ctx))
-			}
-			err = tx.Commit()
-			if tc.conflict {
-				require.True(t, errors.Is(err, ErrConflict), "want a conflict, got %v", err)
-			} else {
-				require.NoError(t, err)
-			}
-		})
-	}
+	})
 }
 
 // TestFacadeDeleteRangeUnbounded drives the façade: DB.DeleteRange with a

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,21 +30,10 @@ const (
 )
 
 func TestSecondaryWriterChild(t *testing.T) {
-	dir := os.Getenv(secondaryChildEnv)
-	if dir == "" {
-		t.Skip("run by TestSecondaryOtherProcess in a child process")
-	}
-	db, err := openDatabase(dir, &Options{
-		WriteBufferSize:                64 << 10,
-		TargetFileSizeBase:             32 << 10,
-		MaxBytesForLevelBase:           128 << 10,
-		Level0FileNumCompactionTrigger: 2,
-		MaxManifestFileSize:            4 << 10, // rotate the MANIFEST often too
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		os.Exit(2)
-	}
+	dir := childDir(t, secondaryChildEnv, "TestSecondaryOtherProcess")
+	opts := childOptions(false)
+	opts.MaxManifestFileSize = 4 << 10 // rotate the MANIFEST often too
+	db := openChildDatabase(dir, opts)
 	syncCtx := ioctx.WithWriteOptions(context.Background(), ioctx.WriteOptions{Sync: true})
 	out := bufio.NewWriter(os.Stdout)
 	pad := strings.Repeat("x", 80)
@@ -56,8 +44,7 @@ func TestSecondaryWriterChild(t *testing.T) {
 		}
 		k := fmt.Sprintf("k%04d", i%secondaryKeys)
 		if err := db.Put(ctx, []byte(k), fmt.Appendf(nil, "v%08d%s", i, pad)); err != nil {
-			fmt.Fprintln(os.Stderr, "put:", err)
-			os.Exit(3)
+			childExit(3, "put", err)
 		}
 		if i%16 == 15 {
 			fmt.Fprintf(out, "S %d\n", i)
@@ -68,11 +55,8 @@ func TestSecondaryWriterChild(t *testing.T) {
 
 func TestSecondaryOtherProcess(t *testing.T) {
 	// Under a second on an idle machine: it runs in -short too.
-	exe, err := os.Executable()
-	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "db")
-	cmd := exec.Command(exe, "-test.run=^TestSecondaryWriterChild$")
-	cmd.Env = append(os.Environ(), secondaryChildEnv+"="+dir)
+	cmd := childCommand(t, "^TestSecondaryWriterChild$", secondaryChildEnv+"="+dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

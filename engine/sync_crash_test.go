@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -35,22 +34,9 @@ const syncCrashChildEnv = "SHALE_SYNC_CRASH_CHILD_DIR"
 // TestSyncOptionCrashChild is the child's body; it is skipped unless the
 // parent started it.
 func TestSyncOptionCrashChild(t *testing.T) {
-	dir := os.Getenv(syncCrashChildEnv)
-	if dir == "" {
-		t.Skip("run by TestSyncOptionSurvivesSIGKILL in a child process")
-	}
+	dir := childDir(t, syncCrashChildEnv, "TestSyncOptionSurvivesSIGKILL")
 	round := os.Getenv("SHALE_SYNC_CRASH_ROUND")
-	db, err := openDatabase(dir, &Options{
-		Sync:                           false,
-		WriteBufferSize:                64 << 10,
-		TargetFileSizeBase:             32 << 10,
-		MaxBytesForLevelBase:           128 << 10,
-		Level0FileNumCompactionTrigger: 2,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		os.Exit(2)
-	}
+	db := openChildDatabase(dir, childOptions(false))
 	syncCtx := ioctx.WithWriteOptions(context.Background(), ioctx.WriteOptions{Sync: true})
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
@@ -67,8 +53,7 @@ func TestSyncOptionCrashChild(t *testing.T) {
 					ctx, kind = syncCtx, "S"
 				}
 				if err := db.Put(ctx, []byte(k), []byte(k)); err != nil {
-					fmt.Fprintln(os.Stderr, "put:", err)
-					os.Exit(3)
+					childExit(3, "put", err)
 				}
 				mu.Lock()
 				fmt.Fprintf(out, "%s %d %d %s\n", kind, g, i, k)
@@ -91,12 +76,10 @@ func TestSyncOptionSurvivesSIGKILL(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	t.Parallel()
-	exe, err := os.Executable()
-	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "db")
 	for round := range 4 {
-		cmd := exec.Command(exe, "-test.run=^TestSyncOptionCrashChild$")
-		cmd.Env = append(os.Environ(), syncCrashChildEnv+"="+dir, "SHALE_SYNC_CRASH_ROUND="+strconv.Itoa(round))
+		cmd := childCommand(t, "^TestSyncOptionCrashChild$",
+			syncCrashChildEnv+"="+dir, "SHALE_SYNC_CRASH_ROUND="+strconv.Itoa(round))
 		// perG holds each goroutine's acknowledged writes in order.
 		perG := make([][]ackedWrite, 4)
 		n := killChildAfter(t, cmd, 500+rand.IntN(2000), func(f []string) bool {

@@ -96,14 +96,21 @@ func TestCompressRoundTrip(t *testing.T) {
 				pays := len(enc) < len(tc.src)-len(tc.src)/8
 				require.Equal(t, pays, got == Snappy, "snappy size %d of %d", len(enc), len(tc.src))
 			}
-			n, err := DecodedLen(got, out)
-			require.NoError(t, err)
-			require.Equal(t, len(tc.src), n)
-			dec, err := DecompressInto(got, make([]byte, n), out)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(tc.src, dec))
+			requireDecodes(t, got, out, tc.src)
 		})
 	}
+}
+
+// requireDecodes checks that out, compressed as ct, declares src's length
+// and decompresses to src.
+func requireDecodes(t *testing.T, ct Type, out, src []byte) {
+	t.Helper()
+	n, err := DecodedLen(ct, out)
+	require.NoError(t, err)
+	require.Equal(t, len(src), n)
+	dec, err := DecompressInto(ct, make([]byte, n), out)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(src, dec))
 }
 
 func TestCompressThreshold(t *testing.T) {

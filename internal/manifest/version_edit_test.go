@@ -74,23 +74,7 @@ func ingestEdit() *VersionEdit {
 // tables) in testdata/version_edit_ingest.bin and its decoding in
 // version_edit_ingest.txt. Run with -update to rewrite both.
 func TestVersionEditIngestGolden(t *testing.T) {
-	binPath := filepath.Join("testdata", "version_edit_ingest.bin")
-	txtPath := filepath.Join("testdata", "version_edit_ingest.txt")
-	enc := ingestEdit().Encode(nil)
-	if *update {
-		require.NoError(t, os.WriteFile(binPath, enc, 0o644))
-		var e VersionEdit
-		require.NoError(t, e.Decode(enc))
-		require.NoError(t, os.WriteFile(txtPath, []byte(e.String()), 0o644))
-	}
-	golden, err := os.ReadFile(binPath)
-	require.NoError(t, err)
-	require.Equal(t, golden, enc, "encoding changed; the MANIFEST format is frozen")
-	wantTxt, err := os.ReadFile(txtPath)
-	require.NoError(t, err)
-	var e VersionEdit
-	require.NoError(t, e.Decode(golden))
-	require.Equal(t, string(wantTxt), e.String())
+	e := checkEditGolden(t, "version_edit_ingest", ingestEdit())
 	require.Equal(t, base.SeqNum(77), e.NewFiles[0].Meta.GlobalSeqNum)
 	require.False(t, e.NewFiles[0].Meta.HasRangeDels)
 	require.True(t, e.NewFiles[1].Meta.HasRangeDels)
@@ -201,9 +185,17 @@ func TestVersionEditDocExample(t *testing.T) {
 // testdata/version_edit.bin, and its decoding against version_edit.txt: a
 // format change shows up here. Run with -update to rewrite both.
 func TestVersionEditGolden(t *testing.T) {
-	binPath := filepath.Join("testdata", "version_edit.bin")
-	txtPath := filepath.Join("testdata", "version_edit.txt")
-	enc := testEdits()["all"].Encode(nil)
+	checkEditGolden(t, "version_edit", testEdits()["all"])
+}
+
+// checkEditGolden checks edit's encoding against testdata/name.bin and
+// that file's decoding against testdata/name.txt (with -update, it first
+// rewrites both), and returns the decoded golden edit for further checks.
+func checkEditGolden(t *testing.T, name string, edit *VersionEdit) *VersionEdit {
+	t.Helper()
+	binPath := filepath.Join("testdata", name+".bin")
+	txtPath := filepath.Join("testdata", name+".txt")
+	enc := edit.Encode(nil)
 	if *update {
 		require.NoError(t, os.WriteFile(binPath, enc, 0o644))
 		var e VersionEdit
@@ -218,6 +210,7 @@ func TestVersionEditGolden(t *testing.T) {
 	var e VersionEdit
 	require.NoError(t, e.Decode(golden))
 	require.Equal(t, string(wantTxt), e.String())
+	return &e
 }
 
 func TestVersionEditDecodeErrors(t *testing.T) {
