@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"runtime"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/crc"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/sstable"
@@ -213,21 +213,19 @@ func (d *database) fileCRC(path string) (uint32, error) {
 	}
 	defer f.Close()
 	buf := make([]byte, checkpointCopyChunk)
-	var sum uint32
+	var sum crc.CRC
 	for off := int64(0); ; {
 		n, err := f.ReadAt(buf, off)
-		sum = crc32.Update(sum, crc32cTable, buf[:n])
+		sum = sum.Update(buf[:n])
 		off += int64(n)
 		if err == io.EOF {
-			return sum, nil
+			return uint32(sum), nil
 		}
 		if err != nil {
 			return 0, errors.Wrapf(err, "engine: Ingest: reading %s at offset %d", path, off)
 		}
 	}
 }
-
-var crc32cTable = crc32.MakeTable(crc32.Castagnoli)
 
 // ingestion is one Ingest call's state once its files are validated.
 type ingestion struct {

@@ -29,6 +29,18 @@ var openReadEnv = sstable.ReadEnv{
 	FillCache:       true,
 }
 
+// resolveOptions returns a copy of opts (the defaults when nil) with every
+// zero field defaulted, and checks it: Open and NewTableWriter take the same
+// options and must refuse the same ones.
+func resolveOptions(opts *Options) (Options, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	return o, o.Validate()
+}
+
 // openDatabase opens the database in dirname, creating it unless opts says not to.
 // opts may be nil for the defaults; it is not modified or retained.
 //
@@ -51,12 +63,8 @@ var openReadEnv = sstable.ReadEnv{
 // such files are renamed aside (NNNNNN.sst.orphan, NNNNNN.log.corrupt, ...)
 // and reported to opts.Logger.
 func openDatabase(dirname string, opts *Options) (_ *database, err error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
+	o, err := resolveOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	d := &database{dirname: dirname, opts: o, fs: o.FS}

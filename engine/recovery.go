@@ -489,14 +489,7 @@ func (r *recovery) keepOrphans(ctx context.Context) error {
 	d := r.d
 	torn := d.vs.TornTail()
 	clean := torn == nil && !r.damaged
-	v := d.vs.Current()
-	live := make(map[manifest.FileNum]bool)
-	for _, files := range v.Levels {
-		for _, f := range files {
-			live[f.FileNum] = true
-		}
-	}
-	v.Unref()
+	live := currentFileNums(d)
 	for _, nf := range r.edit.NewFiles {
 		live[nf.Meta.FileNum] = true
 	}
@@ -720,14 +713,7 @@ type seqHash struct {
 // numbers they hold. A table that does not open is left out: nothing can
 // prove it redundant.
 func (p *unaccountedProof) init(ctx context.Context, d *database, names []string) error {
-	v := d.vs.Current()
-	live := make(map[manifest.FileNum]bool)
-	for _, files := range v.Levels {
-		for _, f := range files {
-			live[f.FileNum] = true
-		}
-	}
-	v.Unref()
+	live := currentFileNums(d)
 	for _, name := range names {
 		kind, num, ok := manifest.ParseFileName(name)
 		if !ok || kind != manifest.FileKindTable || live[num] || d.vs.DeletedByEdit(num) {
@@ -993,4 +979,20 @@ func (l *liveEntries) close() {
 		_ = l.it.Close()
 	}
 	l.v.Unref()
+}
+
+// currentFileNums returns the file numbers of the tables the current version
+// names. Recovery asks about the current version only (unlike
+// VersionSet.LiveFileNums, which adds every version a reader still holds):
+// the map is new and belongs to the caller, which may add to it.
+func currentFileNums(d *database) map[manifest.FileNum]bool {
+	v := d.vs.Current()
+	defer v.Unref()
+	live := make(map[manifest.FileNum]bool)
+	for _, files := range v.Levels {
+		for _, f := range files {
+			live[f.FileNum] = true
+		}
+	}
+	return live
 }

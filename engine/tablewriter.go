@@ -79,12 +79,8 @@ type WrittenTable struct {
 // opts.FS (the operating system's filesystem when nil); opts may be nil for
 // the defaults. The options are checked as Open checks them.
 func NewTableWriter(path string, opts *Options) (*TableWriter, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
+	o, err := resolveOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	if path == "" {

@@ -273,7 +273,7 @@ func (x *indexTable) handle(i int) block.Handle {
 // separator's bytes in one piece.
 func (x *indexTable) compareUserKey(i int, k []byte) int {
 	if x.cmp != nil {
-		return x.cmp(x.userKey(i), k)
+		return base.CompareUser(x.cmp, x.userKey(i), k)
 	}
 	if x.compact {
 		return x.compareUserKeyCompact(i, k)
