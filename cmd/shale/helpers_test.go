@@ -47,6 +47,8 @@ type dbSpec struct {
 	// partitioned writes the tables with partitioned indexes and filters
 	// of 256-byte partitions, so that a few thousand keys make several.
 	partitioned bool
+	// reverse orders the keys with rocksdb.ReverseBytewiseComparator.
+	reverse bool
 }
 
 // requireTestKeys checks that db holds testValue(i) at testKey(i) for
@@ -88,6 +90,9 @@ func makeDB(t *testing.T, dir string, spec dbSpec) {
 	}
 	if spec.partitioned {
 		opts.PartitionIndexAndFilters, opts.MetadataBlockSize = true, 256
+	}
+	if spec.reverse {
+		opts.Comparer = engine.ReverseBytewiseComparer
 	}
 	db := openEngine(t, dir, opts)
 	for _, r := range spec.tables {
