@@ -62,6 +62,13 @@ type config struct {
 	suite      string
 	suiteJob   string
 	prefixKeys int
+	// -suite ycsb's flags (ycsb.go); setFlags names the flags given on
+	// the command line, so the suite can keep its own defaults for the
+	// shared -engines, -threads, -cache and -memtable.
+	ycsbRecords   int64
+	ycsbOps       int64
+	ycsbWorkloads []string
+	setFlags      map[string]bool
 }
 
 func (c *config) numKeys() int { return int(c.maxData / int64(keySize+c.valueSize)) }
@@ -105,10 +112,18 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.shaleTables.optimizeFiltersForHits, "optimize-filters-for-hits", false,
 		"open shale with optimize_filters_for_hits (last-level tables without a bloom filter) in every variant, defaults included")
 	fs.BoolVar(&c.dbget, "dbget", true, "measure the seed's DBGet shape (mmap, no cache, no compression) on shale and RocksDB")
-	fs.StringVar(&c.suite, "suite", "", "run a feature suite instead of the main workload: "+strings.Join(suiteNames(), ", ")+" (see README.md)")
+	fs.StringVar(&c.suite, "suite", "", "run a feature suite instead of the main workload: "+strings.Join(append(suiteNames(), ycsbSuite), ", ")+" (see README.md)")
 	fs.StringVar(&c.suiteJob, "suite-job", "", "internal: run one job of -suite as a child process")
 	fs.IntVar(&c.prefixKeys, "prefix-keys", 16, "-suite prefix: keys per tenant prefix")
+	fs.Int64Var(&c.ycsbRecords, "ycsb-records", 1000000, "-suite ycsb: records loaded (YCSB's recordcount)")
+	fs.Int64Var(&c.ycsbOps, "ycsb-ops", 500000, "-suite ycsb: operations per workload (YCSB's operationcount)")
+	ycsbWorkloadsFlag := fs.String("ycsb-workloads", "A,B,C,D,E,F", "-suite ycsb: the core workloads to run, comma-separated (they run in YCSB's order A, B, C, F, D, E)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	c.setFlags = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.setFlags[f.Name] = true })
+	if err := checkYCSBFlags(c, *ycsbWorkloadsFlag); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -167,8 +182,8 @@ func parseFlags(args []string) (*config, error) {
 	default:
 		return nil, errors.Newf("-rocksdb=%q: want auto, install or off", c.rocksdb)
 	}
-	if c.suite != "" && benchSuites[c.suite] == nil {
-		return nil, errors.Newf("-suite %q: want one of %s", c.suite, strings.Join(suiteNames(), ", "))
+	if c.suite != "" && benchSuites[c.suite] == nil && c.suite != ycsbSuite {
+		return nil, errors.Newf("-suite %q: want one of %s", c.suite, strings.Join(append(suiteNames(), ycsbSuite), ", "))
 	}
 	if c.prefixKeys < 1 || c.prefixKeys > c.numKeys()/2 {
 		return nil, errors.Newf("-prefix-keys %d: want 1 to %d", c.prefixKeys, c.numKeys()/2)
@@ -223,6 +238,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
+	}
+	if cfg.suite == ycsbSuite {
+		runYCSBMain(cfg)
+		return
 	}
 	if s := benchSuites[cfg.suite]; s != nil {
 		if cfg.suiteJob != "" {
