@@ -35,6 +35,8 @@ func TestFnvhash64(t *testing.T) {
 		require.Equal(t, want, fnvhash64(v), "record %d", v)
 		require.Equal(t, "user"+strconv.FormatInt(want, 10), string(ycsbKey(nil, v)))
 	}
+	// The first key of every YCSB load (record 0), as YCSB's own runs name it.
+	require.Equal(t, "user6284781860667377211", string(ycsbKey(nil, 0)))
 }
 
 // draw returns how often each value of gen's n draws came up.
