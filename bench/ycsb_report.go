@@ -348,6 +348,12 @@ func printYCSBSection(w io.Writer, rep *ycsbReport) {
 		fmt.Fprintf(w, "- %s: %.0f point reads found their row, %.0f scanned rows checked in order, %.0f misses; %.0f records at the end of a child.\n",
 			engineLabel(e), reads, rows, misses, records)
 	}
+	for _, rr := range rep.Rounds {
+		if slices.ContainsFunc(mapValues(rr), func(r *suiteResult) bool { return r.Values["rss_not_reset"] != 0 }) {
+			fmt.Fprintln(w, "- Peak RSS: some children could not reset their peak (no writable /proc/self/clear_refs): their figures are each child's peak since it began.")
+			break
+		}
+	}
 	fmt.Fprintf(w, "- RocksDB: %s.\n", strings.TrimPrefix(m.RocksDB, "not run: "))
 }
 
@@ -466,4 +472,12 @@ func runYCSBMain(cfg *config) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+func mapValues(m map[string]*suiteResult) []*suiteResult {
+	out := make([]*suiteResult, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
