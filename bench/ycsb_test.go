@@ -360,3 +360,52 @@ func TestYCSBMissFails(t *testing.T) {
 	require.NoError(t, r.check("shale", "workload E"))
 	require.Positive(t, r.tally.scanRows)
 }
+
+// disorderedStore's scans return first (the start key when nil), then
+// "user0" for every further row: keys that do not ascend.
+type disorderedStore struct {
+	store
+	row   []byte
+	first []byte
+}
+
+func (d disorderedStore) scan(start []byte, n int, visit func(k, v []byte)) error {
+	if d.first != nil {
+		start = d.first
+	}
+	visit(start, d.row)
+	for i := 1; i < n; i++ {
+		visit([]byte("user0"), d.row)
+	}
+	return nil
+}
+
+// TestYCSBScanOrderChecked: a scan whose keys do not ascend, or that does
+// not start at its key, fails the workload; one in order passes.
+func TestYCSBScanOrderChecked(t *testing.T) {
+	row := ycsbRow(make([]byte, ycsbRowSize), 1)
+	require.Greater(t, string(ycsbKey(nil, 5)), "user0")
+	for _, tc := range []struct {
+		n          int
+		first      []byte
+		misses     int64
+		outOfOrder int64
+	}{
+		{n: 1},
+		{n: 3, outOfOrder: 2}, // "user0" is below the start key, then equal to itself
+		{n: 1, first: []byte("user9"), misses: 1},
+	} {
+		var tally ycsbTally
+		c := newYCSBClient(disorderedStore{row: row, first: tc.first}, 1, &tally)
+		require.NoError(t, c.scan(5, tc.n))
+		require.Equal(t, tc.misses, tally.misses)
+		require.Equal(t, tc.outOfOrder, tally.outOfOrder)
+		require.Equal(t, int64(tc.n), tally.scanRows)
+		r := ycsbPhaseResult{tally: tally}
+		if tc.misses == 0 && tc.outOfOrder == 0 {
+			require.NoError(t, r.check("fake", "workload E"))
+		} else {
+			require.Error(t, r.check("fake", "workload E"))
+		}
+	}
+}
