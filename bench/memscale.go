@@ -26,7 +26,7 @@ const (
 	memScaleCheck = 1 << 12  // loads between looks at the clock and the stop flag
 	// memScaleRepeats alternates the thread counts this many times per
 	// measurement, so drift in the other load hits both alike.
-	memScaleRepeats = 2
+	memScaleRepeats = 5
 )
 
 var memScaleSink atomic.Uint32
@@ -71,16 +71,17 @@ func memReads(g int, d time.Duration) float64 {
 }
 
 // memScaling returns the machine's random-read throughput with hi
-// goroutines over that with lo, each measured memScaleRepeats times for d,
-// alternating.
+// goroutines over that with lo: the median of memScaleRepeats pairs, each
+// lo then hi for d/2, so that a burst of other load spoils one pair, not
+// the figure.
 func memScaling(lo, hi int, d time.Duration) float64 {
 	memScaleArray() // built outside the timed parts
-	var sumLo, sumHi float64
-	for range memScaleRepeats {
-		sumLo += memReads(lo, d)
-		sumHi += memReads(hi, d)
+	ratios := make([]float64, memScaleRepeats)
+	for i := range ratios {
+		l := memReads(lo, d/2)
+		ratios[i] = memReads(hi, d/2) / l
 	}
-	return sumHi / sumLo
+	return median(ratios)
 }
 
 // machineEngine is the pseudo-engine under which a round keeps the
