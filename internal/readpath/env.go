@@ -57,10 +57,9 @@ func (e *Env) openFile(n manifest.FileNum, level int) (*fileio.Reader, error) {
 func ctxErr(ctx context.Context, deadline time.Time, what string, n manifest.FileNum) error {
 	err := ctx.Err()
 	if err == nil {
-		err = ioctx.CheckDeadline(deadline)
+		if err = ioctx.CheckDeadline(deadline); err == nil {
+			return nil
+		}
 	}
-	if err != nil {
-		return errors.Wrapf(err, "readpath: %s table %s", what, n)
-	}
-	return nil
+	return errors.Wrapf(err, "readpath: %s table %s", what, n)
 }
