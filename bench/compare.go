@@ -110,6 +110,11 @@ func runParent(cfg *config, stdout io.Writer) error {
 	jobs := plannedJobs(cfg, engines)
 	for r := range cfg.rounds {
 		rr := roundResults{}
+		if lo, hi := cfg.threads[0], cfg.threads[len(cfg.threads)-1]; hi > lo {
+			s := recordMemScaling(rr, lo, hi, cfg.phaseDuration)
+			fmt.Fprintf(os.Stderr, "== round %d/%d: the machine's random memory reads scale %.2f× from %d to %d goroutines\n",
+				r+1, cfg.rounds, s, lo, hi)
+		}
 		for i, j := range roundOrder(r, len(jobs)) {
 			jb := jobs[j]
 			meta.Load1 = append(meta.Load1, load1())

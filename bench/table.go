@@ -381,7 +381,17 @@ func targets(cfg *config) []target {
 		a := byName[fmt.Sprintf("GetHit/threads=%d", lo)]
 		b := byName[fmt.Sprintf("GetHit/threads=%d", hi)]
 		ts = append(ts, target{what: fmt.Sprintf("Get hit throughput, %d → %d threads", lo, hi), limit: 1.8, atLeast: true,
-			ratio: sameEngineRatio(a, b)})
+			ratio: sameEngineRatio(a, b)},
+			// Issue 29: the scaling against the machine's own, measured in
+			// the same round (memscale.go).
+			target{what: fmt.Sprintf("machine's random memory reads, %d → %d goroutines (the limit below)", lo, hi), limit: 0, atLeast: true,
+				ratio: func(rr roundResults) (float64, bool) { return machineScaling(rr, lo, hi) }},
+			target{what: fmt.Sprintf("Get hit throughput, %d → %d threads, vs the machine's scaling", lo, hi), limit: 0.9, atLeast: true,
+				ratio: func(rr roundResults) (float64, bool) {
+					g, ok1 := sameEngineRatio(a, b)(rr)
+					m, ok2 := machineScaling(rr, lo, hi)
+					return g / m, ok1 && ok2 && m > 0
+				}})
 	}
 	return ts
 }

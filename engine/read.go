@@ -25,11 +25,15 @@ import (
 const readLatest = ^base.SeqNum(0)
 
 // readCall is a read under way: its resolved request, passed down by value
-// as the table reads' environment, and the context to check, which also
-// expires at a deadline of the request that the caller's context does not
-// carry.
+// as the table reads' environment, and the caller's context to check. A
+// deadline of the request that the context does not carry stays in the
+// request (env.Deadline, env.IO.Deadline), checked by value before each
+// table and file read, as RocksDB checks ReadOptions::deadline: deriving a
+// context for it cost a Get four allocations.
 type readCall struct {
-	ctx    context.Context
+	ctx context.Context
+	// cancel is nil: no context is derived for a call any more. It stays
+	// for the iterator, which takes it over.
 	cancel context.CancelFunc
 	env    ioctx.ReadRequest
 	// rs, when set, is the read state to read instead of the current one:
@@ -45,17 +49,14 @@ func (r *readCall) done() {
 }
 
 // startRead starts a read whose request, call.env, is resolved: the
-// database must be open, and a deadline the context does not carry gets a
-// context of its own, so that long reads stop at block granularity. Only
-// that rare case allocates.
+// database must be open. A deadline the context does not carry is checked
+// by value along the read path (before each table and each file read), so
+// it costs no allocation.
 func (d *database) startRead(ctx context.Context, call *readCall) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
 	call.ctx = ctx
-	if !call.env.Deadline.IsZero() {
-		call.ctx, call.cancel = context.WithDeadline(ctx, call.env.Deadline)
-	}
 	return nil
 }
 

@@ -51,7 +51,12 @@ func (m *memTable) unref() {
 // for readers and never free what a reader uses (the pebble readState
 // pattern).
 type readState struct {
+	// refs is alone on its cache lines: every read adds to it and takes
+	// from it, and sharing a line with view, which every read loads, made
+	// each of those writes cost every other core its copy of view as well.
+	_    [cacheLinePad]byte
 	refs atomic.Int32
+	_    [cacheLinePad - 4]byte
 	view readpath.View
 	// current is the version view.Version points to; kept for the unref.
 	current *manifest.Version
@@ -74,8 +79,15 @@ func newReadState(mems []*memTable, v *manifest.Version, tables *tableCache, sta
 	return rs
 }
 
+// cacheLinePad is two cache lines: the adjacent-line prefetcher of x86
+// CPUs moves lines in pairs.
+const cacheLinePad = 128
+
 // tryRef takes a reference unless the last one is gone: a reader that
 // loaded rs just before it was replaced and released must not revive it.
+// A compare-and-swap, not an add taken back on failure: two readers racing
+// the last unref could otherwise see each other's passing increment as a
+// live reference.
 func (rs *readState) tryRef() bool {
 	for {
 		n := rs.refs.Load()

@@ -114,6 +114,13 @@ func Merge(defaults, over ReadOptions) ReadOptions {
 type IOOptions struct {
 	// Timeout bounds the read; zero means none.
 	Timeout time.Duration
+	// Deadline is the request's deadline (the earlier of the context's and
+	// ReadOptions.Deadline), zero when it has none. Carried by value, it
+	// costs a read nothing until it is checked: a file read that would
+	// start at or after it fails with ErrTimedOut without reading, and its
+	// Timeout is lowered to the time left, as RocksDB's file reader checks
+	// its deadline per read.
+	Deadline time.Time
 	// RateLimiterPriority is the priority the read is charged at;
 	// PriorityTotal means it is not charged.
 	RateLimiterPriority Priority
@@ -158,6 +165,7 @@ func (ro ReadOptions) IOOptionsAt(now time.Time) (IOOptions, error) {
 // a deadline.
 func fillIOOptions(io *IOOptions, ro *ReadOptions, activity Activity, deadline time.Time, now func() time.Time) error {
 	io.Timeout = ro.IOTimeout
+	io.Deadline = deadline
 	if !deadline.IsZero() {
 		left := deadline.Sub(now())
 		if left <= 0 {
@@ -187,4 +195,25 @@ func (ro ReadOptions) priority() Priority {
 		return ro.Tag.Priority()
 	}
 	return ro.RateLimiterPriority
+}
+
+// CheckDeadline returns nil before deadline, or when it is zero, and
+// otherwise RocksDB's "Deadline exceeded" error, marked ErrTimedOut and
+// matching context.DeadlineExceeded. It reads the clock only when deadline
+// is not zero and allocates nothing: readers call it between blocks and
+// before each file read of a request whose deadline its context does not
+// carry.
+func CheckDeadline(deadline time.Time) error {
+	// The zero test inlines into the caller; the clock is a call.
+	if deadline.IsZero() {
+		return nil
+	}
+	return checkDeadline(deadline)
+}
+
+func checkDeadline(deadline time.Time) error {
+	if !time.Now().Before(deadline) {
+		return errDeadlineExceeded
+	}
+	return nil
 }

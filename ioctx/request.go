@@ -31,10 +31,12 @@ type ReadRequest struct {
 	// 256 KiB). Verification reads this much at a time, or 256 KiB when 0.
 	ReadaheadSize int64
 	// Deadline is a deadline of the ReadOptions that the context does not
-	// carry (it is earlier than the context's, or the context has none):
-	// code that runs long after resolution, an iterator, derives a context
-	// that expires at it. Zero when the context's deadline, if any, already
-	// bounds the request.
+	// carry (it is earlier than the context's, or the context has none).
+	// The read path checks it, by value, wherever it checks the context:
+	// before each table and each file read (IO.Deadline, which also holds
+	// the context's), and an iterator before each move; no context is
+	// derived for it, so it costs no allocation. Zero when the context's
+	// deadline, if any, already bounds the request.
 	Deadline time.Time
 }
 

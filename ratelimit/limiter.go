@@ -63,6 +63,21 @@ type Limiter interface {
 	SingleBurstBytes() int64
 }
 
+// Granter is implemented by a Limiter that can grant a request at once or
+// decline it without waiting. A reader whose wait is bounded by a timeout
+// asks it first and builds the context that bounds the wait only when it
+// declines, so a read the limiter has bytes for costs no allocation.
+// *Generic implements it.
+type Granter interface {
+	// TryRequestToken is RequestToken without the wait: it clamps and
+	// aligns bytes the same way and, when they can be granted at once,
+	// charges and counts them exactly as RequestToken would and returns
+	// them with ok true. Otherwise it returns ok false having charged and
+	// counted nothing, and the caller requests them with RequestToken. A
+	// request that is not charged returns bytes and ok true.
+	TryRequestToken(bytes, alignment int64, pri ioctx.Priority, stats *statistics.Statistics, op OpType) (granted int64, ok bool)
+}
+
 // RequestBursts charges n bytes to lim at pri for op in requests of at most
 // SingleBurstBytes each (a write larger than a burst is charged piece by
 // piece, as RocksDB's WritableFileWriter does). It returns the first error,
@@ -374,6 +389,49 @@ func (g *Generic) RequestToken(
 		return 0, err
 	}
 	return bytes, nil
+}
+
+// TryRequestToken grants bytes at once or declines without waiting; see
+// Granter. It declines an invalid priority and a closed limiter, whose
+// errors RequestToken reports.
+func (g *Generic) TryRequestToken(
+	bytes, alignment int64, pri ioctx.Priority, stats *statistics.Statistics, op OpType,
+) (int64, bool) {
+	if pri == ioctx.PriorityTotal || !g.IsRateLimited(op) {
+		return bytes, true
+	}
+	bytes = max(0, min(bytes, g.SingleBurstBytes()))
+	if alignment > 0 {
+		bytes = max(alignment, bytes/alignment*alignment)
+	}
+	if pri >= ioctx.NumPriorities {
+		return 0, false
+	}
+	g.mu.Lock()
+	if g.autoTuned {
+		if now := g.now(); now-g.mu.tunedAt >= refillsPerTune*g.refillPeriod {
+			g.tuneLocked(now)
+		}
+	}
+	if !g.mu.closed && g.mu.available < bytes {
+		// A due refill is every caller's duty (see waitLocked); Request
+		// would do it before granting without a wait.
+		if now := g.now(); g.mu.nextRefill <= now {
+			g.refillAndGrantLocked(now)
+		}
+	}
+	if g.mu.closed || g.mu.available < bytes {
+		g.mu.Unlock()
+		return 0, false
+	}
+	g.mu.totalRequests[pri]++
+	g.mu.available -= bytes
+	g.mu.totalBytes[pri] += bytes
+	g.mu.Unlock()
+	tickers := &opTickers[op&1]
+	stats.RecordTick(tickers[0], 1)
+	stats.RecordTick(tickers[1], uint64(bytes))
+	return bytes, true
 }
 
 // opTickers are the charged-request tickers of each operation type:

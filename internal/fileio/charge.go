@@ -43,10 +43,23 @@ func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistic
 		}
 		return each(0, n)
 	}
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errclass.Timeout("rate limiter wait exceeded the IO timeout"))
-		defer cancel()
+	// The wait's own deadline, opts.Timeout from now, needs a context of its
+	// own (a timer and a cause), which allocates: it is made only when a
+	// piece cannot be granted at once, which is when there is a wait to
+	// bound. A grant at once (a limiter with bytes to spare, tryGrant) costs
+	// no allocation and no clock read.
+	waitCtx := ctx
+	var cancel context.CancelFunc
+	defer func() {
+		if cancel != nil {
+			cancel()
+		}
+	}()
+	wait := func() context.Context {
+		if cancel == nil && opts.Timeout > 0 {
+			waitCtx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errclass.Timeout("rate limiter wait exceeded the IO timeout"))
+		}
+		return waitCtx
 	}
 	for pos := 0; pos < n; {
 		if sw != nil {
@@ -55,17 +68,20 @@ func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistic
 		waitStart := obs.timeWait()
 		granted, err := int64(n-pos), error(nil)
 		if dbCharged {
-			granted, err = r.opts.Limiter.RequestToken(ctx, granted, 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
+			var ok bool
+			if granted, ok = r.tryGrant(granted, opts.RateLimiterPriority); !ok {
+				granted, err = r.opts.Limiter.RequestToken(wait(), int64(n-pos), 0, opts.RateLimiterPriority, r.opts.Stats, ratelimit.OpRead)
+			}
 		}
 		if err == nil && granted > 0 && budget != nil {
-			err = chargeBudget(ctx, budget, granted, opts.RateLimiterPriority)
+			err = chargeBudget(wait(), budget, granted, opts.RateLimiterPriority)
 		}
 		obs.endWait(waitStart)
 		if sw != nil {
 			sw.DelayStop()
 		}
 		if err != nil {
-			return r.limiterError(ctx, err, off, n)
+			return r.limiterError(waitCtx, err, off, n)
 		}
 		if granted <= 0 {
 			return base.AssertionFailedf("fileio: rate limiter granted %d bytes of a request of %d", granted, n-pos)
@@ -78,6 +94,17 @@ func (r *Reader) charge(ctx context.Context, opts ioctx.IOOptions, sw *statistic
 		pos += int(granted)
 	}
 	return nil
+}
+
+// tryGrant asks the database's limiter for up to n bytes at pri without
+// waiting, when it can answer that (ratelimit.Granter): ok reports whether
+// it granted them, and a limiter that cannot is asked to wait.
+func (r *Reader) tryGrant(n int64, pri ioctx.Priority) (granted int64, ok bool) {
+	g, can := r.opts.Limiter.(ratelimit.Granter)
+	if !can {
+		return 0, false
+	}
+	return g.TryRequestToken(n, 0, pri, r.opts.Stats, ratelimit.OpRead)
 }
 
 // chargeBudget charges n bytes to a tag's budget, in as many grants as it

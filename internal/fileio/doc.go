@@ -9,7 +9,11 @@
 // reader
 //
 //  1. fails at once if the context is done, with an error for which
-//     errors.Is(err, ctx.Err()) holds;
+//     errors.Is(err, ctx.Err()) holds, or if the request's deadline
+//     (IOOptions.Deadline, carried by value) has passed, with a timed-out
+//     error (errclass.ErrTimedOut, matching context.DeadlineExceeded);
+//     otherwise it lowers IOOptions.Timeout to the time left before that
+//     deadline, as RocksDB's file reader does;
 //  2. charges the rate limiter at IOOptions.RateLimiterPriority, unless the
 //     priority is PriorityTotal, no limiter is set, or the limiter does not
 //     limit reads;

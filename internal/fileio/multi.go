@@ -41,8 +41,9 @@ func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 	if len(reqs) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return r.ctxError(err, reqs[0].Offset, reqs[0].Len)
+	start, err := r.begin(ctx, &opts, reqs[0].Offset, reqs[0].Len)
+	if err != nil {
+		return err
 	}
 	for i := range reqs {
 		q := &reqs[i]
@@ -51,10 +52,9 @@ func (r *Reader) MultiRead(ctx context.Context, opts ioctx.IOOptions, reqs []Rea
 			return base.AssertionFailedf("fileio: MultiRead requests overlap or are unsorted at %d", i)
 		}
 	}
-	start := timeIfTimeout(opts)
 	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
 	obs := r.observe(opts, &sw)
-	err := r.charge(ctx, opts, nil, &obs, reqs[0].Offset, totalLen(reqs), nil)
+	err = r.charge(ctx, opts, nil, &obs, reqs[0].Offset, totalLen(reqs), nil)
 	read := 0
 	if err == nil {
 		r.readAll(opts, reqs)
@@ -235,12 +235,9 @@ func (r *Reader) ReadAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadR
 }
 
 func (r *Reader) completeAsync(ctx context.Context, opts ioctx.IOOptions, req *ReadRequest, done func(*ReadRequest)) {
-	start := timeIfTimeout(opts)
+	start, err := r.begin(ctx, &opts, req.Offset, req.Len)
 	obs := r.observe(opts, nil)
-	var err error
-	if err = ctx.Err(); err != nil {
-		err = r.ctxError(err, req.Offset, req.Len)
-	} else {
+	if err == nil {
 		err = r.charge(ctx, opts, nil, &obs, req.Offset, req.Len, nil)
 	}
 	if err == nil {

@@ -130,10 +130,10 @@ func (r *Reader) Close() error {
 // bytes) or, for a mapped file, a slice of the mapping; scratch may be nil
 // then. See the package doc for what a read does.
 func (r *Reader) Read(ctx context.Context, opts ioctx.IOOptions, off int64, n int, scratch []byte) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, r.ctxError(err, off, n)
+	start, err := r.begin(ctx, &opts, off, n)
+	if err != nil {
+		return nil, err
 	}
-	start := timeIfTimeout(opts)
 	sw := r.opts.Stats.StartStopWatch(statistics.SSTReadMicros, statistics.FileReadHistogram(opts.Activity.RocksDBValue()))
 	obs := r.observe(opts, &sw)
 	result, err := r.read(ctx, &sw, &obs, opts, off, n, scratch)
@@ -232,4 +232,27 @@ func timeIfTimeout(opts ioctx.IOOptions) time.Time {
 		return time.Now()
 	}
 	return time.Time{}
+}
+
+// begin checks, before a read of n bytes at off, ctx and the request's
+// deadline (opts.Deadline), lowering opts.Timeout to the time left before
+// it, as RocksDB's file reader does with ReadOptions::deadline; it returns
+// the read's start for the timeout check, read from the clock only when
+// the read has a timeout or a deadline (one clock read serves both).
+func (r *Reader) begin(ctx context.Context, opts *ioctx.IOOptions, off int64, n int) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, r.ctxError(err, off, n)
+	}
+	if opts.Deadline.IsZero() {
+		return timeIfTimeout(*opts), nil
+	}
+	now := time.Now()
+	left := opts.Deadline.Sub(now)
+	if left <= 0 {
+		return time.Time{}, r.ctxError(ioctx.CheckDeadline(opts.Deadline), off, n)
+	}
+	if opts.Timeout == 0 || left < opts.Timeout {
+		opts.Timeout = left
+	}
+	return now, nil
 }

@@ -31,7 +31,7 @@ func WrittenAfterKey(ctx context.Context, v *View, env sstable.ReadEnv, key []by
 			if f.LargestSeqNum <= after || !containsKey(v.Cmp, f, key) {
 				continue
 			}
-			if err := ctxErr(ctx, "WrittenAfterKey: before", f.FileNum); err != nil {
+			if err := ctxErr(ctx, env.Deadline, "WrittenAfterKey: before", f.FileNum); err != nil {
 				return false, err
 			}
 			t, err := v.Tables.Acquire(ctx, env, f, level)

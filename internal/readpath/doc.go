@@ -29,7 +29,10 @@
 // Contexts: ctx.Err() is checked before every table is acquired; the layers
 // below check it before every block read. A done context fails the call (or
 // stops the Iterator) with an error for which errors.Is(err, ctx.Err())
-// holds.
+// holds. A deadline of the request that the context does not carry
+// (ReadEnv.Deadline) is checked by value at the same places, and before
+// every file read (ReadEnv.IO.Deadline); once it has passed the call fails
+// with a timed-out error that matches context.DeadlineExceeded.
 //
 // Memory: keys passed in are only read during the call. Values point into
 // memtables (valid while the View's memtables are) or into table blocks

@@ -2,11 +2,13 @@ package readpath
 
 import (
 	"context"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/fileio"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/ratelimit"
 	"github.com/shaledb/shale/statistics"
 	"github.com/shaledb/shale/vfs"
@@ -46,11 +48,18 @@ func (e *Env) openFile(n manifest.FileNum, level int) (*fileio.Reader, error) {
 		LastLevel: level == manifest.NumLevels-1})
 }
 
-// ctxErr returns nil while ctx is live and otherwise an error that names what
-// was about to happen and for which errors.Is(err, ctx.Err()) holds.
-func ctxErr(ctx context.Context, what string, n manifest.FileNum) error {
-	if err := ctx.Err(); err != nil {
-		return errors.Wrapf(err, "readpath: %s table %s", what, n)
+// ctxErr returns nil while ctx is live and deadline (the request's own,
+// which ctx does not carry; zero for none) has not passed, and otherwise an
+// error that names what was about to happen and for which errors.Is(err,
+// ctx.Err()) holds, or, past the deadline, errors.Is(err,
+// context.DeadlineExceeded) and ErrTimedOut. It reads the clock only when
+// there is a deadline.
+func ctxErr(ctx context.Context, deadline time.Time, what string, n manifest.FileNum) error {
+	err := ctx.Err()
+	if err == nil {
+		if err = ioctx.CheckDeadline(deadline); err == nil {
+			return nil
+		}
 	}
-	return nil
+	return errors.Wrapf(err, "readpath: %s table %s", what, n)
 }

@@ -220,7 +220,7 @@ func getFromTable(
 	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, level int, key []byte, h uint32, seq base.SeqNum,
 	ticks *statistics.TableTicks,
 ) (val Value, done bool, err error) {
-	if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
+	if err := ctxErr(ctx, env.Deadline, "Get: before", f.FileNum); err != nil {
 		return Value{}, true, err
 	}
 	t, err := v.Tables.Acquire(ctx, *env, f, level)
@@ -368,7 +368,7 @@ func LatestSeqNum(ctx context.Context, v *View, env sstable.ReadEnv, key []byte)
 func latestInTable(
 	ctx context.Context, v *View, env *sstable.ReadEnv, f *manifest.FileMetadata, level int, key, upper []byte, h uint32,
 ) (base.SeqNum, bool, error) {
-	if err := ctxErr(ctx, "LatestSeqNum: before", f.FileNum); err != nil {
+	if err := ctxErr(ctx, env.Deadline, "LatestSeqNum: before", f.FileNum); err != nil {
 		return 0, false, err
 	}
 	t, err := v.Tables.Acquire(ctx, *env, f, level)

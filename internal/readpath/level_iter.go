@@ -101,7 +101,7 @@ func (l *levelIter) open(i int) bool {
 	}
 	l.closeTable()
 	f := l.files[i]
-	if err := ctxErr(l.ctx, "iterator: before", f.FileNum); err != nil {
+	if err := ctxErr(l.ctx, l.env.Deadline, "iterator: before", f.FileNum); err != nil {
 		l.err = err
 		return false
 	}

@@ -198,7 +198,7 @@ func resolveMerge(ctx context.Context, v *View, env sstable.ReadEnv, key []byte,
 		h := bloom.Hash(key)
 		tables := keyTables{levels: v.Version.Levels[:], key: key, cmp: v.Cmp}
 		for f, level, ok := tables.next(); ok; f, level, ok = tables.next() {
-			if err := ctxErr(ctx, "Get: before", f.FileNum); err != nil {
+			if err := ctxErr(ctx, env.Deadline, "Get: before", f.FileNum); err != nil {
 				return Value{}, err
 			}
 			t, err := v.Tables.Acquire(ctx, env, f, level)

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/sstable"
+	"github.com/shaledb/shale/ioctx"
 	"github.com/shaledb/shale/statistics"
 )
 
@@ -214,7 +216,7 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 					continue
 				}
 				ms.runGroup(ctx, v, env, &ms.groups[0])
-				if err := ms.finish(ctx); err != nil {
+				if err := ms.finish(ctx, env.Deadline); err != nil {
 					return err
 				}
 			}
@@ -243,7 +245,7 @@ func (ms *mgState) lookup(ctx context.Context, v *View, env *sstable.ReadEnv, se
 			continue
 		}
 		ms.runGroups(ctx, v, env)
-		if err := ms.finish(ctx); err != nil {
+		if err := ms.finish(ctx, env.Deadline); err != nil {
 			return err
 		}
 	}
@@ -293,7 +295,7 @@ func (ms *mgState) runGroups(ctx context.Context, v *View, env *sstable.ReadEnv)
 
 // runGroup acquires g's table and looks its keys up.
 func (ms *mgState) runGroup(ctx context.Context, v *View, env *sstable.ReadEnv, g *mgGroup) {
-	if g.err = ctxErr(ctx, "MultiGet: before", g.f.FileNum); g.err != nil {
+	if g.err = ctxErr(ctx, env.Deadline, "MultiGet: before", g.f.FileNum); g.err != nil {
 		return
 	}
 	t, err := v.Tables.Acquire(ctx, *env, g.f, g.level)
@@ -309,15 +311,20 @@ func (ms *mgState) runGroup(ctx context.Context, v *View, env *sstable.ReadEnv, 
 
 // finish takes the round's results into the keys and releases what is not
 // kept. It returns the error that stops the whole call: the context's, if
-// it is done and a table failed.
-func (ms *mgState) finish(ctx context.Context) error {
+// it is done, or the request's own deadline (which ctx does not carry) has
+// passed, and a table failed.
+func (ms *mgState) finish(ctx context.Context, deadline time.Time) error {
 	var callErr error
 	for gi := range ms.groups {
 		g := &ms.groups[gi]
 		if g.err != nil {
 			// The reader holds no pins after a failed MultiGet.
 			g.ref.Release()
-			if cerr := ctx.Err(); cerr != nil {
+			cerr := ctx.Err()
+			if cerr == nil {
+				cerr = ioctx.CheckDeadline(deadline)
+			}
+			if cerr != nil {
 				if callErr == nil {
 					if callErr = g.err; !errors.Is(callErr, cerr) {
 						callErr = errors.Wrap(cerr, "readpath: MultiGet")

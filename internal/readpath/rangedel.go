@@ -240,7 +240,7 @@ func WrittenAfter(ctx context.Context, v *View, env sstable.ReadEnv, start, end 
 func writtenInTable(
 	ctx context.Context, v *View, env sstable.ReadEnv, f *manifest.FileMetadata, level int, start, end []byte, after base.SeqNum,
 ) (bool, error) {
-	if err := ctxErr(ctx, "WrittenAfter: before", f.FileNum); err != nil {
+	if err := ctxErr(ctx, env.Deadline, "WrittenAfter: before", f.FileNum); err != nil {
 		return false, err
 	}
 	t, err := v.Tables.Acquire(ctx, env, f, level)

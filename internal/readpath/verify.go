@@ -41,7 +41,7 @@ func VerifyChecksum(ctx context.Context, env *Env, v *View, renv sstable.ReadEnv
 	}
 	for level := range v.Version.Levels {
 		for _, f := range v.Version.Levels[level] {
-			if err := ctxErr(ctx, "VerifyChecksum: before", f.FileNum); err != nil {
+			if err := ctxErr(ctx, renv.Deadline, "VerifyChecksum: before", f.FileNum); err != nil {
 				return err
 			}
 			if err := verifyTable(ctx, env, renv, f, level); err != nil {
@@ -119,7 +119,7 @@ func VerifyFileChecksums(ctx context.Context, env *Env, v *View, renv sstable.Re
 				return base.InvalidArgumentf("readpath: VerifyFileChecksums: %s: unknown file checksum function %q",
 					env.tablePath(f.FileNum), f.FileChecksumFunc)
 			}
-			if err := ctxErr(ctx, "VerifyFileChecksums: before", f.FileNum); err != nil {
+			if err := ctxErr(ctx, renv.Deadline, "VerifyFileChecksums: before", f.FileNum); err != nil {
 				return err
 			}
 			if err := verifyFileChecksum(ctx, env, renv, f, level, chunk, &buf); err != nil {
