@@ -71,7 +71,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 func BenchmarkApplyBatchInto(b *testing.B) {
 	const existing = 500000
 	initial := bigBatch(existing, false)
-	for _, n := range []int{512, 1024, 4096, 32768} {
+	for _, n := range []int{100, 512, 1024, 4096, 32768} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			m := New(ArenaSizeFor(initial) + 64<<20)
 			defer func() { m.Free() }()
