@@ -7,8 +7,10 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/errclass"
 )
 
 // Key names one block: the DB (ID, from NewID), its table file and the block's
@@ -339,6 +341,19 @@ func (c *Cache) GetOrLoad(
 func (c *Cache) GetOrLoadWithPriority(
 	ctx context.Context, k Key, pri Priority, load func() ([]byte, error),
 ) (h Handle, hit bool, err error) {
+	return c.GetOrLoadUntil(ctx, time.Time{}, k, pri, load)
+}
+
+// GetOrLoadUntil is GetOrLoadWithPriority for a read whose deadline its ctx
+// does not carry (ioctx.IOOptions.Deadline, carried by value so that a Get
+// with a deadline allocates no context): a waiter for another caller's load
+// of k also stops at deadline, with an error marked ErrTimedOut (and
+// context.DeadlineExceeded). The timer that watches the deadline is made
+// only when the caller has to wait, so hits and loads pay nothing for it. A
+// zero deadline is none.
+func (c *Cache) GetOrLoadUntil(
+	ctx context.Context, deadline time.Time, k Key, pri Priority, load func() ([]byte, error),
+) (h Handle, hit bool, err error) {
 	if c == nil {
 		v, err := load()
 		if err != nil {
@@ -393,9 +408,7 @@ func (c *Cache) GetOrLoadWithPriority(
 		s.mu.Unlock()
 
 		waited = true
-		select {
-		case <-f.done:
-		case <-ctx.Done():
+		if stop := waitFlight(ctx, deadline, f); stop != nil {
 			s.mu.Lock()
 			completed := f.completed
 			if !completed {
@@ -403,7 +416,7 @@ func (c *Cache) GetOrLoadWithPriority(
 			}
 			s.mu.Unlock()
 			if !completed {
-				return Handle{}, false, errors.Wrapf(ctx.Err(), "cache: waiting for block %s", k)
+				return Handle{}, false, errors.Wrapf(stop, "cache: waiting for block %s", k)
 			}
 			// The load finished first and reserved a reference for us:
 			// take the result as if done had won the select.
@@ -417,6 +430,43 @@ func (c *Cache) GetOrLoadWithPriority(
 			continue // the loader's context ended, not ours: try again
 		}
 		return Handle{}, false, f.err
+	}
+}
+
+// errWaitDeadline is GetOrLoadUntil's error for a waiter whose deadline
+// passed before the load it waited for finished.
+var errWaitDeadline = errclass.Timeout("Deadline exceeded")
+
+// waitFlight waits for f's load to finish and returns nil, or returns why
+// the waiter stops first: its ctx's error, or errWaitDeadline once deadline
+// (when not zero) passes.
+func waitFlight(ctx context.Context, deadline time.Time, f *flight) error {
+	if deadline.IsZero() {
+		select {
+		case <-f.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		select {
+		case <-f.done:
+			return nil
+		default:
+			return errWaitDeadline
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return errWaitDeadline
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shaledb/shale/internal/errclass"
 	"github.com/stretchr/testify/require"
 )
 
@@ -230,6 +231,59 @@ func TestSingleFlightWaiterDeadline(t *testing.T) {
 	<-loaded
 	require.Equal(t, 1, c.Len(), "the load went on without the waiter")
 	requireQuiescent(t, c)
+}
+
+// TestSingleFlightWaiterDeadlineByValue: a waiter whose deadline is carried
+// by value (GetOrLoadUntil; its ctx has none) stops waiting once the
+// deadline passes, with a timeout error, and the load goes on for the
+// others. The loader never finishes before the waiter has given up, so the
+// test cannot pass by the load winning the race.
+func TestSingleFlightWaiterDeadlineByValue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   time.Duration
+	}{
+		{"passes while waiting", 20 * time.Millisecond},
+		{"already passed", -time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(1 << 20)
+			k := Key{1, 1, 0}
+			unblock := make(chan struct{})
+			loaded := make(chan struct{})
+			go func() {
+				defer close(loaded)
+				h, _, err := c.GetOrLoad(context.Background(), k, func() ([]byte, error) {
+					<-unblock
+					return newValue(100, k, 1), nil
+				})
+				if err == nil {
+					h.Release()
+				}
+			}()
+			waitFor(t, "the loader", func() bool { return flightWaiters(c, k) >= 0 })
+			_, _, err := c.GetOrLoadUntil(context.Background(), time.Now().Add(tc.in), k, PriorityNormal,
+				func() ([]byte, error) {
+					t.Error("a waiter must not load")
+					return nil, nil
+				})
+			require.ErrorIs(t, err, errclass.ErrTimedOut)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.Equal(t, int32(0), flightWaiters(c, k))
+			close(unblock)
+			<-loaded
+			require.Equal(t, 1, c.Len(), "the load went on without the waiter")
+
+			// A hit under a passed deadline is still a hit: the deadline
+			// bounds waiting, not what is already in memory.
+			h, hit, err := c.GetOrLoadUntil(context.Background(), time.Now().Add(-time.Second), k, PriorityNormal,
+				func() ([]byte, error) { t.Error("load on a hit"); return nil, nil })
+			require.NoError(t, err)
+			require.True(t, hit)
+			h.Release()
+			requireQuiescent(t, c)
+		})
+	}
 }
 
 // TestSingleFlightLoaderContextError: when the loader's own context ends and

@@ -92,7 +92,7 @@ func (r *Reader) lookupMeta(io ioctx.IOOptions, h block.Handle, m metaBlock) (_ 
 func (r *Reader) loadMeta(ctx context.Context, io ioctx.IOOptions, h block.Handle, m metaBlock) (cache.Handle, error) {
 	c := r.opts.Cache
 	var loaded bool
-	hd, _, err := c.GetOrLoadWithPriority(ctx, r.metaCacheKey(h, m), cache.PriorityHigh, func() ([]byte, error) {
+	hd, _, err := c.GetOrLoadUntil(ctx, io.Deadline, r.metaCacheKey(h, m), cache.PriorityHigh, func() ([]byte, error) {
 		var v []byte
 		var err error
 		if m.index {

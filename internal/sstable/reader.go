@@ -945,7 +945,7 @@ func (r *Reader) readDataUncached(
 		// A compressed block of a mapped file: decompress once into the
 		// cache.
 		var loaded bool
-		hd, _, err := c.GetOrLoadWithPriority(ctx, r.cacheKey(h), dest.pri, func() ([]byte, error) {
+		hd, _, err := c.GetOrLoadUntil(ctx, env.IO.Deadline, r.cacheKey(h), dest.pri, func() ([]byte, error) {
 			v, err := r.decompressForCache(c, ct, raw, h)
 			loaded = err == nil
 			return v, err
@@ -972,7 +972,7 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 	// ReadEnv escape to the heap, hits included.
 	io, verify := env.IO, env.VerifyChecksums
 	var loaded bool
-	hd, _, err := c.GetOrLoadWithPriority(ctx, r.cacheKey(h), dest.pri, func() ([]byte, error) {
+	hd, _, err := c.GetOrLoadUntil(ctx, io.Deadline, r.cacheKey(h), dest.pri, func() ([]byte, error) {
 		raw, ct, err := r.readRaw(ctx, io, h, r.dataEnd, verify, dest.pf, dest.raw)
 		if err != nil {
 			return nil, err
