@@ -204,7 +204,8 @@ func boundsWithin(prefix, lower, upper []byte) bool {
 
 // prefixExtractorNames holds PrefixExtractor.String of the fixed and capped
 // extractors, so that an iterator with a prefix does not format it.
-var prefixExtractorNames = sync.OnceValue(func() (t [2][256]string) {
+var prefixExtractorNames = sync.OnceValue(func() *[2][256]string {
+	t := new([2][256]string)
 	for n := 1; n < 256; n++ {
 		t[0][n] = PrefixExtractor{Kind: PrefixFixed, Len: n}.String()
 		t[1][n] = PrefixExtractor{Kind: PrefixCapped, Len: n}.String()

@@ -197,9 +197,11 @@ const maxPooledSeekBuf = 4 << 10
 
 // release clears what sc references and puts it back in scratchPool.
 func (sc *iterScratch) release() {
-	clear(sc.levels[:cap(sc.levels)])
-	clear(sc.children[:cap(sc.children)])
-	clear(sc.sets[:cap(sc.sets)])
+	// Past their lengths the slices are zero: they only grow by append,
+	// and addLevel zeroes a level iterator it drops.
+	clear(sc.levels)
+	clear(sc.children)
+	clear(sc.sets)
 	sc.merged.Reset()
 	sc.levels, sc.children, sc.sets = sc.levels[:0], sc.children[:0], sc.sets[:0]
 	if cap(sc.seekBuf) > maxPooledSeekBuf {
@@ -304,6 +306,8 @@ func (it *Iterator) addLevel(ctx context.Context, v *View, env sstable.ReadEnv, 
 		l.files = it.prefix.prune(ctx, v, env, level, l.files)
 	}
 	if len(l.files) == 0 {
+		// Zeroed, as iterScratch.release expects past the length.
+		*l = levelIter{}
 		it.levels = it.levels[:len(it.levels)-1]
 	}
 }
