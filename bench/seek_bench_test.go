@@ -267,8 +267,12 @@ func BenchmarkPrefixAbsent(b *testing.B) {
 }
 
 // seekBenchMisses is the engine's count of data block cache misses.
-func seekBenchMisses(st store) int64 {
+func seekBenchMisses(st any) int64 {
 	switch s := st.(type) {
+	case *shalePrefixStore:
+		return seekBenchMisses(s.shaleStore)
+	case *pebblePrefixStore:
+		return seekBenchMisses(s.pebbleStore)
 	case *shaleStore:
 		return int64(s.db.Statistics().TickerCount(statistics.BlockCacheDataMiss))
 	case *pebbleStore:
@@ -316,4 +320,27 @@ func seekBenchScanLoop(st store, n, count int, rng *rand.Rand) (int, error) {
 		}
 	}
 	return rows, nil
+}
+
+// BenchmarkBoundsAbsent is the prefix suite's bounded scan of an absent
+// tenant without the prefix filter, after a full compaction.
+func BenchmarkBoundsAbsent(b *testing.B) {
+	for _, engine := range seekBenchEngines {
+		b.Run("engine="+engine, func(b *testing.B) {
+			st, tenants := seekBenchPrefix(b, engine)
+			rng := rand.New(rand.NewPCG(5, 6))
+			var p [prefixLen]byte
+			m0 := seekBenchMisses(st)
+			defer func() { b.ReportMetric(float64(seekBenchMisses(st)-m0)/float64(b.N), "misses/op") }()
+			defer seekBenchCPU(b)()
+			b.ResetTimer()
+			for range b.N {
+				binary.BigEndian.PutUint64(p[:], 2*uint64(rng.IntN(tenants))+1)
+				got, err := st.scan(p[:], false)
+				if err != nil || got != 0 {
+					b.Fatalf("absent prefix: %d keys, %v", got, err)
+				}
+			}
+		})
+	}
 }
