@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -33,7 +34,8 @@ type iterOptions struct {
 // one, therefore sees stale bytes at worst, never a fault or another
 // database's memory.
 type iterator struct {
-	it     *readpath.Iterator
+	// it is embedded, so that an iterator is one allocation.
+	it     readpath.Iterator
 	rs     *readState
 	cancel context.CancelFunc
 	closed bool
@@ -67,16 +69,17 @@ func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.S
 	if opts != nil {
 		io = readpath.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
 		if fp := d.opts.PrefixExtractor.filterPrefix(opts.Prefix); fp != nil && boundsWithin(fp, opts.LowerBound, opts.UpperBound) {
-			io.FilterPrefix, io.PrefixExtractorName = fp, d.opts.PrefixExtractor.String()
+			io.FilterPrefix, io.PrefixExtractorName = fp, prefixExtractorName(d.opts.PrefixExtractor)
 		}
 	}
-	return &iterator{
-		it:       readpath.NewIterator(call.ctx, &rs.view, call.env, seq, io),
+	i := &iterator{
 		rs:       rs,
 		cancel:   call.cancel,
 		copyAll:  d.opts.MmapReads,
 		deadline: call.env.Deadline,
-	}, nil
+	}
+	i.it.Init(call.ctx, &rs.view, call.env, seq, io)
+	return i, nil
 }
 
 // live reports whether the iterator may move: it is open and its request's
@@ -182,7 +185,44 @@ func boundsWithin(prefix, lower, upper []byte) bool {
 	if upper == nil {
 		return false
 	}
-	succ := append([]byte(nil), prefix[:n]...)
-	succ[n-1]++
-	return bytes.Compare(upper, succ) <= 0
+	// upper <= succ, succ being prefix[:n] with its last byte one higher,
+	// compared without building succ.
+	for j := range n {
+		if j == len(upper) {
+			return true // a proper prefix of succ
+		}
+		s := prefix[j]
+		if j == n-1 {
+			s++
+		}
+		if upper[j] != s {
+			return upper[j] < s
+		}
+	}
+	return len(upper) == n
+}
+
+// prefixExtractorNames holds PrefixExtractor.String of the fixed and capped
+// extractors, so that an iterator with a prefix does not format it.
+var prefixExtractorNames = sync.OnceValue(func() *[2][256]string {
+	t := new([2][256]string)
+	for n := 1; n < 256; n++ {
+		t[0][n] = PrefixExtractor{Kind: PrefixFixed, Len: n}.String()
+		t[1][n] = PrefixExtractor{Kind: PrefixCapped, Len: n}.String()
+	}
+	return t
+})
+
+// prefixExtractorName is p.String(), without allocating for the kinds
+// ParsePrefixExtractor accepts.
+func prefixExtractorName(p PrefixExtractor) string {
+	if p.Len > 0 && p.Len < 256 {
+		switch p.Kind {
+		case PrefixFixed:
+			return prefixExtractorNames()[0][p.Len]
+		case PrefixCapped:
+			return prefixExtractorNames()[1][p.Len]
+		}
+	}
+	return p.String()
 }

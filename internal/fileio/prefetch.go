@@ -90,6 +90,12 @@ func (c *prefetchChunk) covers(off int64, n int) bool {
 // (ReadOptions.ReadaheadSize); 0 selects automatic readahead between initial
 // and max (0 for either means the default).
 func NewPrefetchBuffer(r *Reader, fixed, initial, max int, async bool) *PrefetchBuffer {
+	p := &PrefetchBuffer{}
+	p.init(r, fixed, initial, max, async)
+	return p
+}
+
+func (p *PrefetchBuffer) init(r *Reader, fixed, initial, max int, async bool) {
 	if initial <= 0 {
 		initial = DefaultInitialReadahead
 	}
@@ -97,10 +103,30 @@ func NewPrefetchBuffer(r *Reader, fixed, initial, max int, async bool) *Prefetch
 		max = DefaultMaxReadahead
 	}
 	initial = min(initial, max)
-	return &PrefetchBuffer{
+	*p = PrefetchBuffer{
 		r: r, fixed: fixed, initial: initial, max: max, readahead: initial, lastEnd: -1,
 		visitOff: -1, visitEnd: -1, async: async,
 	}
+}
+
+// Reset makes p a new buffer over r, as NewPrefetchBuffer(r, fixed,
+// initial, max, async) returns, that reuses p's buffers up to keep bytes
+// each (larger ones are dropped): an iterator that moves to another table,
+// or is recycled, does not allocate its readahead buffers again. It waits
+// for an async read still in flight first, as Close does. The caller must
+// own whatever p's buffers held: slices an earlier Read returned must no
+// longer be in use by anyone, since the next Read overwrites them.
+func (p *PrefetchBuffer) Reset(r *Reader, fixed, initial, max int, async bool, keep int) {
+	p.Close()
+	cur, next := p.cur.data[:0], p.next.data[:0]
+	if cap(cur) > keep {
+		cur = nil
+	}
+	if cap(next) > keep {
+		next = nil
+	}
+	p.init(r, fixed, initial, max, async)
+	p.cur.data, p.next.data = cur, next
 }
 
 // Sequential records that the caller moves to the n bytes at off (a block it

@@ -71,6 +71,15 @@ func (m *Iter) Init(iters ...base.InternalIterator) {
 	m.err = nil
 }
 
+// Reset makes m an iterator over no children that keeps its memory for a
+// later Init, and drops its references to the children it had, so that a
+// recycled Iter keeps none of them alive.
+func (m *Iter) Reset() {
+	clear(m.children[:cap(m.children)])
+	clear(m.heap[:cap(m.heap)])
+	*m = Iter{children: m.children[:0], heap: m.heap[:0]}
+}
+
 // SeekGE moves to the first entry whose user key is >= key.
 func (m *Iter) SeekGE(key []byte) *base.InternalKV { return m.position(opSeekGE, key) }
 

@@ -3,6 +3,7 @@ package readpath
 import (
 	"bytes"
 	"context"
+	"sync"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
@@ -123,13 +124,17 @@ type Iterator struct {
 	// prefix is the prefix filter question of IterOptions.FilterPrefix,
 	// asked of each table as NewIterator adds it; nil when none.
 	prefix *prefixCheck
+	pc     prefixCheck // what prefix points to
 
 	// iter is what the Iterator moves: merged, or the only child itself
 	// when there is just one, so that a scan of one level (after a full
 	// compaction, with the memtables empty) pays for no merging at all.
-	iter   base.InternalIterator
-	merged merging.Iter
-	levels []levelIter
+	iter base.InternalIterator
+	// sc holds the level iterators, the merging iterator and the seek
+	// buffer, recycled through scratchPool from one Iterator to the next
+	// (nil after Close): none of it is memory a caller is handed.
+	sc     *iterScratch
+	levels []levelIter // sc.levels
 
 	pos iterPos
 	dir direction
@@ -142,10 +147,6 @@ type Iterator struct {
 	// keyBuf holds the key to skip going forward, and the key shown going
 	// backward; valBuf holds the value shown going backward.
 	keyBuf, valBuf []byte
-	// seekBuf holds a copy of the key being sought: the caller may pass
-	// Key(), whose memory a child releases when the seek moves it to
-	// another block or table, before the other children have used it.
-	seekBuf []byte
 
 	err    error
 	closed bool
@@ -169,12 +170,62 @@ type Iterator struct {
 // when seq is a sequence number the engine has published: the Iterator
 // leaves out the memtables that are empty when it is created.
 func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) *Iterator {
-	it := &Iterator{stats: v.Stats, seq: seq, cmp: v.Cmp}
+	it := &Iterator{}
+	it.Init(ctx, v, env, seq, opts)
+	return it
+}
+
+// iterScratch is the part of an Iterator that scratchPool recycles: what
+// NewIterator would otherwise allocate for every Iterator. A caller never
+// holds memory of it: keys and values point into blocks, memtables and the
+// Iterator's own buffers, which are not recycled.
+type iterScratch struct {
+	levels   []levelIter
+	children []base.InternalIterator
+	sets     []*rangedel.Set
+	merged   merging.Iter
+	// seekBuf holds a copy of the key being sought: the caller may pass
+	// Key(), whose memory a child releases when the seek moves it to
+	// another block or table, before the other children have used it.
+	seekBuf []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(iterScratch) }}
+
+// maxPooledSeekBuf bounds the seek buffer a recycled iterScratch keeps.
+const maxPooledSeekBuf = 4 << 10
+
+// release clears what sc references and puts it back in scratchPool.
+func (sc *iterScratch) release() {
+	// Past their lengths the slices are zero: they only grow by append,
+	// and addLevel zeroes a level iterator it drops.
+	clear(sc.levels)
+	clear(sc.children)
+	clear(sc.sets)
+	sc.merged.Reset()
+	sc.levels, sc.children, sc.sets = sc.levels[:0], sc.children[:0], sc.sets[:0]
+	if cap(sc.seekBuf) > maxPooledSeekBuf {
+		sc.seekBuf = nil
+	}
+	scratchPool.Put(sc)
+}
+
+// Init makes it, a zero Iterator, what NewIterator(ctx, v, env, seq, opts)
+// returns, so that a caller can embed an Iterator in its own structure.
+func (it *Iterator) Init(ctx context.Context, v *View, env sstable.ReadEnv, seq base.SeqNum, opts IterOptions) {
+	*it = Iterator{stats: v.Stats, seq: seq, cmp: v.Cmp}
+	sc := scratchPool.Get().(*iterScratch)
+	it.sc = sc
 	it.mg.op, it.mg.stats = v.Merge, v.Stats
-	it.lower, it.upper = cloneBounds(opts.LowerBound, opts.UpperBound)
+	var filterPrefix []byte
 	if opts.FilterPrefix != nil && opts.PrefixExtractorName != "" {
-		it.prefix = &prefixCheck{name: opts.PrefixExtractorName, prefix: bytes.Clone(opts.FilterPrefix),
-			hash: bloom.Hash(opts.FilterPrefix)}
+		filterPrefix = opts.FilterPrefix
+	}
+	var fp []byte
+	it.lower, it.upper, fp = cloneBounds(opts.LowerBound, opts.UpperBound, filterPrefix)
+	if filterPrefix != nil {
+		it.pc = prefixCheck{name: opts.PrefixExtractorName, prefix: fp, hash: bloom.Hash(fp)}
+		it.prefix = &it.pc
 	}
 
 	n := 0
@@ -184,11 +235,19 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 				n++
 			}
 		}
-		n += len(vers.Levels) - 1
+		for _, files := range vers.Levels[1:] {
+			if len(files) > 0 {
+				n++
+			}
+		}
 	}
-	it.levels = make([]levelIter, 0, n)
-	children := make([]base.InternalIterator, 0, len(v.Mems)+n)
-	var sets []*rangedel.Set // each child's range tombstones, when any exist
+	// levels must not grow once a level iterator's address is taken.
+	if cap(sc.levels) < n {
+		sc.levels = make([]levelIter, 0, n)
+	}
+	it.levels = sc.levels[:0]
+	children := sc.children[:0]
+	sets := sc.sets[:0] // each child's range tombstones, when any exist
 	hasDels := viewHasRangeDels(v)
 	for _, m := range v.Mems {
 		// An empty memtable, the mutable one after a flush, is left out: it
@@ -207,7 +266,9 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 			}
 		}
 		for level := 1; level < len(vers.Levels); level++ {
-			it.addLevel(ctx, v, env, level, vers.Levels[level])
+			if len(vers.Levels[level]) > 0 {
+				it.addLevel(ctx, v, env, level, vers.Levels[level])
+			}
 		}
 	}
 	for i := range it.levels {
@@ -222,17 +283,17 @@ func NewIterator(ctx context.Context, v *View, env sstable.ReadEnv, seq base.Seq
 	if hasDels && it.err == nil {
 		wrapRangeDels(children, sets, seq)
 	}
+	sc.levels, sc.children, sc.sets = it.levels, children, sets
 	if len(children) == 1 {
 		// The Iterator never moves it while exhausted, nor after an error
 		// (see findNext and findPrev), so it needs none of the merging
 		// iterator's guarantees.
 		it.iter = children[0]
 	} else {
-		it.merged.Init(children...)
-		it.merged.SetCompare(it.cmp)
-		it.iter = &it.merged
+		sc.merged.Init(children...)
+		sc.merged.SetCompare(it.cmp)
+		it.iter = &sc.merged
 	}
-	return it
 }
 
 // addLevel adds a level iterator over files unless none of them overlaps
@@ -245,27 +306,31 @@ func (it *Iterator) addLevel(ctx context.Context, v *View, env sstable.ReadEnv, 
 		l.files = it.prefix.prune(ctx, v, env, level, l.files)
 	}
 	if len(l.files) == 0 {
+		// Zeroed, as iterScratch.release expects past the length.
+		*l = levelIter{}
 		it.levels = it.levels[:len(it.levels)-1]
 	}
 }
 
-// cloneBounds copies the bounds into one allocation.
-func cloneBounds(lower, upper []byte) ([]byte, []byte) {
-	if lower == nil && upper == nil {
-		return nil, nil
+// cloneBounds copies the bounds and the filter prefix into one
+// allocation; a nil one stays nil.
+func cloneBounds(lower, upper, prefix []byte) (l, u, p []byte) {
+	if lower == nil && upper == nil && prefix == nil {
+		return nil, nil, nil
 	}
-	buf := make([]byte, 0, len(lower)+len(upper))
-	var l, u []byte
-	if lower != nil {
-		buf = append(buf, lower...)
-		l = buf[:len(lower):len(lower)]
-	}
-	if upper != nil {
+	buf := make([]byte, 0, len(lower)+len(upper)+len(prefix))
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
 		start := len(buf)
-		buf = append(buf, upper...)
-		u = buf[start:len(buf):len(buf)]
+		buf = append(buf, b...)
+		return buf[start:len(buf):len(buf)]
 	}
-	return l, u
+	l = clone(lower)
+	u = clone(upper)
+	p = clone(prefix)
+	return l, u, p
 }
 
 // First moves to the first entry at or above the lower bound.
@@ -372,6 +437,9 @@ func (it *Iterator) Close() error {
 	if it.err != nil {
 		err = it.err
 	}
+	it.iter, it.levels = nil, nil
+	it.sc.release()
+	it.sc = nil
 	st := it.stats
 	st.RecordTick(statistics.NumberDBNext, it.nNext)
 	st.RecordTick(statistics.NumberDBNextFound, it.nNextFound)
@@ -415,9 +483,9 @@ func (it *Iterator) seekGE(key []byte) bool {
 	if it.lower != nil && base.CompareUser(it.cmp, key, it.lower) < 0 {
 		key = it.lower
 	}
-	it.seekBuf = append(it.seekBuf[:0], key...)
+	it.sc.seekBuf = append(it.sc.seekBuf[:0], key...)
 	it.dir, it.mg.ahead = forward, false
-	return it.findNext(it.iter.SeekGE(it.seekBuf), false)
+	return it.findNext(it.iter.SeekGE(it.sc.seekBuf), false)
 }
 
 func (it *Iterator) seekLT(key []byte) bool {
@@ -427,9 +495,9 @@ func (it *Iterator) seekLT(key []byte) bool {
 	if it.upper != nil && base.CompareUser(it.cmp, key, it.upper) > 0 {
 		key = it.upper
 	}
-	it.seekBuf = append(it.seekBuf[:0], key...)
+	it.sc.seekBuf = append(it.sc.seekBuf[:0], key...)
 	it.dir, it.mg.ahead = reverse, false
-	return it.findPrev(it.iter.SeekLT(it.seekBuf))
+	return it.findPrev(it.iter.SeekLT(it.sc.seekBuf))
 }
 
 // next is Next from anywhere but an entry shown going forward, which Next
@@ -525,8 +593,8 @@ func (it *Iterator) findNext(kv *base.InternalKV, skipping bool) bool {
 			// Seek to the first key after keyBuf: keyBuf followed by a zero
 			// byte is its immediate successor (in bytewise order; with
 			// another comparer the Iterator steps on).
-			it.seekBuf = append(append(it.seekBuf[:0], it.keyBuf...), 0)
-			kv, skipped = it.iter.SeekGE(it.seekBuf), 0
+			it.sc.seekBuf = append(append(it.sc.seekBuf[:0], it.keyBuf...), 0)
+			kv, skipped = it.iter.SeekGE(it.sc.seekBuf), 0
 			continue
 		}
 		kv = it.iter.Next()

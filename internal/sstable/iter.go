@@ -84,10 +84,23 @@ type Iter struct {
 	kv    base.InternalKV
 	err   error
 
-	pf  *fileio.PrefetchBuffer
-	buf []byte // decompressed blocks that are not cached
-	key []byte // the encoded search key
+	// pf is the readahead buffer, kept, with its buffers, when the Iter
+	// goes back to iterPool; pfReady says NewIter's caller has set it up
+	// for r's file. exposed says a block the Iter moved to was in pf's or
+	// buf's memory (not the cache's): a caller may hold keys and values
+	// that point there, so release drops both rather than let another
+	// Iter, maybe another database's, write over them.
+	pf      *fileio.PrefetchBuffer
+	pfReady bool
+	exposed bool
+	buf     []byte // decompressed blocks that are not cached
+	key     []byte // the encoded search key
 }
+
+// maxPooledPrefetch bounds the readahead buffers a pooled Iter keeps: a
+// long scan's grow to fileio.DefaultMaxReadahead, which a recycled Iter
+// rarely needs.
+const maxPooledPrefetch = 32 << 10
 
 var _ base.InternalIterator = (*Iter)(nil)
 
@@ -246,16 +259,21 @@ func (i *Iter) Close() error {
 func (i *Iter) release() {
 	i.unload()
 	i.dropAhead()
-	if i.pf != nil {
-		i.pf.Close()
+	pf, buf, key, xown := i.pf, i.buf, i.key, i.xown
+	if pf != nil {
+		if i.exposed {
+			pf.Close()
+			pf = nil
+		} else {
+			pf.Reset(nil, 0, 0, 0, false, maxPooledPrefetch)
+		}
 	}
 	i.ih.Release()
-	buf, key, xown := i.buf, i.key, i.xown
-	if cap(buf) > maxPooledBuf {
+	if cap(buf) > maxPooledBuf || i.exposed {
 		buf = nil
 	}
 	xown.trim()
-	*i = Iter{buf: buf[:0], key: key[:0], xown: xown}
+	*i = Iter{pf: pf, buf: buf[:0], key: key[:0], xown: xown}
 	iterPool.Put(i)
 }
 
@@ -420,8 +438,13 @@ func (i *Iter) load(forward bool) bool {
 		i.fail(errors.Wrapf(err, "sstable: %s: iterator reading block %s", i.r.name, h))
 		return false
 	}
-	if i.pf == nil {
-		i.pf = fileio.NewPrefetchBuffer(i.r.file, int(i.env.ReadaheadSize), 0, 0, i.env.AsyncIO)
+	if !i.pfReady {
+		if i.pf == nil {
+			i.pf = fileio.NewPrefetchBuffer(i.r.file, int(i.env.ReadaheadSize), 0, 0, i.env.AsyncIO)
+		} else {
+			i.pf.Reset(i.r.file, int(i.env.ReadaheadSize), 0, 0, i.env.AsyncIO, maxPooledPrefetch)
+		}
+		i.pfReady = true
 	}
 	// A block next to the last one this Iter moved to is part of a scan:
 	// if it is loaded into the cache, it goes in on probation, so that a
@@ -444,10 +467,14 @@ func (i *Iter) load(forward bool) bool {
 			i.pf.LimitNextRefill(int64(h.Offset) + int64(h.Length) + block.TrailerLen)
 		}
 		var err error
+		var loc blockLoc
 		if found == aheadMiss {
-			data, pin, err = i.readMissed(h, dest)
+			data, pin, loc, err = i.readMissed(h, dest)
 		} else {
-			data, pin, _, err = i.r.readData(i.ctx, &i.env, h, dest)
+			data, pin, loc, err = i.r.readData(i.ctx, &i.env, h, dest)
+		}
+		if loc != locCache {
+			i.exposed = true
 		}
 		i.pf.LimitNextRefill(0)
 		if err != nil {

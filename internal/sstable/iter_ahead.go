@@ -91,10 +91,9 @@ func (i *Iter) takeAhead(h block.Handle) ([]byte, BlockPin, aheadFound) {
 // readData does after a miss, without looking it up a second time. (A block
 // another reader loaded in between is found by the cache's single-flight
 // load, which then does not read it again.)
-func (i *Iter) readMissed(h block.Handle, dest blockDest) ([]byte, BlockPin, error) {
+func (i *Iter) readMissed(h block.Handle, dest blockDest) ([]byte, BlockPin, blockLoc, error) {
 	noteDataMiss(i.r.opts.Stats, &i.env)
-	data, pin, _, err := i.r.readDataUncached(i.ctx, &i.env, h, dest)
-	return data, pin, err
+	return i.r.readDataUncached(i.ctx, &i.env, h, dest)
 }
 
 // dropAhead releases the look-ahead's pin, if any, and forgets its miss.
