@@ -154,7 +154,6 @@ func (c *conn) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) ([]by
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return c.db.getCopyImpl(&call, key, readLatest)
 }
 
@@ -166,7 +165,6 @@ func (c *conn) ValueSize(ctx context.Context, req ioctx.ReadRequest, key []byte)
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return 0, err
 	}
-	defer call.done()
 	return c.db.valueSizeImpl(&call, key, readLatest)
 }
 
@@ -178,7 +176,6 @@ func (c *conn) GetPinned(ctx context.Context, req ioctx.ReadRequest, key []byte)
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, nil, err
 	}
-	defer call.done()
 	return newPinnedCloser(c.db.getPinnedImpl(&call, key, readLatest))
 }
 
@@ -195,7 +192,6 @@ func (c *conn) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][]byt
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return c.db.multiGetImpl(&call, keys, readLatest)
 }
 
@@ -286,7 +282,6 @@ func (ds driverSnapshot) ValueSize(ctx context.Context, req ioctx.ReadRequest, k
 	if err := ds.s.startRead(ctx, &call); err != nil {
 		return 0, err
 	}
-	defer call.done()
 	return ds.s.db.valueSizeImpl(&call, key, ds.s.seq)
 }
 
@@ -297,7 +292,6 @@ func (ds driverSnapshot) GetPinned(ctx context.Context, req ioctx.ReadRequest, k
 	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, nil, err
 	}
-	defer call.done()
 	return newPinnedCloser(ds.s.db.getPinnedImpl(&call, key, ds.s.seq))
 }
 
@@ -306,7 +300,6 @@ func (ds driverSnapshot) Get(ctx context.Context, req ioctx.ReadRequest, key []b
 	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return ds.s.db.getCopyImpl(&call, key, ds.s.seq)
 }
 
@@ -315,7 +308,6 @@ func (ds driverSnapshot) MultiGet(ctx context.Context, req ioctx.ReadRequest, ke
 	if err := ds.s.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return ds.s.db.multiGetImpl(&call, keys, ds.s.seq)
 }
 
@@ -357,7 +349,6 @@ func (c *conn) VerifyChecksum(ctx context.Context, req ioctx.ReadRequest) error 
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return err
 	}
-	defer call.done()
 	return c.db.verifyChecksumImpl(&call)
 }
 
@@ -366,7 +357,6 @@ func (c *conn) VerifyFileChecksums(ctx context.Context, req ioctx.ReadRequest) e
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return err
 	}
-	defer call.done()
 	return c.db.verifyFileChecksumsImpl(&call)
 }
 
@@ -416,7 +406,6 @@ func (t *driverTx) ValueSize(ctx context.Context, req ioctx.ReadRequest, key []b
 	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return 0, err
 	}
-	defer call.done()
 	v, err := t.tx.getPinnedImpl(&call, key)
 	if err != nil {
 		return 0, err
@@ -434,7 +423,6 @@ func (t *driverTx) Get(ctx context.Context, req ioctx.ReadRequest, key []byte) (
 	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return t.tx.getImpl(&call, key)
 }
 
@@ -446,7 +434,6 @@ func (t *driverTx) MultiGet(ctx context.Context, req ioctx.ReadRequest, keys [][
 	if err := t.tx.db.startRead(ctx, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return t.tx.multiGetImpl(&call, keys)
 }
 

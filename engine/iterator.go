@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"sync"
 	"time"
 
@@ -37,7 +36,6 @@ type iterator struct {
 	// it is embedded, so that an iterator is one allocation.
 	it     readpath.Iterator
 	rs     *readState
-	cancel context.CancelFunc
 	closed bool
 	// copyAll says every key and value may point into a mapped table
 	// (mmap_reads), so all are copied; otherwise only those in a mapped
@@ -52,17 +50,15 @@ type iterator struct {
 }
 
 // newIteratorImpl creates an iterator at seq (readLatest: the latest visible write)
-// with the caller's tag. It takes over call's cancel function.
+// with the caller's tag.
 func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.SeqNum) (*iterator, error) {
 	rs, err := d.readStateFor(call)
 	if err != nil {
-		call.done()
 		return nil, err
 	}
 	seq = d.readSeq(seq)
 	if err := d.checkPrefixOrder(opts); err != nil {
 		rs.unref()
-		call.done()
 		return nil, err
 	}
 	var io readpath.IterOptions
@@ -74,7 +70,6 @@ func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.S
 	}
 	i := &iterator{
 		rs:       rs,
-		cancel:   call.cancel,
 		copyAll:  d.opts.MmapReads,
 		deadline: call.env.Deadline,
 	}
@@ -83,9 +78,9 @@ func (d *database) newIteratorImpl(call *readCall, opts *iterOptions, seq base.S
 }
 
 // live reports whether the iterator may move: it is open and its request's
-// deadline, if any, has not passed. The context the reads check expires at
-// that deadline too, but only once its timer fires, which a loaded machine
-// delays; reading the clock here makes the deadline exact for every move.
+// deadline, if any, has not passed. The deadline is carried by value (no
+// context is derived for it), so each move reads the clock here, as the
+// table reads below check it before each file read.
 func (i *iterator) live() bool {
 	switch {
 	case i.closed || i.expired != nil:
@@ -160,9 +155,6 @@ func (i *iterator) Close() error {
 		err = i.expired
 	}
 	i.rs.unref()
-	if i.cancel != nil {
-		i.cancel()
-	}
 	return err
 }
 

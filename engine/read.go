@@ -32,20 +32,11 @@ const readLatest = ^base.SeqNum(0)
 // context for it cost a Get four allocations.
 type readCall struct {
 	ctx context.Context
-	// cancel is nil: no context is derived for a call any more. It stays
-	// for the iterator, which takes it over.
-	cancel context.CancelFunc
-	env    ioctx.ReadRequest
+	env ioctx.ReadRequest
 	// rs, when set, is the read state to read instead of the current one:
 	// a secondary's snapshot keeps the state it was taken in (see
 	// readStateFor).
 	rs *readState
-}
-
-func (r *readCall) done() {
-	if r.cancel != nil {
-		r.cancel()
-	}
 }
 
 // startRead starts a read whose request, call.env, is resolved: the

@@ -144,7 +144,6 @@ func (c *conn) ApproximateSize(ctx context.Context, req ioctx.ReadRequest, start
 	if err := c.db.startRead(ctx, &call); err != nil {
 		return driver.RangeSize{}, err
 	}
-	defer call.done()
 	return c.db.approximateSize(call.ctx, call.env, start, end)
 }
 

@@ -34,7 +34,6 @@ func (d *database) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := d.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return d.getCopyImpl(&call, key, readLatest)
 }
 
@@ -48,7 +47,6 @@ func (d *database) GetPinned(ctx context.Context, key []byte) (pinnedValue, erro
 	if err := d.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return pinnedValue{}, err
 	}
-	defer call.done()
 	return d.getPinnedImpl(&call, key, readLatest)
 }
 
@@ -63,7 +61,6 @@ func (d *database) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error
 	if err := d.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return d.multiGetImpl(&call, keys, readLatest)
 }
 
@@ -76,7 +73,6 @@ func (d *database) VerifyChecksum(ctx context.Context) error {
 	if err := d.beginRead(ctx, "VerifyChecksum", ioctx.ActivityVerifyDBChecksum, &call); err != nil {
 		return err
 	}
-	defer call.done()
 	return d.verifyChecksumImpl(&call)
 }
 
@@ -88,7 +84,6 @@ func (d *database) VerifyFileChecksums(ctx context.Context) error {
 	if err := d.beginRead(ctx, "VerifyFileChecksums", ioctx.ActivityVerifyFileChecksums, &call); err != nil {
 		return err
 	}
-	defer call.done()
 	return d.verifyFileChecksumsImpl(&call)
 }
 
@@ -123,7 +118,6 @@ func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := s.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return s.db.getCopyImpl(&call, key, s.seq)
 }
 
@@ -133,7 +127,6 @@ func (s *snapshot) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error
 	if err := s.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return s.db.multiGetImpl(&call, keys, s.seq)
 }
 
@@ -157,7 +150,6 @@ func (tx *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := tx.db.beginRead(ctx, "Get", ioctx.ActivityGet, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return tx.getImpl(&call, key)
 }
 
@@ -173,7 +165,6 @@ func (tx *txn) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := tx.db.beginRead(ctx, "MultiGet", ioctx.ActivityMultiGet, &call); err != nil {
 		return nil, err
 	}
-	defer call.done()
 	return tx.multiGetImpl(&call, keys)
 }
 
