@@ -131,8 +131,11 @@ func (rs *readState) unref() {
 }
 
 // arenaPool keeps the arenas of memtables nobody can read any more, so a new
-// memtable reuses one instead of allocating another write_buffer_size of
-// memory. The arenas it does not keep are freed (unmapped) at once.
+// memtable reuses one instead of mapping another. A kept arena's memory is
+// released (memtable.Release) as it comes in, so the pool holds address
+// space, not memory: an idle database, or one between flushes, has only its
+// memtables' written bytes resident. The arenas it does not keep are freed
+// (unmapped) at once.
 type arenaPool struct {
 	mu     sync.Mutex
 	free   []*memtable.MemTable
@@ -147,6 +150,7 @@ func (p *arenaPool) put(m *memTable) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.closed && !m.oversized && len(p.free) < arenaPoolSize {
+		m.MemTable.Release()
 		p.free = append(p.free, m.MemTable)
 		return
 	}

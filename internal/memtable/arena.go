@@ -140,3 +140,16 @@ func (a *arena) node(off uint32) *node {
 func (a *arena) bytes(off, n uint32) []byte {
 	return a.buf[off : off+n : off+n]
 }
+
+// reset zeroes the allocated bytes, as a fresh arena is, and empties the
+// arena. A mapped arena's pages are dropped rather than cleared where the
+// platform allows (releaseMemory): an arena waiting in a pool for its next
+// memtable then holds no memory, and one reused at once costs the same
+// zeroing either way, by the kernel on first touch instead of by clear.
+func (a *arena) reset() {
+	used := int(a.used.Load())
+	if !a.mapped || !releaseMemory(a.buf, used) {
+		clear(a.buf[:used])
+	}
+	a.used.Store(arenaStart)
+}

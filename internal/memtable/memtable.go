@@ -92,6 +92,19 @@ func (m *MemTable) Free() {
 	m.arena.buf = nil
 }
 
+// Release gives the arena's memory back to the operating system where it
+// can (a mapped arena on Linux), keeping the mapping, for a memtable kept
+// for reuse: it holds no memory until Reset makes it a memtable again. The
+// caller must make sure, as for Reset, that nothing refers to the memtable
+// any more; it may not be used until Reset.
+func (m *MemTable) Release() {
+	if m.bm != nil {
+		panic(base.AssertionFailedf("memtable: Release of a memtable made from a batch"))
+	}
+	m.arena.reset()
+	m.rangeDels.reset()
+}
+
 func (m *MemTable) initHead() {
 	head, ok := m.arena.alloc(uint64(maxNodeSize))
 	if !ok {
@@ -110,8 +123,7 @@ func (m *MemTable) Reset() {
 		panic(base.AssertionFailedf("memtable: Reset of a memtable made from a batch"))
 	}
 	// Nodes are linked assuming zeroed memory, as a fresh arena has.
-	clear(m.arena.buf[:m.arena.used.Load()])
-	m.arena.used.Store(arenaStart)
+	m.arena.reset()
 	m.count.Store(0)
 	m.rangeDels.reset()
 	m.initHead()

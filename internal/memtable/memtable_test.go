@@ -520,25 +520,46 @@ func TestAllocs(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	m := New(1 << 20)
-	rng := rand.New(rand.NewPCG(11, 12))
-	for round := range 3 {
-		var want []entry
-		for i := range 2000 {
-			e := entry{key: fmt.Sprintf("k%05d", rng.IntN(5000)), seq: base.SeqNum(i + 1), kind: base.KindSet,
-				value: fmt.Sprintf("r%d", round)}
-			if m.Add(e.seq, e.kind, []byte(e.key), []byte(e.value)) != nil {
-				break
+	for _, tc := range []struct {
+		name    string
+		keys    int // per round: below releaseMinBytes of arena (cleared) or above (pages dropped)
+		release bool
+	}{
+		{"small", 200, false},
+		{"large", 2000, false},
+		{"small released", 200, true},
+		{"large released", 2000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(1 << 20)
+			defer m.Free()
+			rng := rand.New(rand.NewPCG(11, 12))
+			for round := range 3 {
+				var want []entry
+				for i := range tc.keys {
+					e := entry{key: fmt.Sprintf("k%05d", rng.IntN(5000)), seq: base.SeqNum(i + 1), kind: base.KindSet,
+						value: fmt.Sprintf("r%d", round)}
+					if m.Add(e.seq, e.kind, []byte(e.key), []byte(e.value)) != nil {
+						break
+					}
+					want = append(want, e)
+				}
+				sortEntries(want)
+				require.Equal(t, len(want), m.Count(), "round %d", round)
+				require.Equal(t, want, scanBoth(t, m.NewIter(nil, nil)), "round %d", round)
+				if tc.release {
+					used := m.arena.size()
+					m.Release()
+					// What the next memtable links assumes: zeroed memory.
+					require.Equal(t, -1, slices.IndexFunc(m.arena.buf[:used], func(b byte) bool { return b != 0 }),
+						"round %d: the released arena is not zero", round)
+				}
+				m.Reset()
+				require.True(t, m.Empty())
+				require.Zero(t, m.Count())
+				require.Nil(t, m.NewIter(nil, nil).First(), "a reset memtable is empty")
 			}
-			want = append(want, e)
-		}
-		sortEntries(want)
-		require.Equal(t, len(want), m.Count(), "round %d", round)
-		require.Equal(t, want, scanBoth(t, m.NewIter(nil, nil)), "round %d", round)
-		m.Reset()
-		require.True(t, m.Empty())
-		require.Zero(t, m.Count())
-		require.Nil(t, m.NewIter(nil, nil).First(), "a reset memtable is empty")
+		})
 	}
 }
 
