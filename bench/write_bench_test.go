@@ -74,8 +74,8 @@ func (p pebbleWrites) close() error { return p.db.Close() }
 
 // writeConfigs are the engine settings BenchmarkWritePeers runs: each
 // engine's defaults, and equal memtables of 64 MiB (the bench module's) and
-// 4 MiB (Pebble's default; Pebble's memtables grow from 256 KiB to it,
-// shale's start at it).
+// 4 MiB (Pebble's default). Both engines' memtables grow from 256 KiB to
+// the size set.
 var writeConfigs = []struct {
 	name     string
 	defaults bool

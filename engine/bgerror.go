@@ -306,7 +306,7 @@ func (d *database) walFailedLocked(err error) error {
 	} else {
 		d.mu.imm = append(d.mu.imm, d.mu.mem)
 	}
-	d.mu.mem = d.newMemTable(nil, logNum)
+	d.mu.mem = d.newMutableMemTableLocked(nil, logNum)
 	d.updateReadStateLocked()
 	e.rec.walLog = logNum
 	return e

@@ -105,6 +105,9 @@ type database struct {
 		// flushed, oldest first.
 		mem *memTable
 		imm []*memTable
+		// memSize is the size the next mutable memtable is filled to
+		// (nextMemTableSizeLocked); 0 before the first.
+		memSize int
 		// lastSeq is the last sequence number assigned to a write.
 		lastSeq base.SeqNum
 		// writers is the queue of pending writes; the head is the leader.

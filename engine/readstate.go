@@ -29,9 +29,14 @@ type memTable struct {
 	refs   atomic.Int32
 	// free takes the memtable back when the last reference is dropped.
 	free *arenaPool
-	// oversized marks an arena made larger than the write buffer for one
-	// big batch: the pool frees it rather than keep its memory.
-	oversized bool
+	// size is what the memtable is filled to before the engine rotates it
+	// (ApproximateSize): WriteBufferSize, or less while memtables grow
+	// (see nextMemTableSizeLocked).
+	size int
+	// unpooled marks an arena not of the write buffer's standard size (one
+	// made for a big batch, or a small one while memtables grow): the pool
+	// frees it rather than keep it for the next memtable.
+	unpooled bool
 }
 
 func (m *memTable) ref() { m.refs.Add(1) }
@@ -149,7 +154,7 @@ const arenaPoolSize = 2
 func (p *arenaPool) put(m *memTable) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.closed && !m.oversized && len(p.free) < arenaPoolSize {
+	if !p.closed && !m.unpooled && len(p.free) < arenaPoolSize {
 		m.MemTable.Release()
 		p.free = append(p.free, m.MemTable)
 		return

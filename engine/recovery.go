@@ -625,7 +625,7 @@ func (r *recovery) commit(ctx context.Context) error {
 	d.commit.log = wal.NewWriter(wf)
 	d.commit.logFile = wf
 	d.commit.logNum = logNum
-	d.mu.mem = d.newMemTable(nil, logNum)
+	d.mu.mem = d.newMutableMemTableLocked(nil, logNum)
 	r.tables.release()
 	d.noteObsoleteTables(r.obsolete)
 	return nil

@@ -27,11 +27,11 @@ const tableOverhead = 12
 
 func sizesKey(prefix byte, i int) []byte { return fmt.Appendf(nil, "%c%06d", prefix, i) }
 
-// writeSizesRange writes sizesKeys keys under prefix and returns their raw
-// bytes (keys and values) plus tableOverhead for each.
-func writeSizesRange(t *testing.T, db *driver.DB, rng *rand.Rand, prefix byte) uint64 {
-	t.Helper()
-	ctx := context.Background()
+// addSizesRange adds sizesKeys keys under prefix to b and returns their raw
+// bytes (keys and values) plus tableOverhead for each. The tests write the
+// ranges in one batch: memtables start small and grow, so puts one by one
+// would fill several and flush some before the test looks.
+func addSizesRange(b *driver.Batch, rng *rand.Rand, prefix byte) uint64 {
 	var raw uint64 // plus tableOverhead per entry
 	v := make([]byte, sizesValue)
 	for i := range sizesKeys {
@@ -39,7 +39,7 @@ func writeSizesRange(t *testing.T, db *driver.DB, rng *rand.Rand, prefix byte) u
 			v[j] = byte(rng.Uint32())
 		}
 		k := sizesKey(prefix, i)
-		require.NoError(t, db.Put(ctx, k, v))
+		b.Put(k, v)
 		raw += uint64(len(k) + len(v) + tableOverhead)
 	}
 	return raw
@@ -83,9 +83,11 @@ func TestApproximateSize(t *testing.T) {
 			defer func() { require.NoError(t, db.Close()) }()
 			rng := rand.New(rand.NewPCG(1, 2))
 
-			rawA := writeSizesRange(t, db, rng, 'a')
-			rawB := writeSizesRange(t, db, rng, 'b')
-			rawC := writeSizesRange(t, db, rng, 'c')
+			var b driver.Batch
+			rawA := addSizesRange(&b, rng, 'a')
+			rawB := addSizesRange(&b, rng, 'b')
+			rawC := addSizesRange(&b, rng, 'c')
+			require.NoError(t, db.Write(ctx, &b))
 			entry := uint64(len(sizesKey('a', 0)) + sizesValue + tableOverhead)
 
 			// In the memtable: InMemory counts arena bytes, a node more
@@ -178,7 +180,9 @@ func TestDiskUsage(t *testing.T) {
 	require.Equal(t, dirSize(), u0)
 
 	rng := rand.New(rand.NewPCG(3, 4))
-	writeSizesRange(t, db, rng, 'a')
+	var b driver.Batch
+	addSizesRange(&b, rng, 'a')
+	require.NoError(t, db.Write(ctx, &b))
 	require.NoError(t, db.Flush(ctx))
 	u1, err := db.DiskUsage(ctx)
 	require.NoError(t, err)

@@ -96,9 +96,13 @@ func makeDB(t *testing.T, dir string, spec dbSpec) {
 	}
 	db := openEngine(t, dir, opts)
 	for _, r := range spec.tables {
+		// One batch a table: memtables start small and grow, so puts one
+		// by one could fill several memtables and flush several tables.
+		var b driver.Batch
 		for i := r[0]; i < r[1]; i++ {
-			require.NoError(t, db.Put(ctx, testKey(i), testValue(i)))
+			b.Put(testKey(i), testValue(i))
 		}
+		require.NoError(t, db.Write(ctx, &b))
 		require.NoError(t, db.Flush(ctx))
 	}
 	for i := spec.logged[0]; i < spec.logged[1]; i++ {
