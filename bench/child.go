@@ -166,6 +166,9 @@ func runChild(cfg *config, name string, out *os.File) error {
 	var timeline *rssTimeline
 	if main {
 		timeline = startRSSTimeline(cfg.rssInterval)
+		if timeline != nil {
+			timeline.logf = func(format string, args ...any) { logf(name, format, args...) }
+		}
 		defer func() {
 			if timeline != nil {
 				timeline.stop()
@@ -179,7 +182,7 @@ func runChild(cfg *config, name string, out *os.File) error {
 
 	// Batched fill into a scratch database, removed before the real one.
 	var err error
-	if main && !reuse {
+	if main && !reuse && cfg.fillBatch {
 		timeline.setPhase(phaseFillBatch)
 		if res.FillBatch, err = fillBatched(name, filepath.Join(base, "batch"), scfg, cfg, &order); err != nil {
 			return err

@@ -40,6 +40,9 @@ type config struct {
 	// open the databases there and measure the reads, without filling or
 	// compacting anew (a 4 GiB fill takes minutes).
 	reuse string
+	// fillBatch runs the batched fill (into a scratch database) before
+	// the main one.
+	fillBatch bool
 	// rssInterval is the sampling interval of each child's RSS timeline
 	// (0: none).
 	rssInterval   time.Duration
@@ -92,6 +95,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.statsDuration, "stats-duration", 500*time.Millisecond, "measured time of each candidate in each round of the interleaved comparisons")
 	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
 	fs.StringVar(&c.reuse, "reuse", "", "reuse the databases of this run directory, kept by an earlier run with -keep and the same -max-data and engine flags: skip the fills and the full compaction, measure the reads (implies -keep)")
+	fs.BoolVar(&c.fillBatch, "fill-batch", true, "measure the fill in batches of 100 (a scratch database of the full size, filled before the main one; false halves a large run's loading)")
 	fs.DurationVar(&c.rssInterval, "rss-interval", time.Second, "sample each child's RSS at this interval into an RSS-over-time table of the report (0: off)")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
 	fs.StringVar(&c.heapProfileDir, "heapprofile", "", "write heap profiles of each engine at the peak live Go heap of its full compaction and of its verification and read phases (main variant) into this directory, as engine-compaction-heap.pprof and engine-reads-heap.pprof")

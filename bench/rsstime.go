@@ -28,6 +28,8 @@ type rssTimeline struct {
 	samples  []rssSample
 	done     chan struct{}
 	wg       sync.WaitGroup
+	// logf, when set, logs each phase's summary as it ends.
+	logf func(format string, args ...any)
 }
 
 // startRSSTimeline starts sampling; interval <= 0 returns nil, whose
@@ -36,7 +38,7 @@ func startRSSTimeline(interval time.Duration) *rssTimeline {
 	if interval <= 0 {
 		return nil
 	}
-	t := &rssTimeline{start: time.Now(), interval: interval, phase: "open", done: make(chan struct{})}
+	t := &rssTimeline{start: time.Now(), interval: interval, phase: "start", done: make(chan struct{})}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -69,8 +71,20 @@ func (t *rssTimeline) setPhase(phase string) {
 		return
 	}
 	t.mu.Lock()
+	prev := t.phase
+	var done []rssSample
+	for i := len(t.samples) - 1; i >= 0 && t.samples[i].Phase == prev; i-- {
+		done = t.samples[i:]
+	}
 	t.phase = phase
 	t.mu.Unlock()
+	// The phase just ended, on stderr at once: a long run stopped early
+	// still tells its RSS so far.
+	if t.logf != nil && len(done) > 0 {
+		s := summarizeRSS(done)[0]
+		t.logf("rss: %s, %.0f–%.0f s: first %.0f, median %.0f, max %.0f, last %.0f MiB (%d samples)",
+			s.phase, s.from, s.to, s.first, s.median, s.max, s.last, s.n)
+	}
 	t.sample()
 }
 
