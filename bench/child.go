@@ -467,9 +467,11 @@ func readPhases(name string, s store, n, valueSize int) []readPhase {
 	}
 }
 
-// profiledPhase reports whether -cpuprofile covers the phase: Get hit and
-// MultiGet, whose ratio is one of the targets.
-func profiledPhase(phase string) bool { return phase == phaseGetHit || phase == phaseMultiGet }
+// profiledPhase reports whether -cpuprofile covers the phase: Get hit,
+// MultiGet and SeekGE, whose ratios are among the targets.
+func profiledPhase(phase string) bool {
+	return phase == phaseGetHit || phase == phaseMultiGet || phase == phaseSeek
+}
 
 // startProfile starts a CPU profile of one engine's phase, written to
 // dir/engine-phase.pprof.

@@ -99,7 +99,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.rssInterval, "rss-interval", time.Second, "sample each child's RSS at this interval into an RSS-over-time table of the report (0: off)")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
 	fs.StringVar(&c.heapProfileDir, "heapprofile", "", "write heap profiles of each engine at the peak live Go heap of its full compaction and of its verification and read phases (main variant) into this directory, as engine-compaction-heap.pprof and engine-reads-heap.pprof")
-	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write CPU profiles of each engine's Get hit and MultiGet phases (first thread count) into this directory, as engine-phase.pprof")
+	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write CPU profiles of each engine's Get hit, MultiGet and SeekGE phases (first thread count) into this directory, as engine-phase.pprof")
 	fs.StringVar(&c.child, "engine", "", "internal: run one engine as a child process")
 	fs.StringVar(&c.variant, "variant", variantMain, "internal: the child's configuration ("+strings.Join(variants, ", ")+")")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds: each runs every engine and configuration once, in a new random order")
