@@ -36,17 +36,24 @@ func TestFilterUseScore(t *testing.T) {
 			for i := range tc.n {
 				u.note(tc.answers(i))
 			}
-			skips := 0
+			skips, samples := 0, 0
 			for range filterSampleEvery * 4 {
-				if u.skip() {
+				skip, sample := u.skip()
+				require.False(t, skip && sample)
+				if skip {
 					skips++
+				}
+				if sample {
+					samples++
 				}
 			}
 			if tc.wantSkip {
 				// All but the samples.
 				require.Equal(t, filterSampleEvery*4-4, skips)
+				require.Equal(t, 4, samples)
 			} else {
 				require.Zero(t, skips)
+				require.Zero(t, samples)
 			}
 		})
 	}
