@@ -393,8 +393,10 @@ const maxManualSubcompactions = 4
 // like any other, so where one grows into another's tables (or both need
 // one output-level table) the second waits for the first and picks again.
 func (d *database) compactManualParallel(ctx context.Context, level int, start, end []byte) error {
-	ranges := manualSplits(d.readState.Load().current.Overlaps(level, start, end),
-		min(runtime.GOMAXPROCS(0), maxManualSubcompactions))
+	d.mu.Lock()
+	files := d.readState.Load().current.Overlaps(level, start, end)
+	d.mu.Unlock()
+	ranges := manualSplits(files, min(runtime.GOMAXPROCS(0), maxManualSubcompactions))
 	if len(ranges) <= 1 {
 		return d.compactManualRange(ctx, level, start, end)
 	}
