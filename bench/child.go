@@ -46,6 +46,8 @@ type engineResult struct {
 	StatsCost       *statsCost    `json:"stats_cost,omitempty"`
 	// BigBatch is issue 12's one-batch write (shale and Pebble).
 	BigBatch []bigBatchResult `json:"big_batch,omitempty"`
+	// RSSTimeline is the main child's RSS over time (-rss-interval).
+	RSSTimeline []rssSample `json:"rss_timeline,omitempty"`
 	// DBBenchRaw is RocksDB's db_bench report lines, as printed.
 	DBBenchRaw []string `json:"db_bench_raw,omitempty"`
 }
@@ -148,8 +150,11 @@ func storeConfigFor(cfg *config, variant string) storeConfig {
 func runChild(cfg *config, name string, out *os.File) error {
 	variant := cfg.variant
 	base := filepath.Join(cfg.dir, name+"-"+variant)
-	if err := os.RemoveAll(base); err != nil {
-		return err
+	reuse := cfg.reuse != ""
+	if !reuse {
+		if err := os.RemoveAll(base); err != nil {
+			return err
+		}
 	}
 	if !cfg.keep {
 		defer func() { _ = os.RemoveAll(base) }()
@@ -158,6 +163,18 @@ func runChild(cfg *config, name string, out *os.File) error {
 	res := &engineResult{Engine: name, Variant: variant, NumKeys: n}
 	scfg := storeConfigFor(cfg, variant)
 	main := variant == variantMain
+	var timeline *rssTimeline
+	if main {
+		timeline = startRSSTimeline(cfg.rssInterval)
+		if timeline != nil {
+			timeline.logf = func(format string, args ...any) { logf(name, format, args...) }
+		}
+		defer func() {
+			if timeline != nil {
+				timeline.stop()
+			}
+		}()
+	}
 
 	// The fill order: a fixed random permutation of all keys, computed
 	// per key (about 16 ns) rather than held in memory (see keyOrder).
@@ -165,7 +182,8 @@ func runChild(cfg *config, name string, out *os.File) error {
 
 	// Batched fill into a scratch database, removed before the real one.
 	var err error
-	if main {
+	if main && !reuse && cfg.fillBatch {
+		timeline.setPhase(phaseFillBatch)
 		if res.FillBatch, err = fillBatched(name, filepath.Join(base, "batch"), scfg, cfg, &order); err != nil {
 			return err
 		}
@@ -173,6 +191,12 @@ func runChild(cfg *config, name string, out *os.File) error {
 	}
 
 	dir := filepath.Join(base, "db")
+	if reuse {
+		if _, err := os.Stat(dir); err != nil {
+			return errors.Wrapf(err, "-reuse: no %s database of a kept run", name)
+		}
+	}
+	timeline.setPhase("open")
 	s, err := openStore(name, dir, scfg)
 	if err != nil {
 		return err
@@ -182,38 +206,17 @@ func runChild(cfg *config, name string, out *os.File) error {
 			_ = s.close()
 		}
 	}()
-	var kbuf [keySize]byte
-	res.Fill, err = runCount(phaseFill, n, 1, func(i int) error {
-		k := order.at(i)
-		return s.put(makeKey(kbuf[:], k, 0), makeValue(k, cfg.valueSize))
-	})
-	if err != nil {
-		return err
-	}
-	logf(name, "%s: fill, one put per write: %.3f µs/op, CPU %.3f µs/op (p50 %.2f, p99 %.2f)",
-		variant, res.Fill.NsPerOp/1e3, res.Fill.CPUNsPerOp/1e3, res.Fill.P50Ns/1e3, res.Fill.P99Ns/1e3)
-
-	var stopHeap func() (uint64, error)
-	if main && cfg.heapProfileDir != "" {
-		stopHeap = watchHeap(filepath.Join(cfg.heapProfileDir, name+"-compaction-heap.pprof"))
-	}
-	start := time.Now()
-	if err := s.compact(); err != nil {
-		return errors.Wrap(err, "full compaction")
-	}
-	res.CompactSeconds = time.Since(start).Seconds()
-	if stopHeap != nil {
-		peak, err := stopHeap()
-		stopHeap = nil
-		if err != nil {
-			return errors.Wrap(err, "heap profile")
+	if !reuse {
+		timeline.setPhase(phaseFill)
+		if err := fillAndCompact(name, dir, s, res, cfg, &order, timeline); err != nil {
+			return err
 		}
-		logf(name, "%s: full compaction: peak live Go heap %.1f MiB (profile in %s)", variant, float64(peak)/(1<<20), cfg.heapProfileDir)
+	} else if ps, ok := s.(*pebbleStore); ok {
+		// What compact does after a fill: Pebble's blocks get the others' cache.
+		ps.settleCache()
 	}
-	alloc, tables := diskUsage(dir)
-	res.DiskMiB, res.TablesMiB = float64(alloc)/(1<<20), float64(tables)/(1<<20)
-	logf(name, "%s: full compaction: %.2f s; tables %.1f MiB, directory %.1f MiB allocated",
-		variant, res.CompactSeconds, res.TablesMiB, res.DiskMiB)
+	timeline.setPhase("verify")
+	var stopHeap func() (uint64, error)
 	if main && cfg.heapProfileDir != "" {
 		stopHeap = watchHeap(filepath.Join(cfg.heapProfileDir, name+"-reads-heap.pprof"))
 	}
@@ -230,6 +233,11 @@ func runChild(cfg *config, name string, out *os.File) error {
 		for _, ph := range readPhases(name, s, n, cfg.valueSize) {
 			if !main && ph.name != phaseGetHit {
 				continue
+			}
+			if threads > 1 {
+				timeline.setPhase(fmt.Sprintf("%s, %d threads", ph.name, threads))
+			} else {
+				timeline.setPhase(ph.name)
 			}
 			var stopProfile func()
 			if main && cfg.cpuProfileDir != "" && profiledPhase(ph.name) && threads == cfg.threads[0] {
@@ -259,6 +267,7 @@ func runChild(cfg *config, name string, out *os.File) error {
 		logf(name, "%s: verification and reads: peak live Go heap %.1f MiB (profile in %s)", variant, float64(peak)/(1<<20), cfg.heapProfileDir)
 	}
 
+	timeline.setPhase("close")
 	err = s.close()
 	s = nil
 	if err != nil {
@@ -273,6 +282,9 @@ func runChild(cfg *config, name string, out *os.File) error {
 		if res.StatsCost, err = measureStatsCost(cfg, scfg, base, dir, n); err != nil {
 			return errors.Wrap(err, "statistics cost")
 		}
+	}
+	if timeline != nil {
+		res.RSSTimeline, timeline = timeline.stop(), nil
 	}
 	enc := json.NewEncoder(out)
 	return enc.Encode(res)
@@ -455,9 +467,11 @@ func readPhases(name string, s store, n, valueSize int) []readPhase {
 	}
 }
 
-// profiledPhase reports whether -cpuprofile covers the phase: Get hit and
-// MultiGet, whose ratio is one of the issue's targets.
-func profiledPhase(phase string) bool { return phase == phaseGetHit || phase == phaseMultiGet }
+// profiledPhase reports whether -cpuprofile covers the phase: Get hit,
+// MultiGet and SeekGE, whose ratios are among the issue's targets.
+func profiledPhase(phase string) bool {
+	return phase == phaseGetHit || phase == phaseMultiGet || phase == phaseSeek
+}
 
 // startProfile starts a CPU profile of one engine's phase, written to
 // dir/engine-phase.pprof.
@@ -611,4 +625,44 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// fillAndCompact fills s with one put per write in order's order and
+// compacts it fully, recording both in res.
+func fillAndCompact(name, dir string, s store, res *engineResult, cfg *config, order *keyOrder, timeline *rssTimeline) error {
+	variant, main := cfg.variant, cfg.variant == variantMain
+	var kbuf [keySize]byte
+	var err error
+	res.Fill, err = runCount(phaseFill, res.NumKeys, 1, func(i int) error {
+		k := order.at(i)
+		return s.put(makeKey(kbuf[:], k, 0), makeValue(k, cfg.valueSize))
+	})
+	if err != nil {
+		return err
+	}
+	logf(name, "%s: fill, one put per write: %.3f µs/op, CPU %.3f µs/op (p50 %.2f, p99 %.2f)",
+		variant, res.Fill.NsPerOp/1e3, res.Fill.CPUNsPerOp/1e3, res.Fill.P50Ns/1e3, res.Fill.P99Ns/1e3)
+
+	timeline.setPhase("compaction")
+	var stopHeap func() (uint64, error)
+	if main && cfg.heapProfileDir != "" {
+		stopHeap = watchHeap(filepath.Join(cfg.heapProfileDir, name+"-compaction-heap.pprof"))
+	}
+	start := time.Now()
+	if err := s.compact(); err != nil {
+		return errors.Wrap(err, "full compaction")
+	}
+	res.CompactSeconds = time.Since(start).Seconds()
+	if stopHeap != nil {
+		peak, err := stopHeap()
+		if err != nil {
+			return errors.Wrap(err, "heap profile")
+		}
+		logf(name, "%s: full compaction: peak live Go heap %.1f MiB (profile in %s)", variant, float64(peak)/(1<<20), cfg.heapProfileDir)
+	}
+	alloc, tables := diskUsage(dir)
+	res.DiskMiB, res.TablesMiB = float64(alloc)/(1<<20), float64(tables)/(1<<20)
+	logf(name, "%s: full compaction: %.2f s; tables %.1f MiB, directory %.1f MiB allocated",
+		variant, res.CompactSeconds, res.TablesMiB, res.DiskMiB)
+	return nil
 }

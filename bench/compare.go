@@ -207,6 +207,9 @@ func prepareRun(cfg *config, prefix string) (exe, runDir string, cleanup func(),
 	if exe, err = os.Executable(); err != nil {
 		return "", "", nil, err
 	}
+	if cfg.reuse != "" {
+		return exe, cfg.reuse, func() {}, nil
+	}
 	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
 		return "", "", nil, err
 	}

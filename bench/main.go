@@ -36,6 +36,16 @@ type config struct {
 	statsDuration time.Duration
 	dir           string
 	keep          bool
+	// reuse is a run directory an earlier run kept (-keep): its children
+	// open the databases there and measure the reads, without filling or
+	// compacting anew (a 4 GiB fill takes minutes).
+	reuse string
+	// fillBatch runs the batched fill (into a scratch database) before
+	// the main one.
+	fillBatch bool
+	// rssInterval is the sampling interval of each child's RSS timeline
+	// (0: none).
+	rssInterval   time.Duration
 	jsonPath      string
 	cpuProfileDir string
 	// heapProfileDir, when set, receives each engine's heap profile at the
@@ -91,9 +101,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.statsRounds, "stats-rounds", 3, "rounds of shale's interleaved statistics-level comparisons (0: skip)")
 	fs.DurationVar(&c.statsDuration, "stats-duration", 500*time.Millisecond, "measured time of each candidate in each round of the interleaved comparisons")
 	fs.BoolVar(&c.keep, "keep", false, "keep the databases after the run")
+	fs.StringVar(&c.reuse, "reuse", "", "reuse the databases of this run directory, kept by an earlier run with -keep and the same -max-data and engine flags: skip the fills and the full compaction, measure the reads (implies -keep)")
+	fs.BoolVar(&c.fillBatch, "fill-batch", true, "measure the fill in batches of 100 (a scratch database of the full size, filled before the main one; false halves a large run's loading)")
+	fs.DurationVar(&c.rssInterval, "rss-interval", time.Second, "sample each child's RSS at this interval into an RSS-over-time table of the report (0: off)")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every result as JSON to this file")
 	fs.StringVar(&c.heapProfileDir, "heapprofile", "", "write heap profiles of each engine at the peak live Go heap of its full compaction and of its verification and read phases (main variant) into this directory, as engine-compaction-heap.pprof and engine-reads-heap.pprof")
-	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write CPU profiles of each engine's Get hit and MultiGet phases (first thread count) into this directory, as engine-phase.pprof")
+	fs.StringVar(&c.cpuProfileDir, "cpuprofile", "", "write CPU profiles of each engine's Get hit, MultiGet and SeekGE phases (first thread count) into this directory, as engine-phase.pprof")
 	fs.StringVar(&c.child, "engine", "", "internal: run one engine as a child process")
 	fs.StringVar(&c.variant, "variant", variantMain, "internal: the child's configuration ("+strings.Join(variants, ", ")+")")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds: each runs every engine and configuration once, in a new random order")
@@ -189,6 +202,9 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.Newf("-prefix-keys %d: want 1 to %d", c.prefixKeys, c.numKeys()/2)
 	}
 	c.dir = *dir
+	if c.reuse != "" {
+		c.keep = true
+	}
 	if c.dir == "" {
 		c.dir = defaultDir()
 	}

@@ -122,8 +122,9 @@ func rssFigure(variant, label string) figure {
 
 // figures lists the table's rows for cfg.
 func figures(cfg *config) []figure {
-	fill := func(r *engineResult) (phaseResult, bool) { return r.Fill, true }
-	fillBatch := func(r *engineResult) (phaseResult, bool) { return r.FillBatch, true }
+	// A run with -reuse fills nothing: no fill figures.
+	fill := func(r *engineResult) (phaseResult, bool) { return r.Fill, r.Fill.Ops > 0 }
+	fillBatch := func(r *engineResult) (phaseResult, bool) { return r.FillBatch, r.FillBatch.Ops > 0 }
 	fs := []figure{
 		phaseFigure("FillRandom", "fill random, 1 key per write (µs/op)", variantMain, fill, false),
 		phaseFigure("FillRandomCPU", "… CPU µs/op", variantMain, fill, true),
@@ -253,6 +254,7 @@ func printReport(w io.Writer, cfg *config, rep *report) {
 	if len(m.DBBenchRaw) > 0 {
 		fmt.Fprintf(w, "\n### db_bench's own lines (last round)\n\n```\n%s\n```\n", strings.Join(m.DBBenchRaw, "\n"))
 	}
+	writeRSSTimelines(w, rep.Rounds, cfg.engines, cfg.rssInterval)
 	fmt.Fprintln(w, "\n## Raw figures, one line per engine and round (benchstat format)")
 	fmt.Fprintln(w, "\n`benchstat -col /engine RESULTS.md` compares the engines; `benchstat old.md new.md` compares two runs.")
 	fmt.Fprintln(w, "\n```")

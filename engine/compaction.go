@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"context"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
@@ -295,7 +297,9 @@ type manualCompaction struct {
 // until done. It first flushes the memtables, so all data in the range is in
 // tables. Each level's tables go straight to the first level below that
 // holds data in their key range (or to the last level), so empty levels are
-// skipped rather than rewritten (compact.PickManual).
+// skipped rather than rewritten (compact.PickManual). Below L0 it compacts
+// up to GOMAXPROCS disjoint key ranges of a level at once
+// (compactManualParallel).
 // It honours ctx while waiting and while compacting: cancelled, it abandons
 // the outputs of the compaction it is running and returns.
 func (d *database) Compact(ctx context.Context, start, end []byte) error {
@@ -312,48 +316,146 @@ func (d *database) Compact(ctx context.Context, start, end []byte) error {
 		d.mu.Unlock()
 	}()
 	for level := 0; level < manifest.NumLevels-1; level++ {
-		for {
-			if err := ctx.Err(); err != nil {
-				return errors.Wrap(err, "engine: Compact")
-			}
-			d.mu.Lock()
-			if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
-				d.mu.Unlock()
-				return e
-			}
-			m := &manualCompaction{level: level, start: start, end: end}
-			c, busy := d.pickAndMarkLocked(m)
-			if c == nil && !busy {
-				d.mu.Unlock()
-				break
-			}
-			if c == nil {
-				// Inputs are busy with a background compaction: wait for it.
-				ch := d.mu.changed
-				d.mu.Unlock()
-				select {
-				case <-ch:
-				case <-ctx.Done():
-					return errors.Wrap(ctx.Err(), "engine: Compact")
-				}
-				continue
-			}
-			d.mu.Unlock()
-			if err := d.runCompaction(ctx, c); err != nil {
-				if ctx.Err() == nil {
-					d.mu.Lock()
-					err = d.setBackgroundErrorLocked(reasonCompaction, err)
-					d.mu.Unlock()
-				}
-				return err
-			}
-			if c.OutputLevel == level {
-				// Compacting the last level in place: done with it.
-				break
-			}
+		var err error
+		if level == 0 {
+			// L0's tables overlap one another: one compaction takes them all.
+			err = d.compactManualRange(ctx, level, start, end)
+		} else {
+			err = d.compactManualParallel(ctx, level, start, end)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// compactManualRange compacts level's tables overlapping [start, end] down
+// (Compact's work for one level and range), one compaction after another,
+// until none is left there.
+func (d *database) compactManualRange(ctx context.Context, level int, start, end []byte) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return errors.Wrap(err, "engine: Compact")
+		}
+		d.mu.Lock()
+		if e := d.bgErrorLocked(); e != nil && e.stopsWrites() {
+			d.mu.Unlock()
+			return e
+		}
+		m := &manualCompaction{level: level, start: start, end: end}
+		c, busy := d.pickAndMarkLocked(m)
+		if c == nil && !busy {
+			d.mu.Unlock()
+			return nil
+		}
+		if c == nil {
+			// Inputs are busy with another compaction: wait for it.
+			ch := d.mu.changed
+			d.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return errors.Wrap(ctx.Err(), "engine: Compact")
+			}
+			continue
+		}
+		d.mu.Unlock()
+		err := d.runCompaction(ctx, c)
+		d.mu.Lock()
+		if err != nil && ctx.Err() == nil {
+			err = d.setBackgroundErrorLocked(reasonCompaction, err)
+		}
+		// A sibling of compactManualParallel may wait for these inputs.
+		d.notifyLocked()
+		d.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if c.OutputLevel == level {
+			// Compacting the last level in place: done with it.
+			return nil
+		}
+	}
+}
+
+// maxManualSubcompactions bounds the compactions one Compact runs at once
+// within a level.
+const maxManualSubcompactions = 4
+
+// compactManualParallel is compactManualRange for a level >= 1, whose
+// tables are sorted and disjoint: it splits the level's tables in [start,
+// end] into up to GOMAXPROCS runs of about equal size and compacts each
+// run's key range in a goroutine of its own, as Pebble's manual compaction
+// with parallelize does. One compaction of a whole level is one goroutine
+// merging and compressing: on 2 cores the full compaction of 4 GiB took
+// 1.04-1.7× Pebble's time. The runs' compactions are picked and marked
+// like any other, so where one grows into another's tables (or both need
+// one output-level table) the second waits for the first and picks again.
+func (d *database) compactManualParallel(ctx context.Context, level int, start, end []byte) error {
+	d.mu.Lock()
+	files := d.readState.Load().current.Overlaps(level, start, end)
+	d.mu.Unlock()
+	ranges := manualSplits(files, min(runtime.GOMAXPROCS(0), maxManualSubcompactions))
+	if len(ranges) <= 1 {
+		return d.compactManualRange(ctx, level, start, end)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(ranges))
+	var wg sync.WaitGroup
+	for i, r := range ranges {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = d.compactManualRange(ctx, level, r[0], r[1]); errs[i] != nil {
+				// The others stop: Compact fails whatever they do.
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The first failure rather than the cancellations it caused.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// manualSplits divides files, a level's sorted and disjoint tables, into up
+// to n runs of consecutive tables of about equal total size, and returns
+// each run's user-key range [first table's smallest, last table's
+// largest]. Fewer than two tables give one run or none.
+func manualSplits(files []*manifest.FileMetadata, n int) [][2][]byte {
+	if len(files) == 0 {
+		return nil
+	}
+	n = min(n, len(files))
+	var total uint64
+	for _, f := range files {
+		total += f.Size
+	}
+	var out [][2][]byte
+	var acc uint64
+	first := 0
+	for i, f := range files {
+		acc += f.Size
+		// Close run len(out) once it holds its share, leaving at least one
+		// table for each run still to come.
+		share := total * uint64(len(out)+1) / uint64(n)
+		if i == len(files)-1 || (len(out) < n-1 && acc >= share && len(files)-1-i >= n-1-len(out)) {
+			out = append(out, [2][]byte{files[first].Smallest.UserKey, f.Largest.UserKey})
+			first = i + 1
+		}
+	}
+	return out
 }
 
 // compactOne runs one automatic compaction if one is needed, reporting

@@ -101,11 +101,11 @@ func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint
 	// handle is copied out of the index.
 	own := r.scratchFor(&env, &gs.meta)
 	if r.hasFilter {
-		filter, fh, err := r.pinFilterFor(ctx, env.IO, part, own)
+		filter, fh, err := r.pinLookupFilter(ctx, env.IO, part, own)
 		if err != nil {
 			return nil, 0, 0, false, BlockPin{}, err
 		}
-		may := bloom.MayContainHash(filter, h)
+		may := r.lookupMayContain(filter, h)
 		fh.Release()
 		if !may {
 			t.BloomUseful++

@@ -55,7 +55,9 @@ func TestMetaCacheHighPriority(t *testing.T) {
 	}
 	after := miss()
 	require.Zero(t, after[0]-before[0], "index partition misses")
-	require.Zero(t, after[1]-before[1], "filter partition misses")
+	// Gets of keys present come to skip the filter (filterUse): its only
+	// misses are the samples', which go in at normal priority.
+	require.LessOrEqual(t, after[1]-before[1], uint64(gets/filterSampleEvery), "filter partition misses")
 	require.Greater(t, after[2]-before[2], uint64(gets/2), "data block misses")
 }
 

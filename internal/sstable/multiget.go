@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/shaledb/shale/internal/base"
-	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
@@ -210,7 +209,7 @@ func (m *mgMeta) moveTo(part int) {
 // pinFilter pins the current partition's filter.
 func (m *mgMeta) pinFilter() (err error) {
 	if !m.filterLoaded {
-		m.filter, m.fh, err = m.r.pinFilterFor(m.ctx, m.io, m.part, m.own)
+		m.filter, m.fh, err = m.r.pinLookupFilter(m.ctx, m.io, m.part, m.own)
 		m.filterLoaded = err == nil
 	}
 	return err
@@ -270,7 +269,7 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 			if err := m.pinFilter(); err != nil {
 				return err
 			}
-			if !bloom.MayContainHash(m.filter, k.Hash) {
+			if !r.lookupMayContain(m.filter, k.Hash) {
 				ms.ticks.BloomUseful++
 				perf.AddFilterCheck(false)
 				continue

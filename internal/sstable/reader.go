@@ -213,6 +213,10 @@ type Reader struct {
 	// rangeDels are the table's range tombstones, loaded at open; nil when
 	// the table has none (every table of FormatVersion 1).
 	rangeDels *rangedel.Set
+	// filterUse is the lookups' recent record of this table's filter, for
+	// point lookups to skip a filter that keeps answering "maybe" (see
+	// pinLookupFilter).
+	filterUse filterUse
 
 	closed atomic.Bool
 }

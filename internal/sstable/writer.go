@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shaledb/shale/internal/base"
@@ -138,6 +139,9 @@ type Writer struct {
 
 	offset  uint64
 	fileCRC crc.CRC
+	// out gathers the blocks written (see write) until it holds
+	// writeBufferSize bytes; from outBufs.
+	out []byte
 
 	data block.Builder
 	// index holds the index entries not yet in a finished partition (all
@@ -414,6 +418,10 @@ func (w *Writer) close() error {
 	if err := w.write(w.writeBuf); err != nil {
 		return err
 	}
+	if err := w.flushOut(); err != nil {
+		return err
+	}
+	w.releaseOut()
 
 	if w.meta.NumEntries > 0 {
 		last, _ := base.DecodeInternalKey(w.lastKey)
@@ -616,17 +624,68 @@ func (w *Writer) writeBlock(raw []byte, comp compress.Type) (block.Handle, error
 // write writes b at the current offset and folds it into the file checksum.
 // Errors stick.
 func (w *Writer) write(b []byte) error {
+	if len(w.out)+len(b) > writeBufferSize || len(b) >= writeBufferSize/2 {
+		if err := w.flushOut(); err != nil {
+			return err
+		}
+	}
+	if len(b) >= writeBufferSize/2 {
+		// Large enough for a write of its own, without the copy.
+		if err := w.writeOut(b); err != nil {
+			return err
+		}
+	} else {
+		if w.out == nil {
+			w.out = (*outBufs.Get().(*[]byte))[:0]
+		}
+		w.out = append(w.out, b...)
+	}
+	w.fileCRC = w.fileCRC.Update(b)
+	w.offset += uint64(len(b))
+	return nil
+}
+
+// writeBufferSize is the size of the writes a Writer makes. Blocks are
+// about 4 KiB: written one by one, a compaction of 4 GiB made a million
+// write system calls, a quarter of its CPU profile, where Pebble and
+// RocksDB buffer their table writes.
+const writeBufferSize = 256 << 10
+
+// outBufs holds the Writers' write buffers (released at Close), so that
+// a flush or compaction writing many tables does not allocate one each.
+var outBufs = sync.Pool{New: func() any { b := make([]byte, 0, writeBufferSize); return &b }}
+
+// flushOut writes what w.out gathered.
+func (w *Writer) flushOut() error {
+	if len(w.out) == 0 {
+		return nil
+	}
+	err := w.writeOut(w.out)
+	w.out = w.out[:0]
+	return err
+}
+
+// writeOut writes b to the file; the offset b starts at is w.offset minus
+// what w.out holds.
+func (w *Writer) writeOut(b []byte) error {
 	n, err := w.w.Write(b)
 	if err == nil && n != len(b) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		w.err = errors.Wrapf(err, "sstable: writing %d bytes at offset %d", len(b), w.offset)
+		w.err = errors.Wrapf(err, "sstable: writing %d bytes at offset %d", len(b), w.offset-uint64(len(w.out)))
 		return w.err
 	}
-	w.fileCRC = w.fileCRC.Update(b)
-	w.offset += uint64(n)
 	return nil
+}
+
+// releaseOut gives w.out back to outBufs.
+func (w *Writer) releaseOut() {
+	if w.out != nil {
+		b := w.out[:0]
+		outBufs.Put(&b)
+		w.out = nil
+	}
 }
 
 // separator returns an index key k for the boundary between two data blocks
