@@ -76,8 +76,10 @@ func TestLookupFilterSkip(t *testing.T) {
 			stats := statistics.New(statistics.LevelAll)
 			r := openTable(t, data, openConfig{cache: cache.New(8 << 20), stats: stats, cacheMeta: cacheMeta})
 			rng := rand.New(rand.NewPCG(1, 2))
+			var keysLooked int // by the last filterLookups
 			get := func(present bool) {
 				t.Helper()
+				keysLooked++
 				e := es[rng.IntN(len(es))]
 				key := e.key.UserKey
 				if !present {
@@ -101,6 +103,7 @@ func TestLookupFilterSkip(t *testing.T) {
 				slices.Sort(idx)
 				idx = slices.Compact(idx)
 				keys = keys[:len(idx)]
+				keysLooked += len(keys)
 				for i, j := range idx {
 					keys[i].Key = es[j].key.UserKey
 					if !present {
@@ -121,6 +124,7 @@ func TestLookupFilterSkip(t *testing.T) {
 			}
 			filterLookups := func(do func(bool), present bool, n int) uint64 {
 				stats.Reset()
+				keysLooked = 0
 				for range n {
 					do(present)
 				}
@@ -133,6 +137,17 @@ func TestLookupFilterSkip(t *testing.T) {
 				// Keys present: the table learns to skip it.
 				filterLookups(do, true, 600)
 				skipping := filterLookups(do, true, 640)
+				// A skipped filter counts in no filter statistic, as a
+				// table without one: only the sampled lookups, which read
+				// it, count as positives and true positives.
+				positives := stats.TickerCount(statistics.BloomFilterFullPositive)
+				require.Equal(t, positives, stats.TickerCount(statistics.BloomFilterFullTruePositive))
+				if cacheMeta {
+					// One lookup in 32 samples the filter.
+					require.Less(t, positives, uint64(keysLooked/8), "positives of %d keys present, once skipping", keysLooked)
+				} else {
+					require.Equal(t, uint64(keysLooked), positives, "a filter the Reader holds is always used")
+				}
 				// Absent keys again: the samples bring the filter back.
 				filterLookups(do, false, 200)
 				back := filterLookups(do, false, 640)

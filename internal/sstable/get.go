@@ -100,20 +100,27 @@ func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint
 	// points into the data block, which pin holds, and the data block's
 	// handle is copied out of the index.
 	own := r.scratchFor(&env, &gs.meta)
+	// checked says the filter was consulted: a skipped one (see
+	// pinLookupFilter) counts in no filter statistic, as if the table had
+	// none.
+	checked := false
 	if r.hasFilter {
 		filter, fh, err := r.pinLookupFilter(ctx, env.IO, part, own)
 		if err != nil {
 			return nil, 0, 0, false, BlockPin{}, err
 		}
-		may := r.lookupMayContain(filter, h)
+		checked = filter != nil
+		may := !checked || r.lookupMayContain(filter, h)
 		fh.Release()
-		if !may {
-			t.BloomUseful++
-			env.IO.Perf.AddFilterCheck(false)
-			return nil, 0, 0, false, BlockPin{}, nil
+		if checked {
+			if !may {
+				t.BloomUseful++
+				env.IO.Perf.AddFilterCheck(false)
+				return nil, 0, 0, false, BlockPin{}, nil
+			}
+			t.BloomPositive++
+			env.IO.Perf.AddFilterCheck(true)
 		}
-		t.BloomPositive++
-		env.IO.Perf.AddFilterCheck(true)
 	}
 	var view indexTable
 	x, ih, err := r.pinIndexFor(ctx, env.IO, part, &view, own)
@@ -122,7 +129,7 @@ func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint
 	}
 	value, kind, entrySeq, found, pin, err = r.get(ctx, &env, gs, key, x, t)
 	ih.Release()
-	if found && r.hasFilter {
+	if found && checked {
 		t.BloomTruePositive++
 	}
 	return value, kind, entrySeq, found, pin, err

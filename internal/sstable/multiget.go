@@ -63,8 +63,11 @@ type mgState struct {
 	key  []byte
 	// blockOf[i] is the index in blocks of keys[i]'s block, or -1.
 	blockOf []int
-	blocks  []mgBlock
-	reqs    []fileio.ReadRequest
+	// filtered[i] says keys[i] passed a filter that was consulted, not
+	// skipped (see pinLookupFilter): only those count as true positives.
+	filtered []bool
+	blocks   []mgBlock
+	reqs     []fileio.ReadRequest
 	// bufs[q] holds request q's bytes, when the file is not mapped.
 	bufs []*ownedBlock
 	// meta is the filter and index multiGetIndex uses.
@@ -122,6 +125,7 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 	clear(ms.bufs)
 	clear(ms.hits)
 	ms.blocks, ms.reqs, ms.blockOf, ms.bufs = ms.blocks[:0], ms.reqs[:0], ms.blockOf[:0], ms.bufs[:0]
+	ms.filtered = ms.filtered[:0]
 	ms.ckeys, ms.hits = ms.ckeys[:0], ms.hits[:0]
 	ms.scratch.trim()
 	mgStates.Put(ms)
@@ -137,10 +141,7 @@ func (r *Reader) multiGet(ctx context.Context, env *ReadEnv, ms *mgState, keys [
 		r.releaseCachedPins(ms)
 		return err
 	}
-	found := r.multiGetLookup(ms, keys)
-	if r.hasFilter {
-		ms.ticks.BloomTruePositive += found
-	}
+	ms.ticks.BloomTruePositive += r.multiGetLookup(ms, keys)
 	return nil
 }
 
@@ -238,6 +239,7 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 	for i := range keys {
 		k := &keys[i]
 		ms.blockOf = append(ms.blockOf, -1)
+		ms.filtered = append(ms.filtered, false)
 		if k.Done {
 			continue
 		}
@@ -269,13 +271,17 @@ func (r *Reader) multiGetBlocks(ms *mgState, keys []MultiGetKey, perf *ioctx.Per
 			if err := m.pinFilter(); err != nil {
 				return err
 			}
-			if !r.lookupMayContain(m.filter, k.Hash) {
-				ms.ticks.BloomUseful++
-				perf.AddFilterCheck(false)
-				continue
+			// A skipped filter (nil) counts in no filter statistic.
+			if m.filter != nil {
+				if !r.lookupMayContain(m.filter, k.Hash) {
+					ms.ticks.BloomUseful++
+					perf.AddFilterCheck(false)
+					continue
+				}
+				ms.ticks.BloomPositive++
+				perf.AddFilterCheck(true)
+				ms.filtered[i] = true
 			}
-			ms.ticks.BloomPositive++
-			perf.AddFilterCheck(true)
 		}
 		if err := m.pinIndex(); err != nil {
 			return err
@@ -483,9 +489,10 @@ func (r *Reader) sharedPin(hd cache.Handle, keys int32) BlockPin {
 }
 
 // multiGetLookup looks each key up in its block and hands out the pins. It
-// returns the number of keys found, which the caller counts as
-// BloomFilterFullTruePositive (as Get ticks each key found).
-func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) (found uint32) {
+// returns the number of keys found that passed a consulted filter, which the
+// caller counts as BloomFilterFullTruePositive (as Get ticks each such key
+// found).
+func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) (truePositives uint32) {
 	cur := -1
 	for i := range keys {
 		b := ms.blockOf[i]
@@ -517,9 +524,11 @@ func (r *Reader) multiGetLookup(ms *mgState, keys []MultiGetKey) (found uint32) 
 			continue
 		}
 		k.Found, k.Pin = true, blk.pin
-		found++
+		if ms.filtered[i] {
+			truePositives++
+		}
 	}
-	return found
+	return truePositives
 }
 
 // lookupInBlock seeks k in ms.data, the block at h.
