@@ -193,6 +193,16 @@ func (c *Cache) Capacity() int64 {
 	return c.capacity
 }
 
+// MaxValueSize returns the largest value the cache can hold: a value
+// charged more than a shard's capacity is evicted as soon as it is inserted
+// (0 for a nil *Cache).
+func (c *Cache) MaxValueSize() int {
+	if c == nil || len(c.shards) == 0 {
+		return 0
+	}
+	return max(int(c.capacity/int64(len(c.shards)))-EntryOverhead, 0)
+}
+
 // Size returns the bytes charged for the entries in the cache now. Entries
 // that have been evicted but are still referenced by handles are no longer
 // charged. Under concurrent changes the sum is not a snapshot.

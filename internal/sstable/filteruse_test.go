@@ -165,3 +165,62 @@ func TestLookupFilterSkip(t *testing.T) {
 		})
 	}
 }
+
+// TestMetaLargerThanCacheShard: with CacheIndexAndFilterBlocks, a table
+// whose whole index or filter is larger than a cache shard keeps both in the
+// Reader, as without the option: in the cache it would be evicted as soon as
+// inserted, and every lookup would read and decode it again. A cache that
+// holds them keeps them there.
+func TestMetaLargerThanCacheShard(t *testing.T) {
+	var es []entry
+	for i := range 20000 {
+		es = append(es, entry{base.MakeInternalKey(fmt.Appendf(nil, "key%06d", i), 1, base.KindSet), fmt.Appendf(nil, "value%d", i)})
+	}
+	data := buildTable(t, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, Compression: compress.Snappy,
+		Checksum: checksum.CRC32C}, es)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		capacity int64
+		inCache  bool
+	}{
+		{64 << 10, false}, // 16 KiB shards
+		{64 << 20, true},
+	} {
+		t.Run(fmt.Sprint(tc.capacity), func(t *testing.T) {
+			stats := statistics.New(statistics.LevelAll)
+			c := cache.New(tc.capacity)
+			r := openTable(t, data, openConfig{cache: c, stats: stats, cacheMeta: true})
+			require.Equal(t, tc.inCache, r.metaInCache)
+			if !tc.inCache {
+				require.Greater(t, r.metaLoaded, c.MaxValueSize(), "the test's table must outgrow a shard")
+				require.NotNil(t, r.filter)
+			}
+			stats.Reset()
+			rng := rand.New(rand.NewPCG(3, 4))
+			for range 200 {
+				e := es[rng.IntN(len(es))]
+				for _, present := range []bool{true, false} {
+					key := e.key.UserKey
+					if !present {
+						key = fmt.Appendf(nil, "%s~absent", key)
+					}
+					v, _, found, pin, err := r.Get(ctx, verifyEnv, key, base.MaxSeqNum)
+					require.NoError(t, err)
+					require.Equal(t, present, found, "%q", key)
+					if present {
+						require.Equal(t, e.value, v)
+					}
+					pin.Release()
+				}
+			}
+			metaLookups := stats.TickerCount(statistics.BlockCacheIndexHit) + stats.TickerCount(statistics.BlockCacheIndexMiss) +
+				stats.TickerCount(statistics.BlockCacheFilterHit) + stats.TickerCount(statistics.BlockCacheFilterMiss)
+			if tc.inCache {
+				require.Positive(t, metaLookups)
+			} else {
+				require.Zero(t, metaLookups, "the Reader's own index and filter")
+			}
+			require.Greater(t, stats.TickerCount(statistics.BloomFilterUseful), uint64(150), "the filter answers absent keys")
+		})
+	}
+}

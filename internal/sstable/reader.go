@@ -194,6 +194,10 @@ type Reader struct {
 	// (ReaderOptions.CacheIndexAndFilterBlocks with a cache); index and
 	// filter are then nil.
 	metaInCache bool
+	// metaLoaded is the size of the largest whole index or filter Open
+	// loaded into the cache: Open keeps them in the Reader instead when
+	// the cache cannot hold it.
+	metaLoaded int
 	// metaLimit is where the meta blocks end: the footer's offset.
 	metaLimit uint64
 	// dataEnd is where the data blocks end: the offset of the first block
@@ -359,13 +363,31 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	if partitioned {
 		return r.openPartitioned(ctx, env, limit)
 	}
-	return r.openIndex(ctx, env, limit)
+	if err := r.openIndex(ctx, env, limit); err != nil {
+		return err
+	}
+	if r.metaInCache && r.metaLoaded > r.opts.Cache.MaxValueSize() {
+		// The cache cannot hold this table's whole index or filter (it is
+		// larger than a cache shard): in the cache, every lookup would
+		// read and decode it again, megabytes a Get. The Reader keeps
+		// both, as without CacheIndexAndFilterBlocks; a table written with
+		// partitions has blocks of metadata_block_size instead.
+		r.metaInCache = false
+		if r.hasFilter {
+			if r.filter, err = r.readFilter(ctx, env, "filter", r.filterH, limit); err != nil {
+				return err
+			}
+		}
+		return r.openIndex(ctx, env, limit)
+	}
+	return nil
 }
 
 // openFilter loads the filter: into the Reader, or into the cache.
 func (r *Reader) openFilter(ctx context.Context, env ReadEnv, limit uint64) error {
 	if r.metaInCache {
 		hd, err := r.cachedMeta(ctx, env.IO, r.filterH, wholeFilter)
+		r.metaLoaded = max(r.metaLoaded, len(hd.Value()))
 		hd.Release()
 		return err
 	}
@@ -388,6 +410,7 @@ func (r *Reader) readFilter(ctx context.Context, env ReadEnv, what string, h blo
 func (r *Reader) openIndex(ctx context.Context, env ReadEnv, limit uint64) error {
 	if r.metaInCache {
 		hd, err := r.cachedMeta(ctx, env.IO, r.footer.Index, wholeIndex)
+		r.metaLoaded = max(r.metaLoaded, len(hd.Value()))
 		hd.Release()
 		return err
 	}
