@@ -23,7 +23,14 @@ var (
 	// ErrConflict is returned by a transaction's Commit when another write
 	// to a key it wrote committed after the transaction began.
 	ErrConflict = errclass.ErrConflict
+	// ErrTimedOut marks a request that ran past its deadline or IO
+	// timeout; such errors also match context.DeadlineExceeded.
+	ErrTimedOut = errclass.ErrTimedOut
 )
+
+// Timeout returns an error marked ErrTimedOut and context.DeadlineExceeded,
+// with RocksDB's message ("Operation timed out: " and detail).
+func Timeout(detail string) error { return errclass.Timeout(detail) }
 
 // Mark returns err marked with the class mark (errclass.Mark, shale's one
 // marker): errors.Is(result, mark) holds, with the standard library's

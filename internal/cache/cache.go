@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/errclass"
+	"github.com/shaledb/shale/internal/base"
 )
 
 // Key names one block: the DB (ID, from NewID), its table file and the block's
@@ -445,7 +445,7 @@ func (c *Cache) GetOrLoadUntil(
 
 // errWaitDeadline is GetOrLoadUntil's error for a waiter whose deadline
 // passed before the load it waited for finished.
-var errWaitDeadline = errclass.Timeout("Deadline exceeded")
+var errWaitDeadline = base.Timeout("Deadline exceeded")
 
 // waitFlight waits for f's load to finish and returns nil, or returns why
 // the waiter stops first: its ctx's error, or errWaitDeadline once deadline

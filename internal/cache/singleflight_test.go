@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/shaledb/shale/internal/errclass"
+	"github.com/shaledb/shale/internal/base"
 	"github.com/stretchr/testify/require"
 )
 
@@ -267,7 +267,7 @@ func TestSingleFlightWaiterDeadlineByValue(t *testing.T) {
 					t.Error("a waiter must not load")
 					return nil, nil
 				})
-			require.ErrorIs(t, err, errclass.ErrTimedOut)
+			require.ErrorIs(t, err, base.ErrTimedOut)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.Equal(t, int32(0), flightWaiters(c, k))
 			close(unblock)
