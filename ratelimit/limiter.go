@@ -381,14 +381,22 @@ func (g *Generic) RequestToken(
 	if pri == ioctx.PriorityTotal || !g.IsRateLimited(op) {
 		return bytes, nil
 	}
-	bytes = max(0, min(bytes, g.SingleBurstBytes()))
-	if alignment > 0 {
-		bytes = max(alignment, bytes/alignment*alignment)
-	}
+	bytes = g.clampAlign(bytes, alignment)
 	if err := g.request(ctx, bytes, pri, stats, op); err != nil {
 		return 0, err
 	}
 	return bytes, nil
+}
+
+// clampAlign is what RequestToken and TryRequestToken ask for: bytes
+// clamped to [0, the single burst] and rounded down to a multiple of
+// alignment, at least one alignment.
+func (g *Generic) clampAlign(bytes, alignment int64) int64 {
+	bytes = max(0, min(bytes, g.SingleBurstBytes()))
+	if alignment > 0 {
+		bytes = max(alignment, bytes/alignment*alignment)
+	}
+	return bytes
 }
 
 // TryRequestToken grants bytes at once or declines without waiting; see
@@ -400,10 +408,7 @@ func (g *Generic) TryRequestToken(
 	if pri == ioctx.PriorityTotal || !g.IsRateLimited(op) {
 		return bytes, true
 	}
-	bytes = max(0, min(bytes, g.SingleBurstBytes()))
-	if alignment > 0 {
-		bytes = max(alignment, bytes/alignment*alignment)
-	}
+	bytes = g.clampAlign(bytes, alignment)
 	if pri >= ioctx.NumPriorities {
 		return 0, false
 	}
