@@ -117,19 +117,14 @@ func runParent(cfg *config, stdout io.Writer) error {
 		}
 		for i, j := range roundOrder(r, len(jobs)) {
 			jb := jobs[j]
-			meta.Load1 = append(meta.Load1, load1())
 			fmt.Fprintf(os.Stderr, "== round %d/%d, child %d/%d: %s, %s (load %s)\n", r+1, cfg.rounds, i+1, len(jobs),
 				jb.engine, jb.variant, loadAvg())
-			var res *engineResult
-			before := markCPU()
-			if jb.engine == engineRocksDB {
-				res, err = runRocksDB(cfg, dbBench, jb.variant, runDir)
-			} else {
-				res, err = runChildProcess(exe, jb, runDir)
-			}
-			if share, ok := otherCPUShare(before, markCPU(), meta.CPUs); ok {
-				meta.OtherCPU = append(meta.OtherCPU, share)
-			}
+			res, err := measureChild(&meta, func() (*engineResult, error) {
+				if jb.engine == engineRocksDB {
+					return runRocksDB(cfg, dbBench, jb.variant, runDir)
+				}
+				return runChildProcess(exe, jb, runDir)
+			})
 			if err != nil {
 				return errors.Wrapf(err, "round %d: %s, %s", r+1, jb.engine, jb.variant)
 			}
@@ -140,19 +135,44 @@ func runParent(cfg *config, stdout io.Writer) error {
 		}
 		rep.Rounds = append(rep.Rounds, rr)
 	}
-	meta.LoadAvgAfter = loadAvg()
-	meta.EndDate = time.Now().UTC().Format("15:04")
+	finishMeta(&meta)
 	rep.Meta = meta
-	if cfg.jsonPath != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	if err := writeJSON(cfg.jsonPath, rep); err != nil {
+		return err
 	}
 	return writeReport(cfg, rep, stdout)
+}
+
+// measureChild runs one child of a round through run, recording in meta the
+// 1-minute load average at its start and the share of the machine other
+// processes took while it ran (otherCPUShare).
+func measureChild[T any](meta *runMeta, run func() (T, error)) (T, error) {
+	meta.Load1 = append(meta.Load1, load1())
+	before := markCPU()
+	res, err := run()
+	if share, ok := otherCPUShare(before, markCPU(), meta.CPUs); ok {
+		meta.OtherCPU = append(meta.OtherCPU, share)
+	}
+	return res, err
+}
+
+// finishMeta records the end of a run in meta.
+func finishMeta(meta *runMeta) {
+	meta.LoadAvgAfter = loadAvg()
+	meta.EndDate = time.Now().UTC().Format("15:04")
+}
+
+// writeJSON writes v, indented, to path; nothing when path is empty (no
+// -json flag).
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func writeReport(cfg *config, rep *report, stdout io.Writer) error {

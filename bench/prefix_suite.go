@@ -111,13 +111,8 @@ func runSuiteParent(cfg *config, s *benchSuite, stdout io.Writer) error {
 		rr := map[string]*suiteResult{}
 		for i, k := range roundOrder(r, len(jobs)) {
 			j := jobs[k]
-			rep.Meta.Load1 = append(rep.Meta.Load1, load1())
 			fmt.Fprintf(os.Stderr, "== %s: round %d/%d, child %d/%d: %s (load %s)\n", s.name, r+1, cfg.rounds, i+1, len(jobs), j.id(), loadAvg())
-			before := markCPU()
-			res, err := runSuiteChild(exe, j, runDir)
-			if share, ok := otherCPUShare(before, markCPU(), rep.Meta.CPUs); ok {
-				rep.Meta.OtherCPU = append(rep.Meta.OtherCPU, share)
-			}
+			res, err := measureChild(&rep.Meta, func() (*suiteResult, error) { return runSuiteChild(exe, j, runDir) })
 			if err != nil {
 				return errors.Wrapf(err, "round %d: %s", r+1, j.id())
 			}
@@ -125,16 +120,9 @@ func runSuiteParent(cfg *config, s *benchSuite, stdout io.Writer) error {
 		}
 		rep.Rounds = append(rep.Rounds, rr)
 	}
-	rep.Meta.LoadAvgAfter = loadAvg()
-	rep.Meta.EndDate = time.Now().UTC().Format("15:04")
-	if cfg.jsonPath != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	finishMeta(&rep.Meta)
+	if err := writeJSON(cfg.jsonPath, rep); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	printSuiteReport(&buf, cfg, s, rep)

@@ -94,13 +94,8 @@ func ycsbRounds(cfg *config, stdout io.Writer, run func(ycsbJob) (*suiteResult, 
 		rr := map[string]*suiteResult{}
 		for i, k := range roundOrder(r, len(jobs)) {
 			j := jobs[k]
-			rep.Meta.Load1 = append(rep.Meta.Load1, load1())
 			fmt.Fprintf(os.Stderr, "== ycsb: round %d/%d, child %d/%d: %s (load %s)\n", r+1, cfg.rounds, i+1, len(jobs), j.id(), loadAvg())
-			before := markCPU()
-			res, err := run(j)
-			if share, ok := otherCPUShare(before, markCPU(), rep.Meta.CPUs); ok {
-				rep.Meta.OtherCPU = append(rep.Meta.OtherCPU, share)
-			}
+			res, err := measureChild(&rep.Meta, func() (*suiteResult, error) { return run(j) })
 			if err != nil {
 				return errors.Wrapf(err, "round %d: %s", r+1, j.id())
 			}
@@ -108,16 +103,9 @@ func ycsbRounds(cfg *config, stdout io.Writer, run func(ycsbJob) (*suiteResult, 
 		}
 		rep.Rounds = append(rep.Rounds, rr)
 	}
-	rep.Meta.LoadAvgAfter = loadAvg()
-	rep.Meta.EndDate = time.Now().UTC().Format("15:04")
-	if cfg.jsonPath != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	finishMeta(&rep.Meta)
+	if err := writeJSON(cfg.jsonPath, rep); err != nil {
+		return err
 	}
 	return writeYCSBReport(cfg, rep, stdout)
 }
