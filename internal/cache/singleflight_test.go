@@ -200,9 +200,10 @@ func TestSingleFlightWaiterCancel(t *testing.T) {
 	}
 }
 
-func TestSingleFlightWaiterDeadline(t *testing.T) {
-	c := New(1 << 20)
-	k := Key{1, 1, 0}
+// startBlockedLoad starts a GetOrLoad of k whose load blocks, and returns
+// once it is loading; finish lets the load complete and waits for it.
+func startBlockedLoad(t *testing.T, c *Cache, k Key) (finish func()) {
+	t.Helper()
 	unblock := make(chan struct{})
 	loaded := make(chan struct{})
 	go func() {
@@ -216,6 +217,16 @@ func TestSingleFlightWaiterDeadline(t *testing.T) {
 		}
 	}()
 	waitFor(t, "the loader", func() bool { return flightWaiters(c, k) >= 0 })
+	return func() {
+		close(unblock)
+		<-loaded
+	}
+}
+
+func TestSingleFlightWaiterDeadline(t *testing.T) {
+	c := New(1 << 20)
+	k := Key{1, 1, 0}
+	finish := startBlockedLoad(t, c, k)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -227,8 +238,7 @@ func TestSingleFlightWaiterDeadline(t *testing.T) {
 	require.ErrorIs(t, err, ctx.Err())
 	require.Less(t, time.Since(start), 2*time.Minute)
 	require.Equal(t, int32(0), flightWaiters(c, k))
-	close(unblock)
-	<-loaded
+	finish()
 	require.Equal(t, 1, c.Len(), "the load went on without the waiter")
 	requireQuiescent(t, c)
 }
@@ -249,19 +259,7 @@ func TestSingleFlightWaiterDeadlineByValue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New(1 << 20)
 			k := Key{1, 1, 0}
-			unblock := make(chan struct{})
-			loaded := make(chan struct{})
-			go func() {
-				defer close(loaded)
-				h, _, err := c.GetOrLoad(context.Background(), k, func() ([]byte, error) {
-					<-unblock
-					return newValue(100, k, 1), nil
-				})
-				if err == nil {
-					h.Release()
-				}
-			}()
-			waitFor(t, "the loader", func() bool { return flightWaiters(c, k) >= 0 })
+			finish := startBlockedLoad(t, c, k)
 			_, _, err := c.GetOrLoadUntil(context.Background(), time.Now().Add(tc.in), k, PriorityNormal,
 				func() ([]byte, error) {
 					t.Error("a waiter must not load")
@@ -270,8 +268,7 @@ func TestSingleFlightWaiterDeadlineByValue(t *testing.T) {
 			require.ErrorIs(t, err, base.ErrTimedOut)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.Equal(t, int32(0), flightWaiters(c, k))
-			close(unblock)
-			<-loaded
+			finish()
 			require.Equal(t, 1, c.Len(), "the load went on without the waiter")
 
 			// A hit under a passed deadline is still a hit: the deadline
