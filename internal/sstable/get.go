@@ -117,14 +117,14 @@ func (r *Reader) GetCounted(ctx context.Context, env ReadEnv, key []byte, h uint
 			return nil, 0, 0, false, BlockPin{}, err
 		}
 		checked = filter != nil
-		may := !checked || r.lookupMayContain(filter, h)
+		absent := checked && !r.lookupMayContain(filter, h)
 		fh.Release()
-		if checked {
-			if !may {
-				t.BloomUseful++
-				env.IO.Perf.AddFilterCheck(false)
-				return nil, 0, 0, false, BlockPin{}, nil
-			}
+		switch {
+		case absent:
+			t.BloomUseful++
+			env.IO.Perf.AddFilterCheck(false)
+			return nil, 0, 0, false, BlockPin{}, nil
+		case checked:
 			t.BloomPositive++
 			env.IO.Perf.AddFilterCheck(true)
 		}

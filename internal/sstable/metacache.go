@@ -473,11 +473,12 @@ func (r *Reader) pinLookupFilter(ctx context.Context, io ioctx.IOOptions, part i
 	return alignedFilter(hd.Value()), hd, nil
 }
 
-// lookupMayContain is bloom.MayContainHash for a filter from
-// pinLookupFilter, recording the answer of a filter that was read.
+// lookupMayContain is bloom.MayContainHash for a filter pinLookupFilter
+// returned (not a skipped one: callers test skipped filters, nil, first),
+// recording its answer when the filter lives in the cache.
 func (r *Reader) lookupMayContain(filter []byte, h uint32) bool {
 	may := bloom.MayContainHash(filter, h)
-	if filter != nil && r.metaInCache {
+	if r.metaInCache {
 		r.filterUse.note(may)
 	}
 	return may
