@@ -9,6 +9,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/bloom"
 	"github.com/shaledb/shale/internal/cache"
+	"github.com/shaledb/shale/internal/compress"
 	"github.com/shaledb/shale/internal/sstable/block"
 	"github.com/shaledb/shale/statistics"
 )
@@ -219,4 +220,54 @@ func (r *Reader) decodeKey(enc []byte, h block.Handle) (base.InternalKey, error)
 			r.name, h, ik, ik.Trailer&0xff)
 	}
 	return ik, nil
+}
+
+// readsIntoCache says whether the data blocks of the table that go to the
+// block cache are read straight into a buffer of the cache (loadDataDirect,
+// multiGetFetch), rather than into a buffer of the caller's and then
+// copied. The copy cost a read from the file as much as the block's
+// checksum: the cache's buffer is an evicted block's, cold. Reading into it
+// pays when the block is stored uncompressed, as every block of a table
+// written without compression is, and most blocks of a table that
+// compression shrank by less than an eighth overall are (the writer stores
+// a block compressed only when that saves an eighth of it); a compressed
+// block is decompressed into another buffer of the cache, and the one it
+// was read into given back.
+func (r *Reader) readsIntoCache() bool {
+	p := &r.props
+	return !r.file.Mapped() && (p.Compression == compress.None || p.DataSize*8 >= (p.RawKeySize+p.RawValueSize)*7)
+}
+
+// loadDataDirect is loadData reading the block into a buffer of the cache,
+// which the cache takes as the block's when it is stored uncompressed (see
+// readsIntoCache).
+func (r *Reader) loadDataDirect(ctx context.Context, env *ReadEnv, h block.Handle, pri cache.Priority) ([]byte, BlockPin, blockLoc, error) {
+	c := r.opts.Cache
+	// The closure must not capture env, which would make every caller's
+	// ReadEnv escape to the heap, hits included.
+	io, verify := env.IO, env.VerifyChecksums
+	var loaded bool
+	hd, _, err := c.GetOrLoadUntil(ctx, io.Deadline, r.cacheKey(h), pri, func() ([]byte, error) {
+		buf := c.Alloc(int(h.Length) + block.TrailerLen)
+		raw, ct, err := r.readRaw(ctx, io, h, r.dataEnd, verify, nil, &buf)
+		if err == nil && ct == compress.None {
+			loaded = true
+			// buf, not raw: the cache frees what it was given, so it
+			// must have the capacity Alloc gave it.
+			return buf[:h.Length], nil
+		}
+		var v []byte
+		if err == nil {
+			v, err = r.decompressForCache(c, ct, raw, h)
+		}
+		c.Free(buf)
+		loaded = err == nil
+		return v, err
+	})
+	if err != nil {
+		return nil, BlockPin{}, 0, err
+	}
+	v := hd.Value()
+	r.noteCacheAdd(loaded, len(v))
+	return v, BlockPin{h: hd}, locCache, nil
 }

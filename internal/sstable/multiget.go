@@ -68,8 +68,14 @@ type mgState struct {
 	filtered []bool
 	blocks   []mgBlock
 	reqs     []fileio.ReadRequest
-	// bufs[q] holds request q's bytes, when the file is not mapped.
-	bufs []*ownedBlock
+	// reqBlocks[q] is the number of blocks request q covers.
+	reqBlocks []int32
+	// bufs[q] holds request q's bytes, when the file is not mapped, unless
+	// direct[q]: then request q reads its one block straight into a buffer
+	// of the block cache (see multiGetFetch), which the call gives back
+	// unless it hands it to the cache.
+	bufs   []*ownedBlock
+	direct []bool
 	// meta is the filter and index multiGetIndex uses.
 	meta mgMeta
 	// scratch holds the filter and index a MultiGet without
@@ -125,6 +131,7 @@ func (r *Reader) MultiGet(ctx context.Context, env ReadEnv, keys []MultiGetKey) 
 	clear(ms.bufs)
 	clear(ms.hits)
 	ms.blocks, ms.reqs, ms.blockOf, ms.bufs = ms.blocks[:0], ms.reqs[:0], ms.blockOf[:0], ms.bufs[:0]
+	ms.reqBlocks, ms.direct = ms.reqBlocks[:0], ms.direct[:0]
 	ms.filtered = ms.filtered[:0]
 	ms.ckeys, ms.hits = ms.ckeys[:0], ms.hits[:0]
 	ms.scratch.trim()
@@ -366,8 +373,10 @@ func (r *Reader) multiGetFind(env *ReadEnv, ms *mgState) {
 		n := int(blk.h.Length) + block.TrailerLen
 		if q := len(ms.reqs) - 1; q >= 0 && ms.reqs[q].Offset+int64(ms.reqs[q].Len) == int64(blk.h.Offset) {
 			ms.reqs[q].Len += n
+			ms.reqBlocks[q]++
 		} else {
 			ms.reqs = append(ms.reqs, fileio.ReadRequest{Offset: int64(blk.h.Offset), Len: n})
+			ms.reqBlocks = append(ms.reqBlocks, 1)
 		}
 		blk.req = len(ms.reqs) - 1
 	}
@@ -380,21 +389,34 @@ func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) e
 		return nil
 	}
 	c := r.opts.Cache
-	// Each request reads into a buffer of its own. Uncompressed blocks that
-	// do not go to the cache are used where they were read, so a buffer is
-	// shared by the pins of its blocks' keys (and recycled at once if there
-	// are none); an uncompressed block that goes to the cache and is alone
-	// in its request hands the cache its buffer (see exchangeBuf).
+	fill := c != nil && env.FillCache
+	intoCache := fill && r.readsIntoCache()
+	// Each request reads into a buffer of its own. A request of one block
+	// that goes to the cache reads into a buffer of the cache, which takes
+	// the block where it was read (see readsIntoCache). Other uncompressed blocks that do not go to the
+	// cache are used where they were read, so a buffer is shared by the
+	// pins of its blocks' keys (and recycled at once if there are none).
 	if !r.file.Mapped() {
 		for q := range ms.reqs {
+			direct := intoCache && ms.reqBlocks[q] == 1
+			ms.direct = append(ms.direct, direct)
+			if direct {
+				ms.reqs[q].Scratch = c.Alloc(ms.reqs[q].Len)
+				ms.bufs = append(ms.bufs, nil)
+				continue
+			}
 			b := newOwnedBlock(1)
 			ms.reqs[q].Scratch = grow(&b.buf, ms.reqs[q].Len)
 			ms.bufs = append(ms.bufs, b)
 		}
 	}
 	defer func() {
-		for _, b := range ms.bufs {
-			b.unref()
+		for q, b := range ms.bufs {
+			if b != nil {
+				b.unref()
+			} else if ms.direct[q] {
+				c.Free(ms.reqs[q].Scratch)
+			}
 		}
 	}()
 	err := r.file.MultiRead(ctx, env.IO, ms.reqs)
@@ -408,7 +430,6 @@ func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) e
 			return err
 		}
 	}
-	fill := c != nil && env.FillCache
 	for b := range ms.blocks {
 		blk := &ms.blocks[b]
 		if blk.req < 0 {
@@ -422,6 +443,13 @@ func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) e
 		start := int64(blk.h.Offset) - q.Offset
 		raw := q.Result[start : start+int64(blk.h.Length)+block.TrailerLen]
 		env.IO.Perf.AddBlockRead(len(raw))
+		if len(ms.direct) > 0 && ms.direct[blk.req] {
+			var kept bool
+			blk.data, blk.pin, kept, blk.err = r.multiGetDecodeDirect(blk, raw, env)
+			// The cache owns the buffer once it holds the block.
+			ms.direct[blk.req] = !kept
+			continue
+		}
 		var buf *ownedBlock
 		if len(ms.bufs) > 0 {
 			buf = ms.bufs[blk.req]
@@ -431,16 +459,48 @@ func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) e
 	return nil
 }
 
-// multiGetDecode verifies and decodes one block read by multiGetFetch (raw is
-// the block and its trailer, in buf unless the file is mapped; alone says
-// it is all of buf) and pins it for its keys.
-func (r *Reader) multiGetDecode(blk *mgBlock, raw []byte, env *ReadEnv, fill bool, buf *ownedBlock, alone bool) ([]byte, BlockPin, error) {
+// multiGetDecodeDirect is multiGetDecode for a block read alone into a
+// buffer of the cache (raw, the block and its trailer): an uncompressed
+// block is inserted where it is, and kept reports that the cache now owns
+// the buffer; a compressed one is decompressed into a buffer of its own.
+func (r *Reader) multiGetDecodeDirect(blk *mgBlock, raw []byte, env *ReadEnv) (data []byte, pin BlockPin, kept bool, err error) {
+	if err := r.multiGetVerify(blk, raw, env); err != nil {
+		return nil, BlockPin{}, false, err
+	}
+	c := r.opts.Cache
+	v, ct := raw[:blk.h.Length], compress.Type(raw[blk.h.Length])
+	if ct != compress.None {
+		if v, err = r.decompressForCache(c, ct, v[:len(v):len(v)], blk.h); err != nil {
+			return nil, BlockPin{}, false, err
+		}
+	} else {
+		// The trailer stays in the buffer's capacity, not charged, as an
+		// Alloc's slack is not.
+		kept = true
+	}
+	hd := c.Set(r.cacheKey(blk.h), v)
+	r.noteCacheAdd(true, len(v))
+	return hd.Value(), r.sharedPin(hd, blk.keys), kept, nil
+}
+
+// multiGetVerify verifies a block's checksum, per env.
+func (r *Reader) multiGetVerify(blk *mgBlock, raw []byte, env *ReadEnv) error {
 	if env.VerifyChecksums && r.footer.Checksum != checksum.None {
 		r.opts.Stats.RecordTick(statistics.BlockChecksumComputeCount, 1)
 		if err := block.ValidateChecksum(r.footer.Checksum, raw, r.name, blk.h.Offset); err != nil {
 			r.opts.Stats.RecordTick(statistics.BlockChecksumMismatchCount, 1)
-			return nil, BlockPin{}, err
+			return err
 		}
+	}
+	return nil
+}
+
+// multiGetDecode verifies and decodes one block read by multiGetFetch (raw is
+// the block and its trailer, in buf unless the file is mapped; alone says
+// it is all of buf) and pins it for its keys.
+func (r *Reader) multiGetDecode(blk *mgBlock, raw []byte, env *ReadEnv, fill bool, buf *ownedBlock, alone bool) ([]byte, BlockPin, error) {
+	if err := r.multiGetVerify(blk, raw, env); err != nil {
+		return nil, BlockPin{}, err
 	}
 	stored, ct := raw[:blk.h.Length:blk.h.Length], compress.Type(raw[blk.h.Length])
 	switch {

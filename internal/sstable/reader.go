@@ -994,6 +994,9 @@ func (r *Reader) readDataUncached(
 // loadData loads the data block at h into the cache, reading it through
 // dest.pf or into *dest.raw.
 func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, dest blockDest) ([]byte, BlockPin, blockLoc, error) {
+	if dest.pf == nil && r.readsIntoCache() && r.checkBounds(blockWhat{}, h, r.dataEnd) == nil {
+		return r.loadDataDirect(ctx, env, h, dest.pri)
+	}
 	c := r.opts.Cache
 	// The closure must not capture env, which would make every caller's
 	// ReadEnv escape to the heap, hits included.
