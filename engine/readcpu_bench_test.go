@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -11,19 +12,24 @@ import (
 // time on a shared machine: a copying Get hit and a MultiGet of 16 random
 // keys on the base configuration (32 MiB cache over 128 MiB of tables, so
 // most blocks are read), and the DBGet shape (mmap=true: no cache, no
-// compression). An A/B comparison runs two binaries alternately, each with
+// compression), without verifying checksums as db_basic_bench and with
+// (op=get-verify), as bench/'s DBGet shape and RocksDB's db_bench there. An
+// A/B comparison runs two binaries alternately, each with
 // -count=1, since every configuration change reloads the database.
 func BenchmarkReadCPU(b *testing.B) {
 	b.Cleanup(benchCloseCached)
 	const batch = 16
 	for _, c := range benchVariants(b, "m") {
-		for _, op := range []string{"get", "multiget"} {
-			if c.mmap && op == "multiget" {
+		for _, op := range []string{"get", "multiget", "get-verify"} {
+			if c.mmap && op == "multiget" || !c.mmap && op == "get-verify" {
 				continue
 			}
 			b.Run(benchReadName(c, false)+"/op="+op, func(b *testing.B) {
 				bdb := benchOpen(b, c)
 				ctx := benchReadContext(c)
+				if op == "get-verify" {
+					ctx = context.Background()
+				}
 				rng := rand.New(rand.NewPCG(1, 2))
 				keys := make([][]byte, batch)
 				for i := range keys {
@@ -35,7 +41,7 @@ func BenchmarkReadCPU(b *testing.B) {
 				total := 0
 				c0, _ := threadCPU()
 				for b.Loop() {
-					if op == "get" {
+					if op != "multiget" {
 						if _, err := bdb.db.Get(ctx, benchKey(keys[0], rng.IntN(bdb.keys), 0)); err != nil {
 							b.Fatal(err)
 						}

@@ -158,9 +158,16 @@ func (r *Reader) get(ctx context.Context, env *ReadEnv, gs *getState, key []byte
 		return nil, 0, 0, false, BlockPin{}, nil
 	}
 	h := x.handle(b)
+	hits := t.DataHits
 	data, pin, loc, err := r.readDataCounted(ctx, env, h, blockDest{raw: &gs.raw, dec: &gs.dec}, t)
 	if err != nil {
 		return nil, 0, 0, false, BlockPin{}, err
+	}
+	if t.DataHits != hits {
+		// A cached block is rarely in the processor's cache: load its lines
+		// at once rather than one dependent load after another (restart
+		// count, restart points, entries). A block just read is.
+		block.Prefetch(data)
 	}
 	// A block in one of gs's buffers moves to a pooled buffer that the pin
 	// owns; gs takes that buffer's old memory in exchange.

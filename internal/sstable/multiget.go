@@ -430,6 +430,15 @@ func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) e
 			return err
 		}
 	}
+	if r.file.Mapped() {
+		// As readRaw does, and for all the blocks at once: their lines
+		// load while the first ones are verified and decoded.
+		for q := range ms.reqs {
+			if ms.reqs[q].Err == nil {
+				block.Prefetch(ms.reqs[q].Result)
+			}
+		}
+	}
 	for b := range ms.blocks {
 		blk := &ms.blocks[b]
 		if blk.req < 0 {

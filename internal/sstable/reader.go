@@ -721,6 +721,14 @@ func (r *Reader) readRaw(
 		raw, err = pf.Read(ctx, io, off, n)
 	case r.file.Mapped():
 		raw, err = r.file.Read(ctx, io, off, n, nil)
+		if err == nil {
+			// The block is in the page cache but rarely in the processor's:
+			// start loading all of its lines at once, so that the
+			// checksum's stream and the seek's dependent loads (trailer,
+			// restart count, restart points, entries) do not wait for
+			// one line after another.
+			block.Prefetch(raw)
+		}
 	default:
 		raw, err = r.file.Read(ctx, io, off, n, grow(buf, n))
 	}
