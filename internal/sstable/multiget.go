@@ -393,9 +393,10 @@ func (r *Reader) multiGetFetch(ctx context.Context, env *ReadEnv, ms *mgState) e
 	intoCache := fill && r.readsIntoCache()
 	// Each request reads into a buffer of its own. A request of one block
 	// that goes to the cache reads into a buffer of the cache, which takes
-	// the block where it was read (see readsIntoCache). Other uncompressed blocks that do not go to the
-	// cache are used where they were read, so a buffer is shared by the
-	// pins of its blocks' keys (and recycled at once if there are none).
+	// the block where it was read (see readsIntoCache). Uncompressed blocks
+	// that do not go to the cache are used where they were read, so a
+	// buffer is shared by the pins of its blocks' keys (and recycled at
+	// once if there are none).
 	if !r.file.Mapped() {
 		for q := range ms.reqs {
 			direct := intoCache && ms.reqBlocks[q] == 1
