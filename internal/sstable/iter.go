@@ -17,7 +17,10 @@ import (
 // pinned (a cache handle, or a buffer of the Iter) until the Iter moves to
 // another block.
 //
-// Block reads go through a fileio.PrefetchBuffer: readahead grows on
+// A block read on its own (a seek's, in automatic readahead mode, before
+// the Iter read anything through its readahead buffer) goes straight into
+// the block cache's memory (see Reader.loadDataDirect). Other block reads
+// go through a fileio.PrefetchBuffer: readahead grows on
 // sequential access, blocks found in the cache included (or is
 // ReadEnv.ReadaheadSize), and with ReadEnv.AsyncIO
 // the next chunk is read asynchronously. Blocks come from and go to the
@@ -93,8 +96,12 @@ type Iter struct {
 	pf      *fileio.PrefetchBuffer
 	pfReady bool
 	exposed bool
-	buf     []byte // decompressed blocks that are not cached
-	key     []byte // the encoded search key
+	// pfRead says a block read went through pf, which may then hold
+	// readahead bytes a later read finds there: until then a block read
+	// on its own skips pf (see load).
+	pfRead bool
+	buf    []byte // decompressed blocks that are not cached
+	key    []byte // the encoded search key
 }
 
 // maxPooledPrefetch bounds the readahead buffers a pooled Iter keeps: a
@@ -455,6 +462,11 @@ func (i *Iter) load(forward bool) bool {
 	scan := i.pf.Sequential(int64(h.Offset), int(h.Length)+block.TrailerLen)
 	if scan {
 		dest.pri = cache.PriorityScan
+	} else if !i.pfRead && i.env.ReadaheadSize == 0 && i.env.FillCache && i.r.opts.Cache != nil && !i.r.file.Mapped() {
+		// A block read on its own (a seek's) reads exactly the block in
+		// automatic readahead mode: read it straight into the cache's
+		// memory rather than through pf, which would copy it there.
+		dest.pf, dest.direct = nil, true
 	}
 	data, pin, found := i.takeAhead(h)
 	if forward && scan && i.pf.MostlyCached() {
@@ -468,6 +480,9 @@ func (i *Iter) load(forward bool) bool {
 		}
 		var err error
 		var loc blockLoc
+		if dest.pf != nil {
+			i.pfRead = true
+		}
 		if found == aheadMiss {
 			data, pin, loc, err = i.readMissed(h, dest)
 		} else {
