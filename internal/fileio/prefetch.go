@@ -316,3 +316,12 @@ func (p *PrefetchBuffer) Close() {
 		p.pending = nil
 	}
 }
+
+// NoteRead records a read of the n bytes at off that the caller made
+// without the buffer (a block read straight into a block cache), as Read
+// records its own: for the share of visited bytes read (MostlyCached) and
+// for whether the next Read is sequential. It reads nothing.
+func (p *PrefetchBuffer) NoteRead(off int64, n int) {
+	p.lastEnd = off + int64(n)
+	p.read = min(p.read+int64(n), p.visited)
+}

@@ -16,11 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestIterSeekReadsIntoCache checks the seek's direct read (loadDataDirect):
-// a block a seek reads on its own is read once, exactly, straight into the
-// cache's memory; a compressed block's read buffer goes back to the cache's
-// allocator; and once a scan has read ahead through the readahead buffer, a
-// seek to a block that buffer holds reads nothing.
+// TestIterSeekReadsIntoCache checks the direct reads (loadDataDirect): a
+// block a seek reads on its own is read once, exactly, straight into the
+// cache's memory, and so are the first exactReads blocks of a scan; a
+// compressed block's read buffer goes back to the cache's allocator; and
+// once a scan has read ahead through the readahead buffer, a seek to a
+// block that buffer holds reads nothing.
 func TestIterSeekReadsIntoCache(t *testing.T) {
 	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
 		t.Run(comp.String(), func(t *testing.T) {
@@ -63,12 +64,22 @@ func TestIterSeekReadsIntoCache(t *testing.T) {
 			require.NoError(t, it.Close())
 			require.LessOrEqual(t, c.OffHeapInUse(), int64(c.Len()), "more off-heap buffers in use than cached blocks")
 
-			// A scan from the start reads ahead; a seek into a block the
-			// readahead brought in (and not yet visited, so not cached)
-			// is served from the buffer.
+			// A scan from the start reads its first blocks one by one,
+			// exactly, then reads ahead; a seek into a block the readahead
+			// brought in (and not yet visited, so not cached) is served
+			// from the buffer.
 			it, err = r.NewIter(ctx, verifyEnv, nil, nil)
 			require.NoError(t, err)
+			reads = reads[:0]
 			kv := it.SeekGE(es[0].key.UserKey)
+			blocks := []read{{int64(it.cur.Offset), int(it.cur.Length) + 5}}
+			for kv != nil && len(blocks) <= exactReads {
+				if kv = it.Next(); kv != nil && int64(it.cur.Offset) != blocks[len(blocks)-1].off {
+					blocks = append(blocks, read{int64(it.cur.Offset), int(it.cur.Length) + 5})
+				}
+			}
+			require.False(t, it.pfRead)
+			require.Equal(t, blocks, reads, "the scan's first blocks were not read exactly")
 			for n := 0; kv != nil && n < 60; n++ {
 				kv = it.Next()
 			}

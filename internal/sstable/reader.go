@@ -873,8 +873,8 @@ type blockDest struct {
 	// PriorityScan for the blocks of an iterator's sequential run,
 	// PriorityNormal (the zero value) for point reads.
 	pri cache.Priority
-	// direct, with pf nil, reads a block that the cache is to hold
-	// straight into the cache's memory (see loadDataDirect).
+	// direct reads a block that the cache is to hold straight into the
+	// cache's memory, and only notes the read in pf (see loadDataDirect).
 	direct bool
 }
 
@@ -960,7 +960,7 @@ func (r *Reader) readDataUncached(
 	fill := c != nil && env.FillCache
 	if fill && !r.file.Mapped() {
 		if dest.direct {
-			return r.loadDataDirect(ctx, env, h, dest.pri)
+			return r.loadDataDirect(ctx, env, h, dest.pri, dest.pf)
 		}
 		return r.loadData(ctx, env, h, dest)
 	}
@@ -1035,8 +1035,11 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 // block would be copied into the cache's buffer, and the copy's stores to
 // that memory (cold, off the Go heap) stall the cache insert's lock.
 // A compressed block is decompressed into a second cache buffer, as
-// loadData does, and the first goes back to the allocator.
-func (r *Reader) loadDataDirect(ctx context.Context, env *ReadEnv, h block.Handle, pri cache.Priority) ([]byte, BlockPin, blockLoc, error) {
+// loadData does, and the first goes back to the allocator. The read is
+// noted in pf, when set, so that its readahead heuristics see it.
+func (r *Reader) loadDataDirect(
+	ctx context.Context, env *ReadEnv, h block.Handle, pri cache.Priority, pf *fileio.PrefetchBuffer,
+) ([]byte, BlockPin, blockLoc, error) {
 	c := r.opts.Cache
 	// Bounds first: a damaged handle must not size the buffer.
 	if err := r.checkBounds(blockWhat{}, h, r.dataEnd); err != nil {
@@ -1048,6 +1051,9 @@ func (r *Reader) loadDataDirect(ctx context.Context, env *ReadEnv, h block.Handl
 		buf := c.Alloc(int(h.Length) + block.TrailerLen)
 		scratch := buf[:0]
 		raw, ct, err := r.readRaw(ctx, io, h, r.dataEnd, verify, nil, &scratch)
+		if pf != nil {
+			pf.NoteRead(int64(h.Offset), int(h.Length)+block.TrailerLen)
+		}
 		if err == nil && ct == compress.None {
 			loaded = true
 			return raw, nil
