@@ -19,8 +19,8 @@ import (
 //
 // A block read on its own (a seek's) and the first exactReads blocks of a
 // scan after it go straight into the block cache's memory (see
-// Reader.loadDataDirect), in automatic readahead mode and until the Iter
-// reads anything through its readahead buffer. Other block reads go through
+// Reader.loadDataDirect), in automatic readahead mode, unless the readahead
+// buffer holds them. Other block reads go through
 // a fileio.PrefetchBuffer: readahead grows on sequential access, blocks
 // found in the cache included (or is ReadEnv.ReadaheadSize), and with
 // ReadEnv.AsyncIO the next chunk is read asynchronously. Blocks come from and go to the
@@ -99,12 +99,8 @@ type Iter struct {
 	pf      *fileio.PrefetchBuffer
 	pfReady bool
 	exposed bool
-	// pfRead says a block read went through pf, which may then hold
-	// readahead bytes a later read finds there: until then a block read
-	// on its own skips pf (see load).
-	pfRead bool
-	buf    []byte // decompressed blocks that are not cached
-	key    []byte // the encoded search key
+	buf     []byte // decompressed blocks that are not cached
+	key     []byte // the encoded search key
 }
 
 // maxPooledPrefetch bounds the readahead buffers a pooled Iter keeps: a
@@ -478,11 +474,12 @@ func (i *Iter) load(forward bool) bool {
 	} else {
 		i.run = 0
 	}
-	if i.run <= exactReads && !i.pfRead && i.env.ReadaheadSize == 0 && i.env.FillCache && i.r.opts.Cache != nil && !i.r.file.Mapped() {
+	if i.run <= exactReads && i.env.ReadaheadSize == 0 && i.env.FillCache && i.r.opts.Cache != nil &&
+		!i.r.file.Mapped() && !i.pf.Holds(int64(h.Offset), int(h.Length)+block.TrailerLen) {
 		// A block read on its own (a seek's), or one of the first of a
 		// scan, reads exactly the block in automatic readahead mode:
 		// read it straight into the cache's memory rather than through
-		// pf, which would copy it there.
+		// pf, which would copy it there (unless readahead brought it in).
 		dest.direct = true
 	}
 	data, pin, found := i.takeAhead(h)
@@ -497,9 +494,6 @@ func (i *Iter) load(forward bool) bool {
 		}
 		var err error
 		var loc blockLoc
-		if !dest.direct {
-			i.pfRead = true
-		}
 		if found == aheadMiss {
 			data, pin, loc, err = i.readMissed(h, dest)
 		} else {

@@ -21,7 +21,8 @@ import (
 // cache's memory, and so are the first exactReads blocks of a scan; a
 // compressed block's read buffer goes back to the cache's allocator; and
 // once a scan has read ahead through the readahead buffer, a seek to a
-// block that buffer holds reads nothing.
+// block that buffer holds reads nothing, and one to a block beyond it reads
+// that block alone again.
 func TestIterSeekReadsIntoCache(t *testing.T) {
 	for _, comp := range []compress.Type{compress.None, compress.Snappy} {
 		t.Run(comp.String(), func(t *testing.T) {
@@ -78,13 +79,11 @@ func TestIterSeekReadsIntoCache(t *testing.T) {
 					blocks = append(blocks, read{int64(it.cur.Offset), int(it.cur.Length) + 5})
 				}
 			}
-			require.False(t, it.pfRead)
 			require.Equal(t, blocks, reads, "the scan's first blocks were not read exactly")
 			for n := 0; kv != nil && n < 60; n++ {
 				kv = it.Next()
 			}
 			require.NotNil(t, kv)
-			require.True(t, it.pfRead)
 			last := reads[len(reads)-1]
 			require.Greater(t, last.n, int(it.cur.Length)+5, "the scan did not read ahead: %v", reads)
 			end := last.off + int64(last.n)
@@ -102,6 +101,15 @@ func TestIterSeekReadsIntoCache(t *testing.T) {
 			kv = it.SeekGE(target)
 			require.NotNil(t, kv)
 			require.Empty(t, reads, "a seek into the readahead chunk read the file")
+			// A seek beyond the chunk reads its block alone again,
+			// straight into the cache.
+			far := es[len(es)-3].key.UserKey
+			kv = it.SeekGE(far)
+			require.NotNil(t, kv)
+			require.Equal(t, []read{{int64(it.cur.Offset), int(it.cur.Length) + 5}}, reads, "SeekGE(%s) after a scan", far)
+			if c.HasOffHeap() && len(kv.V) > 0 {
+				require.True(t, c.OffHeap(kv.V), "SeekGE(%s) after a scan: the block is not in the cache's region", far)
+			}
 			require.NoError(t, it.Close())
 			require.LessOrEqual(t, c.OffHeapInUse(), int64(c.Len()), "more off-heap buffers in use than cached blocks")
 		})
