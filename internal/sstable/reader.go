@@ -1035,8 +1035,10 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 // block would be copied into the cache's buffer, and the copy's stores to
 // that memory (cold, off the Go heap) stall the cache insert's lock.
 // A compressed block is decompressed into a second cache buffer, as
-// loadData does, and the first goes back to the allocator. The read is
-// noted in pf, when set, so that its readahead heuristics see it.
+// loadData does, and the first goes back to the allocator: to the region of
+// an off-heap cache; a Go heap cache's buffer is left to the collector (Free
+// keeps none), one garbage buffer per compressed block read this way. The
+// read is noted in pf, when set, so that its readahead heuristics see it.
 func (r *Reader) loadDataDirect(
 	ctx context.Context, env *ReadEnv, h block.Handle, pri cache.Priority, pf *fileio.PrefetchBuffer,
 ) ([]byte, BlockPin, blockLoc, error) {
