@@ -11,6 +11,7 @@ import (
 	"github.com/shaledb/shale/internal/cache"
 	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/compress"
+	"github.com/shaledb/shale/statistics"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/errorfs"
 	"github.com/stretchr/testify/require"
@@ -164,5 +165,33 @@ func TestIterSeekDirectAgainstModel(t *testing.T) {
 				require.LessOrEqual(t, c.OffHeapInUse(), int64(c.Len()), "more off-heap buffers in use than cached blocks")
 			})
 		}
+	}
+}
+
+// TestIterSeekDirectTickers checks the tickers of seeks read directly: a
+// data block miss and an add when the block was read, a hit with its bytes
+// when it was cached, as for any other block read.
+func TestIterSeekDirectTickers(t *testing.T) {
+	es := genEntries(rand.New(rand.NewPCG(37, 38)), 1000, 40)
+	data := buildTable(t, WriterOptions{BlockSize: 512, Checksum: checksum.CRC32C}, es)
+	st := statistics.New(statistics.LevelAll)
+	c := cache.New(1 << 20)
+	r := openTable(t, data, openConfig{cache: c, stats: st})
+	ctx := context.Background()
+	for round, want := range []struct{ hit, miss, add uint64 }{{0, 1, 1}, {1, 0, 0}} {
+		st.Reset()
+		it, err := r.NewIter(ctx, verifyEnv, nil, nil)
+		require.NoError(t, err)
+		kv := it.SeekGE(es[500].key.UserKey)
+		require.NotNil(t, kv)
+		hd, ok := c.Get(r.cacheKey(it.cur))
+		require.True(t, ok)
+		n := uint64(len(hd.Value()))
+		hd.Release()
+		require.NoError(t, it.Close())
+		require.Equal(t, want.hit, st.TickerCount(statistics.BlockCacheDataHit), "round %d", round)
+		require.Equal(t, want.miss, st.TickerCount(statistics.BlockCacheDataMiss), "round %d", round)
+		require.Equal(t, want.add, st.TickerCount(statistics.BlockCacheAdd), "round %d", round)
+		require.Equal(t, want.hit*n, st.TickerCount(statistics.BlockCacheBytesRead), "round %d", round)
 	}
 }
