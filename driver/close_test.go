@@ -66,6 +66,57 @@ func TestCloseWaitsForInFlightCall(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed, "a second Close")
 }
 
+// TestCloseWaitsForInFlightMove checks that DB.Close, which a move does not
+// hold off as a DB call does (the move holds only its iterator's guard),
+// still waits for a move in flight before closing the driver's iterator,
+// and that the iterator's next move reports ErrClosed.
+func TestCloseWaitsForInFlightMove(t *testing.T) {
+	conn := newFullConn()
+	conn.data["a"], conn.data["b"] = []byte("1"), []byte("2")
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	conn.seekHook = func(key []byte) {
+		if string(key) == "a" {
+			close(entered)
+			<-release
+		}
+	}
+	db := openFake(t, conn)
+	ctx := context.Background()
+	it, err := db.NewIterator(ctx, nil)
+	require.NoError(t, err)
+
+	moved := make(chan bool)
+	go func() { moved <- it.SeekGE([]byte("a")) }()
+	<-entered
+	closeDone := make(chan error)
+	go func() { closeDone <- db.Close() }()
+	require.Eventually(t, db.isClosed, 2*time.Minute, time.Millisecond)
+	select {
+	case <-closeDone:
+		t.Fatal("Close returned while a move was in flight")
+	case <-time.After(30 * time.Millisecond):
+	}
+	conn.mu.Lock()
+	require.Equal(t, 1, conn.openIters, "the driver's iterator was closed under a move")
+	conn.mu.Unlock()
+
+	close(release)
+	require.True(t, <-moved, "the move in flight finishes normally")
+	require.Equal(t, "a", string(it.Key()))
+	require.NoError(t, <-closeDone)
+	require.Zero(t, conn.openIters)
+
+	for name, move := range map[string]func() bool{
+		"Next": it.Next, "First": it.First, "SeekGE": func() bool { return it.SeekGE([]byte("b")) },
+	} {
+		require.False(t, move(), name)
+		require.ErrorIs(t, it.Error(), ErrClosed, name)
+	}
+	require.ErrorIs(t, it.Close(), ErrClosed)
+	require.Empty(t, conn.violationList())
+}
+
 func TestCloseClosesIteratorsAndTransactions(t *testing.T) {
 	conn := newFullConn()
 	conn.data["a"], conn.data["b"] = []byte("1"), []byte("2")

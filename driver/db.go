@@ -521,7 +521,12 @@ func (db *DB) Close() error {
 		<-connecting.done
 	}
 	for it := range iters {
+		// A move holds guard, not a DB call: wait for the one in
+		// flight, if any, and make the next ones fail.
+		it.guard.Lock()
+		it.dbClosed = true
 		_ = it.iter.Close()
+		it.guard.Unlock()
 	}
 	for tx := range txs {
 		_ = tx.tx.Rollback()

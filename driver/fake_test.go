@@ -48,6 +48,9 @@ type fakeConn struct {
 	// getHook, when set, runs at the start of Get (outside mu); tests
 	// use it to block a Get.
 	getHook func(ctx context.Context, key []byte) error
+	// seekHook, when set, runs at the start of an iterator's SeekGE;
+	// tests use it to block a move.
+	seekHook func(key []byte)
 	// closeErr is returned by Close.
 	closeErr error
 	// iterIgnoresCtx makes iterators ignore their context, so only the
@@ -637,6 +640,9 @@ func (it *fakeIter) at(pos int) bool {
 func (it *fakeIter) First() bool { it.err = nil; return it.at(0) }
 func (it *fakeIter) Last() bool  { it.err = nil; return it.at(len(it.keys) - 1) }
 func (it *fakeIter) SeekGE(key []byte) bool {
+	if it.c.seekHook != nil {
+		it.c.seekHook(key)
+	}
 	it.err = nil
 	return it.at(sort.SearchStrings(it.keys, string(key)))
 }

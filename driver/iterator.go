@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/shaledb/shale/internal/errclass"
@@ -53,6 +54,14 @@ type Iterator struct {
 	// ctx's do.
 	deadline time.Time
 
+	// guard is held by each move and by DB.Close while it closes iter;
+	// dbClosed (under guard) says DB.Close did. A move takes this lock of
+	// its own iterator rather than registering with the DB (DB.enter):
+	// the DB's call count is one cache line that every goroutine's every
+	// move would write.
+	guard    sync.Mutex
+	dbClosed bool
+
 	// The fields below are used only by the iterator's goroutine; DB.Close
 	// touches none of them, only iter.
 	key, value []byte // the driver's, cached at each move
@@ -99,12 +108,16 @@ func (it *Iterator) Next() bool { return it.move(moveNext, nil) }
 func (it *Iterator) Prev() bool { return it.move(movePrev, nil) }
 
 func (it *Iterator) move(m move, key []byte) bool {
-	if err := it.db.enter(); err != nil {
-		it.invalidate(err)
-		return false
-	}
-	defer it.db.exit()
+	it.guard.Lock()
+	defer it.guard.Unlock()
+	return it.moveLocked(m, key)
+}
+
+func (it *Iterator) moveLocked(m move, key []byte) bool {
 	switch {
+	case it.dbClosed:
+		it.invalidate(errDBClosed)
+		return false
 	case it.closed:
 		it.invalidate(errIterClosed)
 		return false

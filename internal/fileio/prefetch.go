@@ -316,3 +316,21 @@ func (p *PrefetchBuffer) Close() {
 		p.pending = nil
 	}
 }
+
+// NoteRead records a read of the n bytes at off that the caller made
+// without the buffer (a block read straight into a block cache), as Read
+// records its own: for the share of visited bytes read (MostlyCached) and
+// for whether the next Read is sequential. It reads nothing.
+func (p *PrefetchBuffer) NoteRead(off int64, n int) {
+	p.lastEnd = off + int64(n)
+	p.read = min(p.read+int64(n), p.visited)
+}
+
+// Holds reports whether a Read of the n bytes at off might be served
+// without reading the file: the buffer holds them, or an asynchronous read
+// that may is in flight. A caller that reads blocks itself when they are
+// not here (NoteRead) asks first, so that it does not read again what
+// readahead brought in.
+func (p *PrefetchBuffer) Holds(off int64, n int) bool {
+	return p.pending != nil || p.cur.covers(off, n)
+}

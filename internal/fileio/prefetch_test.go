@@ -194,3 +194,46 @@ func TestPrefetchBufferBound(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetchBufferNoteReadAndHolds checks the two calls of a caller that
+// reads some blocks itself: NoteRead counts a block read outside the buffer
+// as a Read does for MostlyCached (a scan that reads every block itself is
+// not mostly cached) and reads nothing, and Holds reports exactly the bytes
+// a Read would serve from the buffer.
+func TestPrefetchBufferNoteReadAndHolds(t *testing.T) {
+	const block = 4096
+	fs, _ := testFile(t, "f", 1<<20)
+	ctx := context.Background()
+	r := openTest(t, fs, "f", Options{})
+	p := NewPrefetchBuffer(r, 0, 0, 0, false)
+	require.False(t, p.Holds(0, block), "an empty buffer")
+	start := r.BytesRead()
+	for off := int64(0); off < 16*block; off += block {
+		p.Sequential(off, block)
+		p.NoteRead(off, block)
+		require.False(t, p.MostlyCached(), "offset %d: every visited block was read", off)
+	}
+	require.Zero(t, r.BytesRead()-start, "NoteRead read the file")
+
+	// The noted reads made the next Read sequential: it refills with 8 KiB
+	// of readahead.
+	p.Sequential(16*block, block)
+	start = r.BytesRead()
+	_, err := p.Read(ctx, ioctx.IOOptions{}, 16*block, block)
+	require.NoError(t, err)
+	require.Equal(t, int64(2*block), r.BytesRead()-start)
+	for _, tc := range []struct {
+		off  int64
+		n    int
+		want bool
+	}{
+		{16 * block, block, true},
+		{17 * block, block, true},
+		{17*block + 100, block - 100, true},
+		{17*block + 100, block, false},
+		{18 * block, block, false},
+		{15 * block, block, false},
+	} {
+		require.Equal(t, tc.want, p.Holds(tc.off, tc.n), "Holds(%d, %d)", tc.off, tc.n)
+	}
+}

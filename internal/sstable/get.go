@@ -244,37 +244,3 @@ func (r *Reader) readsIntoCache() bool {
 	p := &r.props
 	return !r.file.Mapped() && (p.Compression == compress.None || p.DataSize*8 >= (p.RawKeySize+p.RawValueSize)*7)
 }
-
-// loadDataDirect is loadData reading the block into a buffer of the cache,
-// which the cache takes as the block's when it is stored uncompressed (see
-// readsIntoCache).
-func (r *Reader) loadDataDirect(ctx context.Context, env *ReadEnv, h block.Handle, pri cache.Priority) ([]byte, BlockPin, blockLoc, error) {
-	c := r.opts.Cache
-	// The closure must not capture env, which would make every caller's
-	// ReadEnv escape to the heap, hits included.
-	io, verify := env.IO, env.VerifyChecksums
-	var loaded bool
-	hd, _, err := c.GetOrLoadUntil(ctx, io.Deadline, r.cacheKey(h), pri, func() ([]byte, error) {
-		buf := c.Alloc(int(h.Length) + block.TrailerLen)
-		raw, ct, err := r.readRaw(ctx, io, h, r.dataEnd, verify, nil, &buf)
-		if err == nil && ct == compress.None {
-			loaded = true
-			// buf, not raw: the cache frees what it was given, so it
-			// must have the capacity Alloc gave it.
-			return buf[:h.Length], nil
-		}
-		var v []byte
-		if err == nil {
-			v, err = r.decompressForCache(c, ct, raw, h)
-		}
-		c.Free(buf)
-		loaded = err == nil
-		return v, err
-	})
-	if err != nil {
-		return nil, BlockPin{}, 0, err
-	}
-	v := hd.Value()
-	r.noteCacheAdd(loaded, len(v))
-	return v, BlockPin{h: hd}, locCache, nil
-}

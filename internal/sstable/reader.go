@@ -881,6 +881,9 @@ type blockDest struct {
 	// PriorityScan for the blocks of an iterator's sequential run,
 	// PriorityNormal (the zero value) for point reads.
 	pri cache.Priority
+	// direct reads a block that the cache is to hold straight into the
+	// cache's memory, and only notes the read in pf (see loadDataDirect).
+	direct bool
 }
 
 // blockLoc says which memory a data block returned by readData is in.
@@ -964,6 +967,9 @@ func (r *Reader) readDataUncached(
 	c := r.opts.Cache
 	fill := c != nil && env.FillCache
 	if fill && !r.file.Mapped() {
+		if dest.direct {
+			return r.loadDataDirect(ctx, env, h, dest.pri, dest.pf)
+		}
 		return r.loadData(ctx, env, h, dest)
 	}
 	raw, ct, err := r.readRaw(ctx, env.IO, h, r.dataEnd, env.VerifyChecksums, dest.pf, dest.raw)
@@ -1003,7 +1009,7 @@ func (r *Reader) readDataUncached(
 // dest.pf or into *dest.raw.
 func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, dest blockDest) ([]byte, BlockPin, blockLoc, error) {
 	if dest.pf == nil && r.readsIntoCache() && r.checkBounds(blockWhat{}, h, r.dataEnd) == nil {
-		return r.loadDataDirect(ctx, env, h, dest.pri)
+		return r.loadDataDirect(ctx, env, h, dest.pri, nil)
 	}
 	c := r.opts.Cache
 	// The closure must not capture env, which would make every caller's
@@ -1022,6 +1028,57 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 			}
 		}
 		v, err := r.decompressForCache(c, ct, raw, h)
+		loaded = err == nil
+		return v, err
+	})
+	if err != nil {
+		return nil, BlockPin{}, 0, err
+	}
+	v := hd.Value()
+	r.noteCacheAdd(loaded, len(v))
+	return v, BlockPin{h: hd}, locCache, nil
+}
+
+// loadDataDirect is loadData for a block read on its own (a Get's of a
+// table that readsIntoCache, or an iterator's seek, not one of a readahead
+// run): it reads the block straight into a
+// buffer from the cache's allocator, which the cache then takes as it is
+// when the block is stored uncompressed. Read into a scratch buffer, the
+// block would be copied into the cache's buffer, and the copy's stores to
+// that memory (cold, off the Go heap) stall the cache insert's lock.
+// A compressed block is decompressed into a second cache buffer, as
+// loadData does, and the first goes back to the allocator: to the region of
+// an off-heap cache; a Go heap cache's buffer is left to the collector (Free
+// keeps none), one garbage buffer per compressed block read this way. The
+// read is noted in pf, when set, so that its readahead heuristics see it.
+func (r *Reader) loadDataDirect(
+	ctx context.Context, env *ReadEnv, h block.Handle, pri cache.Priority, pf *fileio.PrefetchBuffer,
+) ([]byte, BlockPin, blockLoc, error) {
+	c := r.opts.Cache
+	// Bounds first: a damaged handle must not size the buffer.
+	if err := r.checkBounds(blockWhat{}, h, r.dataEnd); err != nil {
+		return nil, BlockPin{}, 0, err
+	}
+	io, verify := env.IO, env.VerifyChecksums
+	var loaded bool
+	hd, _, err := c.GetOrLoadUntil(ctx, io.Deadline, r.cacheKey(h), pri, func() ([]byte, error) {
+		buf := c.Alloc(int(h.Length) + block.TrailerLen)
+		scratch := buf[:0]
+		raw, ct, err := r.readRaw(ctx, io, h, r.dataEnd, verify, nil, &scratch)
+		if pf != nil {
+			pf.NoteRead(int64(h.Offset), int(h.Length)+block.TrailerLen)
+		}
+		if err == nil && ct == compress.None {
+			loaded = true
+			// buf, not raw (whose capacity readRaw trims): the cache
+			// charges and frees the buffer by the capacity Alloc gave it.
+			return buf[:h.Length], nil
+		}
+		var v []byte
+		if err == nil {
+			v, err = r.decompressForCache(c, ct, raw, h)
+		}
+		c.Free(buf)
 		loaded = err == nil
 		return v, err
 	})
