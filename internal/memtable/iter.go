@@ -78,7 +78,7 @@ func (it *Iter) First() *base.InternalKV {
 	if it.bm != nil {
 		return it.forwardAt(0)
 	}
-	return it.forward(it.m.arena.node(it.m.head).next[0].Load())
+	return it.forward(it.m.arena.node(it.m.head).nextOff(0))
 }
 
 // Last moves to the last entry within the bounds.
@@ -103,7 +103,7 @@ func (it *Iter) Next() *base.InternalKV {
 	if it.nd == 0 {
 		return nil
 	}
-	return it.forward(it.m.arena.node(it.nd).next[0].Load())
+	return it.forward(it.m.arena.node(it.nd).nextOff(0))
 }
 
 // Prev moves to the preceding entry.
