@@ -173,3 +173,36 @@ func BenchmarkFillApplySmall(b *testing.B) {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// BenchmarkFlushScan is a flush's walk of a memtable BenchmarkFillApply
+// filled (fillKeys random keys with 256-byte values, so that consecutive
+// entries lie far apart in the arena): every entry in order, its key and
+// value appended to a 32 KiB buffer, as a flush's block builder copies
+// them. One op is one entry.
+func BenchmarkFlushScan(b *testing.B) {
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(fillKeys)
+	value := make([]byte, 256)
+	var key [16]byte
+	m := New(64<<20 + 8<<20)
+	defer m.Free()
+	for i, k := range perm {
+		fillKey(&key, k)
+		if err := m.Add(base.SeqNum(i+1), base.KindSet, key[:], value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	it := m.NewIter(nil, nil)
+	defer it.Close()
+	buf := make([]byte, 0, 32<<10)
+	kv := it.First()
+	for b.Loop() {
+		if kv == nil {
+			kv = it.First()
+		}
+		if len(buf)+len(kv.K.UserKey)+len(kv.V) > cap(buf) {
+			buf = buf[:0]
+		}
+		buf = append(append(buf, kv.K.UserKey...), kv.V...)
+		kv = it.Next()
+	}
+}
