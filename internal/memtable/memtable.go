@@ -232,7 +232,7 @@ func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, key, value []byte) error
 
 // addOne inserts one entry from outside the arena. It searches before it
 // writes the node: the search ends at the level-0 node the link must then
-// load (see insert), and copying key and value into the arena, a write to
+// load (see link), and copying key and value into the arena, a write to
 // memory not yet cached, overlaps that cache miss instead of preceding it.
 // A duplicate costs no arena space.
 func (m *MemTable) addOne(trailer uint64, key, value []byte) error {
