@@ -88,11 +88,6 @@ func (m *MemTable) seekLevel(start []byte, level int) uint32 {
 		return m.arena.node(m.head).nextOff(level)
 	}
 	key := base.InternalKey{UserKey: start, Trailer: base.MakeTrailer(base.MaxSeqNum, base.KindMax)}
-	kp := m.keyPrefix32(start)
-	prev := m.head
-	var next link
-	for l := int(m.height.Load()) - 1; l >= level; l-- {
-		prev, next, _ = m.findSpliceForLevel(key, kp, l, prev, next.off())
-	}
+	_, next, _ := m.descend(key, m.keyPrefix32(start), int(m.height.Load()), level, m.head, 0, nil)
 	return next.off()
 }

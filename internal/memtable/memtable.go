@@ -702,14 +702,7 @@ func (m *MemTable) findSpliceFrom(key base.InternalKey, kp uint32, ins *inserter
 	if level < height {
 		prev, stop = ins.spl[level].prev, ins.spl[level].next.off()
 	}
-	for level--; level >= 0; level-- {
-		var next link
-		prev, next, found = m.findSpliceForLevel(key, kp, level, prev, stop)
-		ins.spl[level] = splice{prev, next}
-		if !found {
-			stop = next.off()
-		}
-	}
+	_, _, found = m.descend(key, kp, level, 0, prev, stop, &ins.spl)
 	return height, found
 }
 
@@ -757,45 +750,67 @@ func (m *MemTable) compareLink(key base.InternalKey, kp uint32, next link) int {
 // The walk loads only the nodes it moves to: the one where it turns down is
 // compared by its link's prefix, unless the prefixes tie.
 func (m *MemTable) findSpliceForLevel(key base.InternalKey, kp uint32, level int, start, stop uint32) (prev uint32, next link, found bool) {
-	prev = start
-	for {
-		nd := m.arena.node(prev)
-		next = link(nd.next[level].Load())
-		if level > 0 {
-			// If the walk turns down at prev, the level below starts at
-			// down, and moves to it when key is not before its prefix:
-			// fetch it while this level is decided, so that the two cache
-			// misses overlap instead of following one another.
-			if down := link(nd.next[level-1].Load()); down != next && down != 0 && kp >= down.prefix() {
-				prefetchNode(unsafe.Pointer(m.arena.node(down.off())))
+	return m.descend(key, kp, level+1, level, start, stop, nil)
+}
+
+// descend is findSpliceForLevel for each level from top-1 down to bottom,
+// each starting where the one above ended, with the level above's next as
+// its stop unless that was key; spl, when not nil, gets each level's
+// splice. It returns the bottom level's. One function walks every level of
+// a search: the loop is an insert's most executed code besides the loads
+// themselves, and a call per level, spilling the key around it, cost more
+// instructions than the walk.
+func (m *MemTable) descend(key base.InternalKey, kp uint32, top, bottom int, prev, stop uint32, spl *[maxHeight]splice) (uint32, link, bool) {
+	// Offsets in links come from the arena's own allocations: the walk adds
+	// them to the arena's base without bounds checks.
+	buf := unsafe.Pointer(unsafe.SliceData(m.arena.buf))
+	var next link
+	found := false
+	for level := top - 1; level >= bottom; level-- {
+		for {
+			nd := (*node)(unsafe.Add(buf, prev))
+			next = link(nd.next[level].Load())
+			if level > 0 {
+				// If the walk turns down at prev, the level below starts
+				// at down, and moves to it when key is not before its
+				// prefix: fetch it while this level is decided, so that
+				// the two cache misses overlap instead of following one
+				// another.
+				if down := link(nd.next[level-1].Load()); down != next && down != 0 && kp >= down.prefix() {
+					prefetchNode(unsafe.Add(buf, down.off()))
+				}
 			}
+			if next == 0 || next.off() == stop {
+				found = false
+				break
+			}
+			// compareLink, with its prefix test inlined.
+			if np := next.prefix(); kp != np {
+				if kp < np {
+					found = false
+					break
+				}
+			} else if c := m.compare(key, next.off()); c <= 0 {
+				found = c == 0
+				break
+			}
+			prev = next.off()
 		}
-		if next == 0 {
-			return prev, 0, false
+		if spl != nil {
+			spl[level] = splice{prev, next}
 		}
-		if next.off() == stop {
-			return prev, next, false
+		if !found {
+			stop = next.off()
 		}
-		if c := m.compareLink(key, kp, next); c <= 0 {
-			return prev, next, c == 0
-		}
-		prev = next.off()
 	}
+	return prev, next, found
 }
 
 // seek returns the last node before key (possibly the head) and the first
 // node at or after it (0 if none).
 func (m *MemTable) seek(key base.InternalKey) (prev, next uint32) {
-	kp := m.keyPrefix32(key.UserKey)
-	prev = m.head
-	for level := int(m.height.Load()) - 1; level >= 0; level-- {
-		// The level above's next is at or after key: where the walk may
-		// stop, found or not (seek does not ask).
-		var l link
-		prev, l, _ = m.findSpliceForLevel(key, kp, level, prev, next)
-		next = l.off()
-	}
-	return prev, next
+	prev, l, _ := m.descend(key, m.keyPrefix32(key.UserKey), int(m.height.Load()), 0, m.head, 0, nil)
+	return prev, l.off()
 }
 
 // last returns the last node, or the head when the list is empty.
