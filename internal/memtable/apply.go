@@ -76,5 +76,5 @@ func (m *MemTable) compareNodes(x, y uint32) int {
 // nodeHeight returns the height of an initialized node: its key starts
 // right after its tower.
 func (m *MemTable) nodeHeight(off uint32) int {
-	return int(m.arena.node(off).keyOffset-off-uint32(nodeHeaderSize)) / 4
+	return int(m.arena.node(off).keyOffset-off-uint32(nodeHeaderSize)) / linkSize
 }

@@ -74,8 +74,8 @@ func (m *MemTable) walkLevel(start, end []byte, level int) (nodes, size uint64, 
 		}
 		nodes++
 		// A node's tower averages 2 slots (p = 1/2).
-		size += uint64(nodeHeaderSize) + 8 + uint64(nd.keySize) + uint64(nd.valueSize)
-		off = nd.next[level].Load()
+		size += uint64(nodeHeaderSize) + 2*linkSize + uint64(nd.keySize) + uint64(nd.valueSize)
+		off = nd.nextOff(level)
 	}
 	return nodes, size, true
 }
@@ -85,13 +85,9 @@ func (m *MemTable) walkLevel(start, end []byte, level int) (nodes, size uint64, 
 // level's first node.
 func (m *MemTable) seekLevel(start []byte, level int) uint32 {
 	if start == nil {
-		return m.arena.node(m.head).next[level].Load()
+		return m.arena.node(m.head).nextOff(level)
 	}
 	key := base.InternalKey{UserKey: start, Trailer: base.MakeTrailer(base.MaxSeqNum, base.KindMax)}
-	prev := m.head
-	var next uint32
-	for l := int(m.height.Load()) - 1; l >= level; l-- {
-		prev, next, _ = m.findSpliceForLevel(key, l, prev, next)
-	}
-	return next
+	_, next, _ := m.descend(key, m.keyPrefix32(start), int(m.height.Load()), level, m.head, 0, nil)
+	return next.off()
 }

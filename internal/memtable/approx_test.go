@@ -25,7 +25,7 @@ func TestApproximateStats(t *testing.T) {
 	for i := range n {
 		require.NoError(t, m.Add(base.SeqNum(i+1), base.KindSet, approxKey(i), value))
 	}
-	entry := uint64(nodeHeaderSize + 8 + len(approxKey(0)) + len(value))
+	entry := uint64(nodeHeaderSize + 2*linkSize + len(approxKey(0)) + len(value))
 
 	c, s := m.ApproximateStats(approxKey(1000), approxKey(1400))
 	require.Equal(t, uint64(400), c)

@@ -1,6 +1,10 @@
 package memtable
 
-import "github.com/shaledb/shale/internal/base"
+import (
+	"encoding/binary"
+
+	"github.com/shaledb/shale/internal/base"
+)
 
 // SetCompare makes the memtable order user keys by cmp (bytewise when nil,
 // the default, which keeps the inlined integer comparisons). It must be
@@ -17,4 +21,20 @@ func (m *MemTable) sortKeyPrefix(key []byte) uint64 {
 		return 0
 	}
 	return keyPrefix(key)
+}
+
+// keyPrefix32 is the prefix a link to a node of key carries (see link): the
+// first 4 bytes of key as a big-endian integer, zero padded, or zero, a tie
+// that defers to the whole comparison, unless keys are ordered bytewise. As
+// with keyPrefix, a smaller prefix means a smaller key.
+func (m *MemTable) keyPrefix32(key []byte) uint32 {
+	if m.cmp != nil {
+		return 0
+	}
+	if len(key) >= 4 {
+		return binary.BigEndian.Uint32(key)
+	}
+	var buf [4]byte
+	copy(buf[:], key)
+	return binary.BigEndian.Uint32(buf[:])
 }

@@ -56,10 +56,12 @@
 //
 //	+------------+-----------+------------+--------+-----------+---------------+-----+-------+
 //	| keyOffset  | keySize   | valueSize  | prev   | trailer   | next[0..h-1]  | key | value |
-//	| uint32     | uint32    | uint32     | uint32 | uint64    | h × uint32    |     |       |
+//	| uint32     | uint32    | uint32     | uint32 | uint64    | h × uint64    |     |       |
 //	+------------+-----------+------------+--------+-----------+---------------+-----+-------+
 //
-// next[i] is the offset of the following node at level i; prev is the offset
+// next[i] links to the following node at level i: its offset, and the first
+// 4 bytes of its user key, so that a search decides most comparisons
+// without loading the node it compares with (see link). prev is the offset
 // of the preceding node at level 0, so Prev is O(1). The height h is random,
 // 1 ≤ h ≤ 20, with P(h > k) = 2^-k (see randomHeight). Only the first h tower slots are
 // allocated, so a node is never read past its own tower, and the arena keeps

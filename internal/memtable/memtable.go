@@ -56,7 +56,7 @@ type MemTable struct {
 
 // New returns an empty memtable whose arena has arenaSize bytes, allocated
 // now and never grown. The engine passes write_buffer_size plus headroom.
-// Sizes are clamped to [188 B, 4 GiB): offsets into the arena are uint32s, and
+// Sizes are clamped to [344 B, 4 GiB): offsets into the arena are uint32s, and
 // a smaller arena could not hold the head node.
 //
 // On Unix the arena is an anonymous mapping outside the Go heap: the
@@ -227,13 +227,32 @@ func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, key, value []byte) error
 	if kind == base.KindDelete {
 		value = nil
 	}
+	return m.addOne(base.MakeTrailer(seq, kind), key, value)
+}
+
+// addOne inserts one entry from outside the arena. It searches before it
+// writes the node: the search ends at the level-0 node the link must then
+// load (see link), and copying key and value into the arena, a write to
+// memory not yet cached, overlaps that cache miss instead of preceding it.
+// A duplicate costs no arena space.
+func (m *MemTable) addOne(trailer uint64, key, value []byte) error {
+	ik := base.InternalKey{UserKey: key, Trailer: trailer}
+	kp := m.keyPrefix32(key)
+	var ins inserter
+	listHeight, found := m.findSpliceFrom(ik, kp, &ins)
+	if found {
+		return ErrRecordExists
+	}
+	if next := ins.spl[0].next; next != 0 {
+		prefetchNode(unsafe.Pointer(m.arena.node(next.off())))
+	}
 	h := randomHeight(rand.Uint64())
 	off, ok := m.arena.alloc(entrySize(h, len(key), len(value)))
 	if !ok {
 		return ErrArenaFull
 	}
-	m.initNode(off, h, base.MakeTrailer(seq, kind), key, value)
-	return m.link(off, h)
+	m.initNode(off, h, trailer, key, value)
+	return m.linkSpliced(off, h, ik, kp, &ins, listHeight)
 }
 
 // checkWritable refuses writes to a memtable made from a batch.
@@ -344,13 +363,7 @@ func (m *MemTable) applyOne(b *batch.Batch, seq base.SeqNum) error {
 		m.rangeDels.add(seq, key, value)
 		return nil
 	}
-	h := randomHeight(rand.Uint64())
-	off, ok := m.arena.alloc(entrySize(h, len(key), len(value)))
-	if !ok {
-		return ErrArenaFull
-	}
-	m.initNode(off, h, base.MakeTrailer(seq, kind), key, value)
-	return m.link(off, h)
+	return m.addOne(base.MakeTrailer(seq, kind), key, value)
 }
 
 // placeNodes writes a node for each of b's point records into the arena
@@ -420,7 +433,7 @@ func (m *MemTable) Room() uint64 {
 
 // ArenaSizeFor returns an arena size that is sure to hold b: New(n) with
 // n >= ArenaSizeFor(b) makes a memtable that Fits b. It counts a full-height
-// node per record, about 110 bytes, plus the memtable's fixed overhead, so it
+// node per record, about 190 bytes, plus the memtable's fixed overhead, so it
 // can exceed b.Len() many times over for batches of small records; size a
 // memtable that must take an oversized batch with it rather than with
 // b.Len().
@@ -536,9 +549,12 @@ func (m *MemTable) initNode(off uint32, h int, trailer uint64, key, value []byte
 	copy(a.buf[keyOff+uint32(len(key)):], value)
 }
 
-// splice is where a key belongs at one level: between prev and next (0 when
-// prev is the last node of the level).
-type splice struct{ prev, next uint32 }
+// splice is where a key belongs at one level: between prev and the node
+// next links to (0 when prev is the last node of the level).
+type splice struct {
+	prev uint32
+	next link
+}
 
 // inserter remembers where the last node it inserted went, so that the next
 // insertion of a larger key can start from there instead of from the head
@@ -579,47 +595,59 @@ func (m *MemTable) insert(off uint32, h int, ins *inserter) error {
 	a := &m.arena
 	nd := a.node(off)
 	key := base.InternalKey{UserKey: a.bytes(nd.keyOffset, nd.keySize), Trailer: nd.trailer}
+	kp := m.keyPrefix32(key.UserKey)
 
-	listHeight, found := m.findSpliceFrom(key, ins)
+	listHeight, found := m.findSpliceFrom(key, kp, ins)
 	if found {
 		return ErrRecordExists
 	}
+	return m.linkSpliced(off, h, key, kp, ins, listHeight)
+}
+
+// linkSpliced is insert once findSpliceFrom has filled ins for key (the
+// node's key, at off, or the same bytes elsewhere), whose link prefix is kp,
+// and returned listHeight.
+func (m *MemTable) linkSpliced(off uint32, h int, key base.InternalKey, kp uint32, ins *inserter, listHeight int) error {
+	a := &m.arena
+	nd := a.node(off)
 	if m.yield {
 		runtime.Gosched()
 	}
 	m.raiseHeight(h)
 
+	self := makeLink(off, kp)
 	spl := &ins.spl
 	for level := range h {
-		prev, next := m.head, uint32(0)
+		prev, next := m.head, link(0)
 		if level < listHeight {
 			// Above the height findSpliceFrom saw, the level was empty
 			// then; the CAS below notices if it is not any more.
 			prev, next = spl[level].prev, spl[level].next
 		}
 		for {
-			nd.next[level].Store(next)
+			nd.next[level].Store(uint64(next))
 			if level == 0 {
 				nd.prev.Store(prev)
 				if next != 0 {
-					nn := a.node(next)
-					if p := nn.prev.Load(); p != prev && a.node(prev).next[0].Load() == next {
+					nn := a.node(next.off())
+					if p := nn.prev.Load(); p != prev && a.node(prev).nextOff(0) == next.off() {
 						nn.prev.CompareAndSwap(p, prev)
 					}
 				}
 			}
-			if a.node(prev).next[level].CompareAndSwap(next, off) {
+			if a.node(prev).next[level].CompareAndSwap(uint64(next), uint64(self)) {
 				if m.yield {
 					runtime.Gosched()
 				}
 				if level == 0 && next != 0 {
-					a.node(next).prev.CompareAndSwap(prev, off)
+					a.node(next.off()).prev.CompareAndSwap(prev, off)
 				}
 				break
 			}
 			// Another node went in between prev and next. prev is still
 			// before key (nodes are never removed), so search on from it.
-			prev, next, found = m.findSpliceForLevel(key, level, prev, 0)
+			var found bool
+			prev, next, found = m.findSpliceForLevel(key, kp, level, prev, 0)
 			if found {
 				if level != 0 {
 					// The node is unique at level 0, which was linked first.
@@ -646,9 +674,10 @@ func (m *MemTable) raiseHeight(h int) {
 	}
 }
 
-// findSpliceFrom fills ins.spl[:height] with where key belongs at each
-// level, for the list height it returns, starting from ins's splices when
-// they cover the list's height. found reports that key itself is in the list.
+// findSpliceFrom fills ins.spl[:height] with where key, whose link prefix is
+// kp, belongs at each level, for the list height it returns, starting from
+// ins's splices when they cover the list's height. found reports that key
+// itself is in the list.
 //
 // A splice found for an earlier, smaller key still has its prev before key;
 // it brackets key when key is also at or before its next. Its next at a level
@@ -658,42 +687,35 @@ func (m *MemTable) raiseHeight(h int) {
 // search: the levels below it are searched down from its prev, as a fresh
 // search would from the head. Nodes other writers inserted meanwhile make a
 // splice stale, not wrong: the link's CAS fails and searches on from prev.
-func (m *MemTable) findSpliceFrom(key base.InternalKey, ins *inserter) (height int, found bool) {
+func (m *MemTable) findSpliceFrom(key base.InternalKey, kp uint32, ins *inserter) (height int, found bool) {
 	height = int(m.height.Load())
 	// No hint, or the list grew taller than the hint: every level is
 	// searched from the head.
 	level := height
 	if ins.height >= height {
 		height = ins.height
-		if level, found = m.bracketingLevel(key, ins); found {
+		if level, found = m.bracketingLevel(key, kp, ins); found {
 			return height, true
 		}
 	}
 	prev, stop := m.head, uint32(0)
 	if level < height {
-		prev, stop = ins.spl[level].prev, ins.spl[level].next
+		prev, stop = ins.spl[level].prev, ins.spl[level].next.off()
 	}
-	for level--; level >= 0; level-- {
-		var next uint32
-		prev, next, found = m.findSpliceForLevel(key, level, prev, stop)
-		ins.spl[level] = splice{prev, next}
-		if !found {
-			stop = next
-		}
-	}
+	_, _, found = m.descend(key, kp, level, 0, prev, stop, &ins.spl)
 	return height, found
 }
 
 // bracketingLevel returns the lowest level whose splice in ins brackets key
 // (key is at or before its next), or ins.height when none does. found
 // reports that key is a splice's next, that is, in the list.
-func (m *MemTable) bracketingLevel(key base.InternalKey, ins *inserter) (level int, found bool) {
+func (m *MemTable) bracketingLevel(key base.InternalKey, kp uint32, ins *inserter) (level int, found bool) {
 	for ; level < ins.height; level++ {
 		next := ins.spl[level].next
 		if next == 0 {
 			break
 		}
-		c := m.compare(key, next)
+		c := m.compareLink(key, kp, next)
 		if c == 0 {
 			return level, true
 		}
@@ -704,50 +726,91 @@ func (m *MemTable) bracketingLevel(key base.InternalKey, ins *inserter) (level i
 	return level, false
 }
 
-// findSpliceForLevel walks level from start, which must be before key, to
-// the last node before key (prev) and the first node at or after it (next,
-// 0 at the end of the level). found reports that next is key. stop, when
-// not 0, is a node known to be after key (or, for a caller that ignores
-// found, at it): the level above's next. A descent often ends a level at the
-// node that ended the level above, and comparing it again would be wasted:
-// a search for a new key does 32.9 comparisons on 24.4 distinct nodes in
-// BenchmarkFillApply.
-func (m *MemTable) findSpliceForLevel(key base.InternalKey, level int, start, stop uint32) (prev, next uint32, found bool) {
-	prev = start
-	for {
-		nd := m.arena.node(prev)
-		next = nd.next[level].Load()
-		if level > 0 {
-			// If the walk ends at prev, the level below starts at down:
-			// fetch it while next is compared, so that the two cache
-			// misses overlap instead of following one another.
-			if down := nd.next[level-1].Load(); down != next && down != 0 {
-				prefetchNode(unsafe.Pointer(m.arena.node(down)))
-			}
+// compareLink orders key, whose link prefix is kp, against the node next
+// links to, loading that node only when the prefixes tie.
+func (m *MemTable) compareLink(key base.InternalKey, kp uint32, next link) int {
+	if np := next.prefix(); kp != np {
+		if kp < np {
+			return -1
 		}
-		if next == 0 {
-			return prev, 0, false
-		}
-		if next == stop {
-			return prev, next, false
-		}
-		if c := m.compare(key, next); c <= 0 {
-			return prev, next, c == 0
-		}
-		prev = next
+		return 1
 	}
+	return m.compare(key, next.off())
+}
+
+// findSpliceForLevel walks level from start, which must be before key (whose
+// link prefix is kp), to the last node before key (prev) and the link to the
+// first node at or after it (next, 0 at the end of the level). found reports
+// that next is key. stop, when not 0, is a node known to be after key (or,
+// for a caller that ignores found, at it): the level above's next. A descent
+// often ends a level at the node that ended the level above, and comparing
+// it again would be wasted: a search for a new key does 32.9 comparisons on
+// 24.4 distinct nodes in BenchmarkFillApply.
+//
+// The walk loads only the nodes it moves to: the one where it turns down is
+// compared by its link's prefix, unless the prefixes tie.
+func (m *MemTable) findSpliceForLevel(key base.InternalKey, kp uint32, level int, start, stop uint32) (prev uint32, next link, found bool) {
+	return m.descend(key, kp, level+1, level, start, stop, nil)
+}
+
+// descend is findSpliceForLevel for each level from top-1 down to bottom,
+// each starting where the one above ended, with the level above's next as
+// its stop unless that was key; spl, when not nil, gets each level's
+// splice. It returns the bottom level's. One function walks every level of
+// a search: the loop is an insert's most executed code besides the loads
+// themselves, and a call per level, spilling the key around it, cost more
+// instructions than the walk.
+func (m *MemTable) descend(key base.InternalKey, kp uint32, top, bottom int, prev, stop uint32, spl *[maxHeight]splice) (uint32, link, bool) {
+	// Offsets in links come from the arena's own allocations: the walk adds
+	// them to the arena's base without bounds checks.
+	buf := unsafe.Pointer(unsafe.SliceData(m.arena.buf))
+	var next link
+	found := false
+	for level := top - 1; level >= bottom; level-- {
+		for {
+			nd := (*node)(unsafe.Add(buf, prev))
+			next = link(nd.next[level].Load())
+			if level > 0 {
+				// If the walk turns down at prev, the level below starts
+				// at down, and moves to it when key is not before its
+				// prefix: fetch it while this level is decided, so that
+				// the two cache misses overlap instead of following one
+				// another.
+				if down := link(nd.next[level-1].Load()); down != next && down != 0 && kp >= down.prefix() {
+					prefetchNode(unsafe.Add(buf, down.off()))
+				}
+			}
+			if next == 0 || next.off() == stop {
+				found = false
+				break
+			}
+			// compareLink, with its prefix test inlined.
+			if np := next.prefix(); kp != np {
+				if kp < np {
+					found = false
+					break
+				}
+			} else if c := m.compare(key, next.off()); c <= 0 {
+				found = c == 0
+				break
+			}
+			prev = next.off()
+		}
+		if spl != nil {
+			spl[level] = splice{prev, next}
+		}
+		if !found {
+			stop = next.off()
+		}
+	}
+	return prev, next, found
 }
 
 // seek returns the last node before key (possibly the head) and the first
 // node at or after it (0 if none).
 func (m *MemTable) seek(key base.InternalKey) (prev, next uint32) {
-	prev = m.head
-	for level := int(m.height.Load()) - 1; level >= 0; level-- {
-		// The level above's next is at or after key: where the walk may
-		// stop, found or not (seek does not ask).
-		prev, next, _ = m.findSpliceForLevel(key, level, prev, next)
-	}
-	return prev, next
+	prev, l, _ := m.descend(key, m.keyPrefix32(key.UserKey), int(m.height.Load()), 0, m.head, 0, nil)
+	return prev, l.off()
 }
 
 // last returns the last node, or the head when the list is empty.
@@ -755,7 +818,7 @@ func (m *MemTable) last() uint32 {
 	prev := m.head
 	for level := int(m.height.Load()) - 1; level >= 0; level-- {
 		for {
-			next := m.arena.node(prev).next[level].Load()
+			next := m.arena.node(prev).nextOff(level)
 			if next == 0 {
 				break
 			}

@@ -335,7 +335,7 @@ func TestNewClamps(t *testing.T) {
 	for _, size := range []int{-1, 0, 1, minArenaSize - 1} {
 		m := New(size)
 		require.Equal(t, minArenaSize, m.Capacity(), "New(%d)", size)
-		require.Equal(t, 188, m.Capacity(), "the doc of New states the minimum")
+		require.Equal(t, 344, m.Capacity(), "the doc of New states the minimum")
 		require.True(t, m.Empty())
 		require.Nil(t, m.NewIter(nil, nil).First())
 		require.Nil(t, m.NewIter(nil, nil).Last())
