@@ -56,8 +56,8 @@ func floorClass(c int) int {
 // handle to it released, the cache reuses the buffer for a later Alloc. The
 // contents are unspecified. Its capacity may exceed n (by less than n/8 + 64
 // bytes, or, for an object the off-heap region lends from a larger class
-// while its slabs change class, by up to n + 64); that slack is not charged
-// to the cache.
+// while its slabs change class, by up to n + 64); the cache charges an entry
+// its value's capacity, slack included.
 //
 // The buffer may come from the cache's off-heap region (see OffHeap): a
 // caller that does not hand it over must give it back with Free, or it is

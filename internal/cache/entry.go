@@ -117,8 +117,18 @@ const (
 // store on every insert and removal.
 const indexRef = 1 << 30
 
-// charge is what an entry of a value of n bytes costs the shard.
+// charge is what an entry whose value occupies n bytes costs the shard.
 func charge(n int) int64 { return int64(n) + EntryOverhead }
+
+// charge is what e costs its shard: its buffer's capacity, not its length.
+// Alloc's buffers are a size class (up to 1/8 longer than asked for) or, in
+// the off-heap region, an object lent by a larger class; the capacity is
+// the memory the entry keeps from everything else, so charging it is what
+// makes the capacity a bound on the memory the cache holds
+// (TestCapacityBoundsAllocations). Nothing reslices an
+// entry's buffer while it is charged, so the charge added and the one
+// taken away agree.
+func (e *entry) charge() int64 { return charge(cap(e.buf)) }
 
 // entryAllocSize is the malloc size class entries fall in.
 const entryAllocSize = 128
