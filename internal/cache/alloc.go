@@ -57,7 +57,8 @@ func floorClass(c int) int {
 // contents are unspecified. Its capacity may exceed n (by less than n/8 + 64
 // bytes, or, for an object the off-heap region lends from a larger class
 // while its slabs change class, by up to n + 64); the cache charges an entry
-// its value's capacity, slack included.
+// the size class of its length, that slack included (a lent object's extra
+// is covered by the region's slack instead).
 //
 // The buffer may come from the cache's off-heap region (see OffHeap): a
 // caller that does not hand it over must give it back with Free, or it is

@@ -66,7 +66,8 @@ func defaultShards(capacity int64, procs int) int {
 }
 
 // New returns a cache holding up to capacity bytes, counting each entry as
-// cap(value) + EntryOverhead. Each of its shards holds capacity/shards bytes,
+// the memory its value's buffer keeps (for a buffer from Alloc, the size
+// class of its length) + EntryOverhead. Each of its shards holds capacity/shards bytes,
 // so a value charged more than that is never cached. A capacity of 0 (or
 // less) makes a cache that caches nothing; callers that want no cache use a
 // nil *Cache instead.
@@ -193,8 +194,8 @@ func (c *Cache) Capacity() int64 {
 	return c.capacity
 }
 
-// MaxValueSize returns the largest length of a value from Alloc the cache
-// can hold (it is charged its buffer's capacity): a value
+// MaxValueSize returns the largest length of a value the cache can hold (it
+// is charged the size class of its length, see Alloc): a value
 // charged more than a shard's capacity is evicted as soon as it is inserted
 // (0 for a nil *Cache).
 func (c *Cache) MaxValueSize() int {
@@ -204,10 +205,8 @@ func (c *Cache) MaxValueSize() int {
 	return maxAllocFitting(int(c.capacity/int64(len(c.shards))) - EntryOverhead)
 }
 
-// maxAllocFitting returns the largest n whose buffer from Alloc has a
-// capacity of at most room: the entry is charged the capacity. (A buffer the
-// off-heap region lends from a larger class may still exceed it; such a
-// value is evicted as it is inserted, as any value too large is.)
+// maxAllocFitting returns the largest n whose size class (allocSize) is at
+// most room.
 func maxAllocFitting(room int) int {
 	switch {
 	case room > 1<<maxClassShift:
@@ -549,7 +548,7 @@ func (c *Cache) finishLoad(s *shard, e *entry, v []byte, err error) (Handle, err
 		switch {
 		case !inIndex:
 			evicted = s.publishLocked(e, refs)
-		case charge(cap(v)) <= s.capacity:
+		case chargeOf(v) <= s.capacity:
 			// The common case: e already holds the slot and its
 			// references, so only the ring and the file's list take it
 			// in.
