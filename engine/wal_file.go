@@ -21,9 +21,25 @@ const walMaxPending = 4 << 20
 // at no allocation.
 const walChunkSize = 64 << 10
 
-// walMaxFreeChunks bounds the drained chunks a walFile keeps for reuse: as
-// many as a full backlog needs.
-const walMaxFreeChunks = walMaxPending/walChunkSize + 2
+// walMaxFreeChunks bounds the drained chunks a walFile keeps for itself;
+// the rest go to walChunks. A walFile lives as long as its WAL (one
+// memtable's worth, 256 KiB to 4 MiB at the defaults), so chunks kept per
+// file were dropped at every switch and allocated again for the next WAL
+// (most of the bytes a fill at the defaults allocated), while a file that
+// had once been far behind kept a whole backlog's worth of them, idle.
+const walMaxFreeChunks = 4
+
+// walChunks holds drained chunks beyond a walFile's own few, and those of
+// closed walFiles, for the next WAL to take: the garbage collector empties
+// it when chunks go unused (a sync.Pool keeps what it holds across at most
+// two collections), so a backlog's chunks are reused while writes keep
+// coming and released once they stop.
+var walChunks sync.Pool // of *[walChunkSize]byte
+
+// putChunk hands a drained chunk (of capacity walChunkSize) to walChunks.
+// The pool holds a pointer to its array: a slice would be boxed, an
+// allocation per chunk.
+func putChunk(c []byte) { walChunks.Put((*[walChunkSize]byte)(c[:walChunkSize])) }
 
 // walFile sits between the WAL's record writer and its file and takes the
 // write system call off the commit path: Write appends to the pending
@@ -124,6 +140,9 @@ func (w *walFile) newChunkLocked() []byte {
 		w.free = w.free[:n-1]
 		return c
 	}
+	if x := walChunks.Get(); x != nil {
+		return x.(*[walChunkSize]byte)[:0]
+	}
 	return make([]byte, 0, walChunkSize)
 }
 
@@ -165,6 +184,8 @@ func (w *walFile) drainLocked() {
 		for i, b := range bufs {
 			if len(w.free) < walMaxFreeChunks {
 				w.free = append(w.free, b[:0])
+			} else {
+				putChunk(b)
 			}
 			bufs[i] = nil
 		}
@@ -208,6 +229,12 @@ func (w *walFile) Close() error {
 	w.closed = true
 	w.drainLocked()
 	err := w.err
+	// The next WAL takes these.
+	for i, c := range w.free {
+		putChunk(c)
+		w.free[i] = nil
+	}
+	w.free = w.free[:0]
 	w.mu.Unlock()
 	close(w.wake)
 	<-w.finished
