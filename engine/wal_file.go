@@ -9,7 +9,12 @@ import (
 
 // walMaxPending bounds the WAL bytes waiting for the background writer: a
 // writer that gets this far ahead of the disk waits, so memory stays bounded.
-const walMaxPending = 4 << 20
+// 1 MiB, not a whole default memtable's 4: on a busy machine the background
+// writer can go without the CPU for tens of milliseconds, and the backlog
+// it leaves is live heap, which the garbage collector's headroom doubles in
+// the process's peak RSS (bench/'s fill at the defaults peaked about 4 MiB
+// lower with 1 MiB).
+const walMaxPending = 1 << 20
 
 // walChunkSize is the size of the buffers pending bytes are kept in. The
 // background writer hands chunks to the file and Write reuses them, so a
@@ -21,25 +26,48 @@ const walMaxPending = 4 << 20
 // at no allocation.
 const walChunkSize = 64 << 10
 
-// walMaxFreeChunks bounds the drained chunks a walFile keeps for itself;
-// the rest go to walChunks. A walFile lives as long as its WAL (one
-// memtable's worth, 256 KiB to 4 MiB at the defaults), so chunks kept per
+// walMaxFreeChunks bounds the drained chunks a walFile keeps for reuse, and
+// those walChunks keeps for the next WAL. A walFile lives as long as its WAL
+// (one memtable's worth, 256 KiB to 4 MiB at the defaults): chunks kept per
 // file were dropped at every switch and allocated again for the next WAL
-// (most of the bytes a fill at the defaults allocated), while a file that
-// had once been far behind kept a whole backlog's worth of them, idle.
+// (45% of the bytes a 128 MiB fill at the defaults allocated), while a
+// file that had once been far behind kept a whole backlog's worth of them,
+// idle. Beyond the cap, drained chunks are left to the garbage collector:
+// a backlog that deep is rare once the background writer gets the CPU, and
+// allocating a 64 KiB chunk costs little beside writing it.
 const walMaxFreeChunks = 4
 
-// walChunks holds drained chunks beyond a walFile's own few, and those of
-// closed walFiles, for the next WAL to take: the garbage collector empties
-// it when chunks go unused (a sync.Pool keeps what it holds across at most
-// two collections), so a backlog's chunks are reused while writes keep
-// coming and released once they stop.
-var walChunks sync.Pool // of *[walChunkSize]byte
+// walChunks keeps the drained chunks of closed walFiles for the next WAL.
+var walChunks struct {
+	mu   sync.Mutex
+	free [][]byte
+}
 
-// putChunk hands a drained chunk (of capacity walChunkSize) to walChunks.
-// The pool holds a pointer to its array: a slice would be boxed, an
-// allocation per chunk.
-func putChunk(c []byte) { walChunks.Put((*[walChunkSize]byte)(c[:walChunkSize])) }
+// putChunks gives closed walFile's chunks to walChunks, up to its cap.
+func putChunks(cs [][]byte) {
+	walChunks.mu.Lock()
+	for _, c := range cs {
+		if len(walChunks.free) >= walMaxFreeChunks {
+			break
+		}
+		walChunks.free = append(walChunks.free, c[:0])
+	}
+	walChunks.mu.Unlock()
+}
+
+// getChunk takes a chunk from walChunks, or returns nil.
+func getChunk() []byte {
+	walChunks.mu.Lock()
+	defer walChunks.mu.Unlock()
+	n := len(walChunks.free)
+	if n == 0 {
+		return nil
+	}
+	c := walChunks.free[n-1]
+	walChunks.free[n-1] = nil
+	walChunks.free = walChunks.free[:n-1]
+	return c
+}
 
 // walFile sits between the WAL's record writer and its file and takes the
 // write system call off the commit path: Write appends to the pending
@@ -140,8 +168,8 @@ func (w *walFile) newChunkLocked() []byte {
 		w.free = w.free[:n-1]
 		return c
 	}
-	if x := walChunks.Get(); x != nil {
-		return x.(*[walChunkSize]byte)[:0]
+	if c := getChunk(); c != nil {
+		return c
 	}
 	return make([]byte, 0, walChunkSize)
 }
@@ -184,8 +212,6 @@ func (w *walFile) drainLocked() {
 		for i, b := range bufs {
 			if len(w.free) < walMaxFreeChunks {
 				w.free = append(w.free, b[:0])
-			} else {
-				putChunk(b)
 			}
 			bufs[i] = nil
 		}
@@ -230,10 +256,8 @@ func (w *walFile) Close() error {
 	w.drainLocked()
 	err := w.err
 	// The next WAL takes these.
-	for i, c := range w.free {
-		putChunk(c)
-		w.free[i] = nil
-	}
+	putChunks(w.free)
+	clear(w.free)
 	w.free = w.free[:0]
 	w.mu.Unlock()
 	close(w.wake)
