@@ -110,9 +110,21 @@ func (c *Cache) Free(b []byte) {
 	runtime.KeepAlive(c)
 }
 
+// maxPooledSize is the largest Go heap buffer recycle keeps in the pools.
+// Blocks (a few KiB) are freed and allocated again all the time; buffers
+// larger than this (a whole index or filter of a table) are rare, and a
+// sync.Pool keeps what it is given until two collections pass: buffers put
+// faster than they are taken again (a large block reloaded while handles
+// still hold its evicted copy) pile up as live heap, which raises the
+// collector's goal, which lets more pile up. A 128 MiB fill with
+// cache_index_and_filter_blocks at the default 8 MiB cache kept 51 MB of
+// such buffers live (a heap profile) and peaked at 124 MiB RSS.
+const maxPooledSize = 256 << 10
+
 // recycle keeps a freed entry for reuse: an off-heap buffer goes back to the
-// region, a Go heap one to the pool of the largest class it can serve (with
-// the entry), and the entry otherwise among the spare entry structs.
+// region, a Go heap one of up to maxPooledSize to the pool of the largest
+// class it can serve (with the entry), and the entry otherwise among the
+// spare entry structs.
 func (c *Cache) recycle(e *entry) {
 	if invariants.Enabled {
 		c.live.Add(-1)
@@ -120,7 +132,7 @@ func (c *Cache) recycle(e *entry) {
 	if c.region.contains(e.buf) {
 		c.region.free(e.buf)
 		runtime.KeepAlive(c)
-	} else if cl := floorClass(cap(e.buf)); cl >= 0 {
+	} else if cl := floorClass(cap(e.buf)); cl >= 0 && cap(e.buf) <= maxPooledSize {
 		c.bufs[cl].Put(e)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/shaledb/shale/internal/invariants"
 	"github.com/stretchr/testify/require"
 )
 
@@ -122,6 +123,38 @@ func TestMaxValueSizeCountsTheClass(t *testing.T) {
 			c.Set(k, c.Alloc(tc.want+1)).Release()
 			_, ok := c.Get(k)
 			require.False(t, ok, "a value one byte longer is not")
+		})
+	}
+}
+
+// TestLargeBuffersNotPooled checks that recycle keeps a freed Go heap
+// buffer of a block for reuse but leaves one larger than maxPooledSize (a
+// whole index or filter) to the garbage collector: a sync.Pool given such
+// buffers faster than it hands them out grows the live heap.
+func TestLargeBuffersNotPooled(t *testing.T) {
+	if invariants.RaceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	for _, tc := range []struct {
+		n      int
+		pooled bool
+	}{
+		{4 << 10, true},
+		{maxPooledSize, true},
+		{maxPooledSize + 1, false},
+		{1 << 20, false},
+	} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			c := newCache(64<<20, 1, ^uint64(0), Options{GoHeap: true})
+			v := c.Alloc(tc.n)
+			c.Set(Key{ID: 1, FileNum: 1}, v).Release()
+			c.EvictFile(1, 1)
+			cl := floorClass(cap(v))
+			require.GreaterOrEqual(t, cl, 0)
+			// Nothing else uses the cache's pools; a sync.Pool keeps its
+			// items across one collection (two would have to pass here).
+			x := c.bufs[cl].Get()
+			require.Equal(t, tc.pooled, x != nil)
 		})
 	}
 }
