@@ -178,7 +178,7 @@ func TestWALFileBacklogAllocations(t *testing.T) {
 	f := &gatedFile{File: mf, gate: make(chan struct{})}
 	w := newWALFile(f)
 	rec := make([]byte, 300)
-	const backlog = 1 << 20
+	const backlog = walMaxPending - walChunkSize // the writer would wait at walMaxPending
 	var want int
 	// writeBacklog writes backlog bytes in records while the file is blocked
 	// (the first record may reach the background writer, which then waits
@@ -268,7 +268,7 @@ func TestWALFileChunksOutliveTheirFile(t *testing.T) {
 	}
 	var second uint64
 	for attempt := range 3 {
-		backlogOn("/a"+strconv.Itoa(attempt), 1<<20)
+		backlogOn("/a"+strconv.Itoa(attempt), walMaxPending-walChunkSize)
 		if second = backlogOn("/b"+strconv.Itoa(attempt), (walMaxFreeChunks-1)*walChunkSize); second < walChunkSize/2 {
 			return
 		}
