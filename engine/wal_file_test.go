@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -166,7 +167,7 @@ func (f *gatedFile) Write(p []byte) (int, error) {
 // TestWALFileBacklogAllocations checks that a backlog behind a slow file is
 // held in chunks allocated once, not in a buffer grown by append (which
 // allocates and copies about twice the backlog), and that once drained the
-// chunks are reused: a second backlog of the same size allocates nothing.
+// chunks kept (walMaxFreeChunks) are reused by a second backlog.
 func TestWALFileBacklogAllocations(t *testing.T) {
 	if invariants.RaceEnabled {
 		t.Skip("the race detector allocates")
@@ -177,12 +178,12 @@ func TestWALFileBacklogAllocations(t *testing.T) {
 	f := &gatedFile{File: mf, gate: make(chan struct{})}
 	w := newWALFile(f)
 	rec := make([]byte, 300)
-	const backlog = 1 << 20
+	const backlog = walMaxPending - walChunkSize // the writer would wait at walMaxPending
 	var want int
 	// writeBacklog writes backlog bytes in records while the file is blocked
 	// (the first record may reach the background writer, which then waits
 	// for the gate) and returns the bytes allocated meanwhile.
-	writeBacklog := func() uint64 {
+	writeBacklog := func(backlog int) uint64 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for range backlog / len(rec) {
@@ -193,14 +194,84 @@ func TestWALFileBacklogAllocations(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return after.TotalAlloc - before.TotalAlloc
 	}
-	first := writeBacklog()
+	first := writeBacklog(backlog)
 	require.Less(t, first, uint64(backlog+backlog/4), "the first backlog allocates about its size")
 	close(f.gate)
 	require.NoError(t, w.Sync())
 	f.gate = make(chan struct{})
-	second := writeBacklog()
-	require.Less(t, second, uint64(2*walChunkSize), "the second backlog reuses the drained chunks")
+	// The background writer holds a chunk while it waits at the gate.
+	second := writeBacklog((walMaxFreeChunks - 1) * walChunkSize)
+	require.Less(t, second, uint64(walChunkSize/2), "a second backlog reuses the chunks kept")
 	close(f.gate)
 	require.NoError(t, w.Close())
 	require.Len(t, readAll(t, fs, "/log"), want)
+}
+
+// TestWALFileFreeChunksCapped checks that after a backlog of many chunks
+// drains, a walFile keeps at most walMaxFreeChunks of them for itself, and
+// none once closed (walChunks takes up to as many for the next WAL).
+func TestWALFileFreeChunksCapped(t *testing.T) {
+	for _, backlog := range []int{walChunkSize / 2, 3 * walChunkSize, walMaxPending - walChunkSize, walMaxPending} {
+		t.Run(strconv.Itoa(backlog), func(t *testing.T) {
+			fs := vfs.NewMem()
+			mf, err := fs.Create("/log")
+			require.NoError(t, err)
+			f := &gatedFile{File: mf, gate: make(chan struct{})}
+			w := newWALFile(f)
+			rec := make([]byte, 1000)
+			for range backlog / len(rec) {
+				_, err := w.Write(rec)
+				require.NoError(t, err)
+			}
+			close(f.gate)
+			require.NoError(t, w.Sync())
+			w.mu.Lock()
+			kept := len(w.free)
+			w.mu.Unlock()
+			require.LessOrEqual(t, kept, walMaxFreeChunks)
+			require.NoError(t, w.Close())
+			require.Empty(t, w.free, "a closed walFile keeps no chunk")
+			require.Len(t, readAll(t, fs, "/log"), backlog/len(rec)*len(rec))
+		})
+	}
+}
+
+// TestWALFileChunksOutliveTheirFile checks that a WAL's drained chunks serve
+// the next WAL's backlog (a walFile lasts one memtable): a second file's
+// backlog that fits the chunks kept allocates next to nothing. The chunks
+// are shared by the process's WALs, so a database of another test could
+// take them in between: the check gets a few attempts.
+func TestWALFileChunksOutliveTheirFile(t *testing.T) {
+	if invariants.RaceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	rec := make([]byte, 300)
+	fs := vfs.NewMem()
+	// backlogOn writes backlog bytes to a new WAL named name behind a
+	// blocked file, then drains and closes it, and returns the bytes
+	// allocated while the backlog was written.
+	backlogOn := func(name string, backlog int) uint64 {
+		mf, err := fs.Create(name)
+		require.NoError(t, err)
+		f := &gatedFile{File: mf, gate: make(chan struct{})}
+		w := newWALFile(f)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range backlog / len(rec) {
+			_, err := w.Write(rec)
+			require.NoError(t, err)
+		}
+		runtime.ReadMemStats(&after)
+		close(f.gate)
+		require.NoError(t, w.Close())
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	var second uint64
+	for attempt := range 3 {
+		backlogOn("/a"+strconv.Itoa(attempt), walMaxPending-walChunkSize)
+		if second = backlogOn("/b"+strconv.Itoa(attempt), (walMaxFreeChunks-1)*walChunkSize); second < walChunkSize/2 {
+			return
+		}
+	}
+	t.Fatalf("the second WAL's backlog allocated %d bytes: the first's chunks were not reused", second)
 }

@@ -56,8 +56,9 @@ func floorClass(c int) int {
 // handle to it released, the cache reuses the buffer for a later Alloc. The
 // contents are unspecified. Its capacity may exceed n (by less than n/8 + 64
 // bytes, or, for an object the off-heap region lends from a larger class
-// while its slabs change class, by up to n + 64); that slack is not charged
-// to the cache.
+// while its slabs change class, by up to n + 64); the cache charges an entry
+// the size class of its length, that slack included (a lent object's extra
+// is covered by the region's slack instead).
 //
 // The buffer may come from the cache's off-heap region (see OffHeap): a
 // caller that does not hand it over must give it back with Free, or it is
@@ -109,9 +110,21 @@ func (c *Cache) Free(b []byte) {
 	runtime.KeepAlive(c)
 }
 
+// maxPooledSize is the largest Go heap buffer recycle keeps in the pools.
+// Blocks (a few KiB) are freed and allocated again all the time; buffers
+// larger than this (a whole index or filter of a table) are rare, and a
+// sync.Pool keeps what it is given until two collections pass: buffers put
+// faster than they are taken again (a large block reloaded while handles
+// still hold its evicted copy) pile up as live heap, which raises the
+// collector's goal, which lets more pile up. A 128 MiB fill with
+// cache_index_and_filter_blocks at the default 8 MiB cache kept 51 MB of
+// such buffers live (a heap profile) and peaked at 124 MiB RSS.
+const maxPooledSize = 256 << 10
+
 // recycle keeps a freed entry for reuse: an off-heap buffer goes back to the
-// region, a Go heap one to the pool of the largest class it can serve (with
-// the entry), and the entry otherwise among the spare entry structs.
+// region, a Go heap one of up to maxPooledSize to the pool of the largest
+// class it can serve (with the entry), and the entry otherwise among the
+// spare entry structs.
 func (c *Cache) recycle(e *entry) {
 	if invariants.Enabled {
 		c.live.Add(-1)
@@ -119,7 +132,7 @@ func (c *Cache) recycle(e *entry) {
 	if c.region.contains(e.buf) {
 		c.region.free(e.buf)
 		runtime.KeepAlive(c)
-	} else if cl := floorClass(cap(e.buf)); cl >= 0 {
+	} else if cl := floorClass(cap(e.buf)); cl >= 0 && cap(e.buf) <= maxPooledSize {
 		c.bufs[cl].Put(e)
 		return
 	}

@@ -66,7 +66,8 @@ func defaultShards(capacity int64, procs int) int {
 }
 
 // New returns a cache holding up to capacity bytes, counting each entry as
-// len(value) + EntryOverhead. Each of its shards holds capacity/shards bytes,
+// the memory its value's buffer keeps (for a buffer from Alloc, the size
+// class of its length) + EntryOverhead. Each of its shards holds capacity/shards bytes,
 // so a value charged more than that is never cached. A capacity of 0 (or
 // less) makes a cache that caches nothing; callers that want no cache use a
 // nil *Cache instead.
@@ -193,14 +194,27 @@ func (c *Cache) Capacity() int64 {
 	return c.capacity
 }
 
-// MaxValueSize returns the largest value the cache can hold: a value
+// MaxValueSize returns the largest length of a value the cache can hold (it
+// is charged the size class of its length, see Alloc): a value
 // charged more than a shard's capacity is evicted as soon as it is inserted
 // (0 for a nil *Cache).
 func (c *Cache) MaxValueSize() int {
 	if c == nil || len(c.shards) == 0 {
 		return 0
 	}
-	return max(int(c.capacity/int64(len(c.shards)))-EntryOverhead, 0)
+	return maxAllocFitting(int(c.capacity/int64(len(c.shards))) - EntryOverhead)
+}
+
+// maxAllocFitting returns the largest n whose size class (allocSize) is at
+// most room.
+func maxAllocFitting(room int) int {
+	switch {
+	case room > 1<<maxClassShift:
+		return room // beyond the classes Alloc makes exactly n bytes
+	case room < 1<<minClassShift:
+		return 0
+	}
+	return classSize(floorClass(room))
 }
 
 // Size returns the bytes charged for the entries in the cache now. Entries
@@ -534,7 +548,7 @@ func (c *Cache) finishLoad(s *shard, e *entry, v []byte, err error) (Handle, err
 		switch {
 		case !inIndex:
 			evicted = s.publishLocked(e, refs)
-		case charge(len(v)) <= s.capacity:
+		case chargeOf(v) <= s.capacity:
 			// The common case: e already holds the slot and its
 			// references, so only the ring and the file's list take it
 			// in.

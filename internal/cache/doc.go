@@ -106,7 +106,11 @@
 //
 // A hit is still one bit set under the shared lock.
 //
-// An entry is charged len(value) + [EntryOverhead] bytes. [Cache.Size] sums
+// An entry is charged min(cap(value), the size class of len(value)) (the
+// class is the capacity of the buffer [Cache.Alloc] returns for that
+// length) + [EntryOverhead] bytes: the
+// memory it actually keeps, so that the capacity bounds the memory the
+// cache's entries hold and not just their lengths. [Cache.Size] sums
 // the charges of the entries in the index and stays within
 // [Cache.Capacity] (each shard within its share) whenever no insert is in
 // progress. A value charged more than a shard's share is never cached: Set and

@@ -117,8 +117,32 @@ const (
 // store on every insert and removal.
 const indexRef = 1 << 30
 
-// charge is what an entry of a value of n bytes costs the shard.
+// charge is what an entry whose value occupies n bytes costs the shard.
 func charge(n int) int64 { return int64(n) + EntryOverhead }
+
+// charge is what e costs its shard: the memory its buffer keeps from
+// everything else, not its length. For a buffer from Alloc that is the size
+// class of its length (up to 1/8 longer than asked for); charging it is what
+// makes the capacity a bound on the memory the cache holds
+// (TestCapacityBoundsAllocations). A buffer of less capacity (a caller's
+// own) is charged its capacity. One of more is charged the class of its
+// length, so that an object the off-heap region lends from a larger class
+// (up to twice the size, while its slabs change class; the region's slack
+// covers those) costs what any other does: charged its capacity, a value
+// MaxValueSize admits could be evicted as it is inserted, to be read again
+// by every lookup. Nothing reslices an entry's buffer while it is charged.
+func (e *entry) charge() int64 { return chargeOf(e.buf) }
+
+// chargeOf is what an entry of value v costs its shard (see entry.charge).
+func chargeOf(v []byte) int64 { return charge(min(cap(v), allocSize(len(v)))) }
+
+// allocSize is the capacity of Alloc(n)'s buffer (when not lent).
+func allocSize(n int) int {
+	if cl := ceilClass(n); cl >= 0 {
+		return classSize(cl)
+	}
+	return n
+}
 
 // entryAllocSize is the malloc size class entries fall in.
 const entryAllocSize = 128

@@ -203,7 +203,7 @@ func (s *shard) checkRingLocked(c *Cache, idx int, hand *entry, ring ringKind, i
 		if e.flight != nil {
 			return 0, 0, errors.Newf("shard %d: indexed entry %s has a flight", idx, e.key)
 		}
-		size += charge(len(e.buf))
+		size += e.charge()
 		if e = e.next; e == hand {
 			break
 		}

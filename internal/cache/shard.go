@@ -137,7 +137,7 @@ func refLocked(e *entry) Handle {
 // the caller drops with releaseChain after unlocking.
 func (s *shard) publishLocked(e *entry, refs int32) (evicted *entry) {
 	h := hashKey(e.key) & s.mask
-	fits := charge(len(e.buf)) <= s.capacity
+	fits := e.charge() <= s.capacity
 	switch old := s.entries.find(h, e.key); {
 	case old == nil:
 	case old.state == stateIndexed:
@@ -169,7 +169,7 @@ func (s *shard) linkLocked(e *entry, evicted *entry) *entry {
 	switch {
 	case e.scan:
 		linkBehind(&s.scanHand, e)
-		s.scanSize += charge(len(e.buf))
+		s.scanSize += e.charge()
 	case e.high:
 		s.linkHighLocked(e)
 	default:
@@ -188,7 +188,7 @@ func (s *shard) linkLocked(e *entry, evicted *entry) *entry {
 	sent.filePrev.fileNext = e
 	sent.filePrev = e
 
-	s.size += charge(len(e.buf))
+	s.size += e.charge()
 	s.count++
 	return s.evictLocked(evicted)
 }
@@ -285,7 +285,7 @@ func (s *shard) evictLocked(evicted *entry) *entry {
 func (s *shard) promoteLocked(e *entry) {
 	unlinkRing(&s.scanHand, e)
 	e.scan = false
-	s.scanSize -= charge(len(e.buf))
+	s.scanSize -= e.charge()
 	e.referenced.Store(false)
 	linkBehind(&s.hand, e)
 }
@@ -301,7 +301,7 @@ func (s *shard) promoteLocked(e *entry) {
 func (s *shard) linkHighLocked(e *entry) {
 	e.inHigh = true
 	linkBehind(&s.highHand, e)
-	s.highSize += charge(len(e.buf))
+	s.highSize += e.charge()
 	for s.highSize > s.highCapacity {
 		d := s.highHand
 		if d.referenced.Load() {
@@ -311,7 +311,7 @@ func (s *shard) linkHighLocked(e *entry) {
 		}
 		unlinkRing(&s.highHand, d)
 		d.inHigh = false
-		s.highSize -= charge(len(d.buf))
+		s.highSize -= d.charge()
 		linkBehind(&s.hand, d)
 	}
 }
@@ -326,10 +326,10 @@ func (s *shard) removeLocked(e, evicted *entry) *entry {
 	switch {
 	case e.scan:
 		unlinkRing(&s.scanHand, e)
-		s.scanSize -= charge(len(e.buf))
+		s.scanSize -= e.charge()
 	case e.inHigh:
 		unlinkRing(&s.highHand, e)
-		s.highSize -= charge(len(e.buf))
+		s.highSize -= e.charge()
 	default:
 		unlinkRing(&s.hand, e)
 	}
@@ -343,7 +343,7 @@ func (s *shard) removeLocked(e, evicted *entry) *entry {
 	}
 	e.fileNext, e.filePrev, e.prev = nil, nil, nil
 
-	s.size -= charge(len(e.buf))
+	s.size -= e.charge()
 	s.count--
 	e.next = evicted
 	return e

@@ -179,11 +179,17 @@ func TestMetaLargerThanCacheShard(t *testing.T) {
 	data := buildTable(t, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, Compression: compress.Snappy,
 		Checksum: checksum.CRC32C}, es)
 	ctx := context.Background()
+	// A cache of 4 shards (the fewest), each holding the table's larger
+	// metadata block 1.5 times: it fits a shard, but not half of one.
+	probe := openTable(t, data, openConfig{cache: cache.New(64 << 20), cacheMeta: true})
+	require.True(t, probe.metaInCache)
+	beyondHalf := 4 * int64(probe.metaLoaded*3/2+cache.EntryOverhead)
 	for _, tc := range []struct {
 		capacity int64
 		inCache  bool
 	}{
 		{64 << 10, false}, // 16 KiB shards
+		{beyondHalf, false},
 		{64 << 20, true},
 	} {
 		t.Run(fmt.Sprint(tc.capacity), func(t *testing.T) {
@@ -192,7 +198,10 @@ func TestMetaLargerThanCacheShard(t *testing.T) {
 			r := openTable(t, data, openConfig{cache: c, stats: stats, cacheMeta: true})
 			require.Equal(t, tc.inCache, r.metaInCache)
 			if !tc.inCache {
-				require.Greater(t, r.metaLoaded, c.MaxValueSize(), "the test's table must outgrow a shard")
+				require.Greater(t, r.metaLoaded, c.MaxValueSize()/metaShardShare, "the test's table must outgrow the share")
+				if tc.capacity == beyondHalf {
+					require.LessOrEqual(t, r.metaLoaded, c.MaxValueSize(), "the case is a table that fits a shard")
+				}
 				require.NotNil(t, r.filter)
 			}
 			stats.Reset()

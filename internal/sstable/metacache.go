@@ -43,6 +43,19 @@ func (m metaBlock) String() string {
 	return partName(what, m.part)
 }
 
+// metaShardShare: a table whose whole index or filter is larger than
+// 1/metaShardShare of what a cache shard holds keeps both in its Reader
+// instead of the cache. Larger than a shard, a block is evicted as soon as
+// it is inserted; but one a little smaller fares no better: larger than
+// the shard's high-priority share (half, at its default) it is demoted to
+// the data blocks' ring as it is inserted, and there, taking most of the
+// shard, it is evicted by the next few blocks, with the table's filter and
+// the other tables' metadata. The default 8 MiB cache has 1 MiB shards, a
+// 64 MiB table of small keys about 700 KB of index: bench/'s rss-defaults
+// child with cache_index_and_filter_blocks read and decoded it again for
+// most Gets, 388-742 µs a Get hit, and peaked at 363-442 MiB.
+const metaShardShare = 2
+
 // cachedMeta returns a handle to the cached index or filter (whole or a
 // partition, as m says) whose block is at h, loading it with one file read
 // using io on a miss. The caller releases the handle once it no longer uses

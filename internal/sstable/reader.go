@@ -366,11 +366,11 @@ func (r *Reader) open(ctx context.Context, env ReadEnv) error {
 	if err := r.openIndex(ctx, env, limit); err != nil {
 		return err
 	}
-	if r.metaInCache && r.metaLoaded > r.opts.Cache.MaxValueSize() {
-		// The cache cannot hold this table's whole index or filter (it is
-		// larger than a cache shard): in the cache, every lookup would
-		// read and decode it again, megabytes a Get. The Reader keeps
-		// both, as without CacheIndexAndFilterBlocks; a table written with
+	if r.metaInCache && r.metaLoaded > r.opts.Cache.MaxValueSize()/metaShardShare {
+		// The cache cannot hold this table's whole index or filter (see
+		// metaShardShare): in the cache, every lookup would read and
+		// decode it again, megabytes a Get. The Reader keeps both, as
+		// without CacheIndexAndFilterBlocks; a table written with
 		// partitions has blocks of metadata_block_size instead.
 		r.metaInCache = false
 		if r.hasFilter {
