@@ -36,8 +36,23 @@ const walMaxFreeChunks = walMaxPending/walChunkSize + 2
 // Above it the background thread has usually gone to sleep.
 const walInlineAfter = 20 * time.Microsecond
 
-// walInlineAfterHook, when a test sets it, replaces walInlineAfter: 0
-// writes every lone record inline, a long time none.
+// walSlowWake is how long waking the background goroutine must take for
+// lone writes to go inline. Where another goroutine keeps the second
+// processor busy (YCSB E with four threads), a wake only queues the
+// background goroutine, in about a microsecond, and handing off is cheaper
+// than the leader's own write system call after a scan has evicted the
+// caches (a put's median was 8.4 µs with hand-offs, 12 written inline);
+// where a processor is idle, it wakes a parked thread, 13-50 µs.
+const walSlowWake = 2 * time.Microsecond
+
+// walWakeProbe is how many lone records in a row go inline before one is
+// handed off again, to measure the wake anew: whether a processor is idle
+// changes with the load, which the runtime does not tell.
+const walWakeProbe = 16
+
+// walInlineAfterHook, when a test sets it, replaces walInlineAfter and
+// walFile's measure of wakes: 0 writes every lone record inline, a long
+// time none.
 var walInlineAfterHook atomic.Pointer[time.Duration]
 
 // walHint is what the commit leader tells a walFile about the bytes it
@@ -72,11 +87,13 @@ const (
 // kernel runs on the writer's own CPU, ahead of the writer. A write after
 // some idle time (a put between scans) waited 13-50 µs for that. So the
 // leader tells Write what follows its bytes (hint): when no other write is
-// queued and the file has had nothing to write for walInlineAfter, and
-// before a Sync, Write writes the bytes itself, as RocksDB's write thread
-// does, when nothing is pending before them (so the file's order stays the
-// records' order); writes that come close together keep the hand-off, which
-// gathers them into fewer system calls on the other core.
+// queued, the file has had nothing to write for walInlineAfter and the
+// last wake measured was slow (walSlowWake), and before a Sync, Write
+// writes the bytes itself, as RocksDB's write thread does, when nothing is
+// pending before them (so the file's order stays the records' order).
+// Writes that come close together keep the hand-off, which gathers them
+// into fewer system calls on the other core, and so do lone writes while
+// wakes are cheap.
 //
 // Write and Sync are called by the commit leader (one at a time); the
 // background goroutine runs concurrently with them. Errors are sticky.
@@ -103,6 +120,12 @@ type walFile struct {
 	// hint is set by the leader before it writes a record and read by
 	// Write, on the leader's goroutine only.
 	hint walHint
+	// slowWake says the last wake of the background goroutine for a lone
+	// record took walSlowWake or longer (at first, none was measured);
+	// inlined counts the lone records written inline since. Both are the
+	// leader's, as hint is.
+	slowWake bool
+	inlined  int
 	// lastWrite is when a write to the file last ended (at first, when
 	// the walFile was made).
 	lastWrite time.Time
@@ -113,7 +136,7 @@ type walFile struct {
 }
 
 func newWALFile(f vfs.File) *walFile {
-	w := &walFile{f: f, idle: true, lastWrite: time.Now(), wake: make(chan struct{}, 1), finished: make(chan struct{})}
+	w := &walFile{f: f, idle: true, slowWake: true, lastWrite: time.Now(), wake: make(chan struct{}, 1), finished: make(chan struct{})}
 	w.cond.L = &w.mu
 	go w.writeLoop()
 	return w
@@ -143,9 +166,14 @@ func (w *walFile) Write(p []byte) (int, error) {
 	w.idle = false
 	w.mu.Unlock()
 	if wake {
+		start := time.Now()
 		select {
 		case w.wake <- struct{}{}:
 		default:
+		}
+		if w.hint == walLone {
+			w.slowWake = time.Since(start) >= walSlowWake
+			w.inlined = 0
 		}
 	}
 	return len(p), nil
@@ -158,11 +186,14 @@ func (w *walFile) inlineLocked() bool {
 	case walSyncing:
 		return true
 	case walLone:
-		after := walInlineAfter
 		if p := walInlineAfterHook.Load(); p != nil {
-			after = *p
+			return time.Since(w.lastWrite) >= *p
 		}
-		return time.Since(w.lastWrite) >= after
+		if !w.slowWake || w.inlined >= walWakeProbe || time.Since(w.lastWrite) < walInlineAfter {
+			return false
+		}
+		w.inlined++
+		return true
 	}
 	return false
 }

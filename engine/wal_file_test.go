@@ -342,3 +342,53 @@ func TestWALFileInlineErrorIsSticky(t *testing.T) {
 		require.ErrorIs(t, w.Close(), errorfs.ErrInjected)
 	}
 }
+
+// TestWALFileLoneDecision pins when a lone record goes inline without a
+// test's threshold: only once the file has been quiet for walInlineAfter,
+// only while the last measured wake of the background goroutine was slow,
+// and never more than walWakeProbe times in a row, so that the wake is
+// measured again.
+func TestWALFileLoneDecision(t *testing.T) {
+	quiet, busy := time.Now().Add(-time.Second), time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name      string
+		slowWake  bool
+		inlined   int
+		lastWrite time.Time
+		want      bool
+	}{
+		{"quiet, slow wakes", true, 0, quiet, true},
+		{"quiet, slow wakes, last before the probe", true, walWakeProbe - 1, quiet, true},
+		{"quiet, slow wakes, probe due", true, walWakeProbe, quiet, false},
+		{"quiet, cheap wakes", false, 0, quiet, false},
+		{"a write just now", true, 0, busy, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &walFile{hint: walLone, slowWake: tc.slowWake, inlined: tc.inlined, lastWrite: tc.lastWrite}
+			require.Equal(t, tc.want, w.inlineLocked())
+			if tc.want {
+				require.Equal(t, tc.inlined+1, w.inlined, "an inline record counts toward the probe")
+			}
+		})
+	}
+	// A new walFile writes lone records inline until a wake is measured.
+	fs := vfs.NewMem()
+	f, err := fs.Create("/log")
+	require.NoError(t, err)
+	w := newWALFile(f)
+	w.lastWrite = quiet
+	require.True(t, w.slowWake)
+	// The probe: after walWakeProbe inline records, one is handed off.
+	for i := range walWakeProbe + 1 {
+		w.hint = walLone
+		w.lastWrite = quiet
+		_, err := w.Write([]byte{byte(i)})
+		require.NoError(t, err)
+		if i < walWakeProbe {
+			require.Len(t, fileBytes(fs, "/log"), i+1, "record %d is written inline", i)
+		}
+	}
+	require.Zero(t, w.inlined, "the hand-off measured a wake")
+	require.NoError(t, w.Close())
+	require.Len(t, readAll(t, fs, "/log"), walWakeProbe+1)
+}

@@ -96,16 +96,19 @@ func checkCrash(t *testing.T, clone *vfs.MemFS, cut int, puts []ackedPut) {
 
 // TestInlineWALModel mixes phases where one goroutine writes alone (its
 // records are written to the WAL by the leader itself, with the threshold
-// at 0, or whenever the WAL was quiet long enough, at its default) with
+// at 0, or as the engine's policy decides) with
 // phases of four concurrent writers (commit groups, handed to the WAL's
 // background goroutine), synced and unsynced, and checks crash clones taken
 // while they write: no synced write lost, the surviving writes a prefix of
 // the acknowledged ones, every value right; and, after a clean reopen, every
 // write.
 func TestInlineWALModel(t *testing.T) {
-	for _, after := range []time.Duration{0, walInlineAfter} {
+	// -1: the engine's own policy, with its threshold and wake probes.
+	for _, after := range []time.Duration{0, -1} {
 		t.Run(fmt.Sprintf("inline_after=%v", after), func(t *testing.T) {
-			setWALInlineAfter(t, after)
+			if after >= 0 {
+				setWALInlineAfter(t, after)
+			}
 			fs := vfs.NewMem()
 			db, err := openDatabase("/db", smallOptions(fs))
 			require.NoError(t, err)
