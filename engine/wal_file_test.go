@@ -275,3 +275,191 @@ func TestWALFileChunksOutliveTheirFile(t *testing.T) {
 	}
 	t.Fatalf("the second WAL's backlog allocated %d bytes: the first's chunks were not reused", second)
 }
+
+// setWALInlineAfter makes walFile's inline threshold d for the test.
+func setWALInlineAfter(t *testing.T, d time.Duration) {
+	t.Helper()
+	prev := walInlineAfterHook.Swap(&d)
+	t.Cleanup(func() { walInlineAfterHook.Store(prev) })
+}
+
+// TestWALFileInline checks which writes the leader makes itself: a lone
+// record once the file has been quiet for the threshold, and a record a
+// Sync follows, reach the file before Write returns and leave the
+// background goroutine asleep; a record others are queued behind, and a
+// lone one within the threshold, are handed off and reach the file later.
+func TestWALFileInline(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hint   walHint
+		after  time.Duration
+		inline bool
+	}{
+		{"lone", walLone, 0, true},
+		{"lone within the threshold", walLone, time.Hour, false},
+		{"syncing", walSyncing, time.Hour, true},
+		{"queued", walQueued, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setWALInlineAfter(t, tc.after)
+			fs := vfs.NewMem()
+			f, err := fs.Create("/log")
+			require.NoError(t, err)
+			require.NoError(t, syncDir(fs, "/"))
+			w := newWALFile(f)
+			var want bytes.Buffer
+			for i := range 20 {
+				w.hint = tc.hint
+				p := bytes.Repeat([]byte{byte(i)}, 1+i*37)
+				n, err := w.Write(p)
+				require.NoError(t, err)
+				require.Equal(t, len(p), n)
+				want.Write(p)
+				if tc.inline {
+					require.Equal(t, want.Bytes(), fileBytes(fs, "/log"), "write %d is in the file when Write returns", i)
+					w.mu.Lock()
+					idle := w.idle
+					w.mu.Unlock()
+					require.True(t, idle, "the background goroutine was not woken")
+				} else {
+					require.Eventually(t, func() bool {
+						return bytes.Equal(fileBytes(fs, "/log"), want.Bytes())
+					}, 2*time.Minute, 50*time.Microsecond, "write %d", i)
+				}
+			}
+			require.NoError(t, w.Sync())
+			require.Equal(t, want.Bytes(), readAll(t, fs.CrashClone(), "/log"))
+			require.NoError(t, w.Close())
+		})
+	}
+}
+
+// TestWALFileInlineKeepsOrder checks that a record the leader would write
+// itself waits behind bytes still pending or being written by the
+// background goroutine, so the file keeps the records' order.
+func TestWALFileInlineKeepsOrder(t *testing.T) {
+	setWALInlineAfter(t, 0)
+	fs := vfs.NewMem()
+	mf, err := fs.Create("/log")
+	require.NoError(t, err)
+	require.NoError(t, syncDir(fs, "/"))
+	f := &gatedFile{File: mf, gate: make(chan struct{})}
+	w := newWALFile(f)
+	write := func(h walHint, s string) {
+		w.hint = h
+		_, err := w.Write([]byte(s))
+		require.NoError(t, err)
+	}
+	write(walQueued, "a")
+	// The background goroutine takes "a" and blocks writing it.
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.writing
+	}, 2*time.Minute, 50*time.Microsecond)
+	// None of these may write to the blocked file itself: they queue.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		write(walLone, "b")    // being written: appended
+		write(walQueued, "c")  // pending
+		write(walLone, "d")    // pending: appended
+		write(walSyncing, "e") // pending: appended
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a write went to the file while another write was in progress")
+	}
+	close(f.gate)
+	require.NoError(t, w.Sync())
+	require.Equal(t, "abcde", string(readAll(t, fs.CrashClone(), "/log")))
+	write(walLone, "f") // nothing pending: inline
+	require.Equal(t, "abcdef", string(fileBytes(fs, "/log")))
+	require.NoError(t, w.Close())
+
+	// Bytes pending that the background goroutine has not taken yet (it is
+	// started late here, so that they stay pending) come first too.
+	f2, err := fs.Create("/log2")
+	require.NoError(t, err)
+	w = &walFile{f: f2, idle: true, wake: make(chan struct{}, 1), finished: make(chan struct{})}
+	w.cond.L = &w.mu
+	write(walQueued, "a")
+	write(walLone, "b")
+	write(walSyncing, "c")
+	require.Empty(t, fileBytes(fs, "/log2"), "nothing overtook the pending bytes")
+	go w.writeLoop()
+	require.NoError(t, w.Sync())
+	require.Equal(t, "abc", string(fileBytes(fs, "/log2")))
+	require.NoError(t, w.Close())
+}
+
+// TestWALFileInlineErrorIsSticky checks that a write the leader makes
+// itself fails its own Write, and every later Write, Sync and Close.
+func TestWALFileInlineErrorIsSticky(t *testing.T) {
+	setWALInlineAfter(t, 0)
+	for _, h := range []walHint{walLone, walSyncing} {
+		fs := errorfs.Wrap(vfs.NewMem(), errorfs.OnKind(errorfs.OpFileWrite))
+		f, err := fs.Create("/log")
+		require.NoError(t, err)
+		w := newWALFile(f)
+		w.hint = h
+		_, err = w.Write([]byte("x"))
+		require.ErrorIs(t, err, errorfs.ErrInjected, "hint %d: the write itself fails", h)
+		w.hint = walQueued
+		_, err = w.Write([]byte("y"))
+		require.ErrorIs(t, err, errorfs.ErrInjected, "later writes fail too")
+		require.ErrorIs(t, w.Sync(), errorfs.ErrInjected)
+		require.ErrorIs(t, w.Close(), errorfs.ErrInjected)
+	}
+}
+
+// TestWALFileLoneDecision pins when a lone record goes inline without a
+// test's threshold: only once the file has been quiet for walInlineAfter,
+// only while the last measured wake of the background goroutine was slow,
+// and never more than walWakeProbe times in a row, so that the wake is
+// measured again.
+func TestWALFileLoneDecision(t *testing.T) {
+	quiet, busy := time.Now().Add(-time.Second), time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name      string
+		slowWake  bool
+		inlined   int
+		lastWrite time.Time
+		want      bool
+	}{
+		{"quiet, slow wakes", true, 0, quiet, true},
+		{"quiet, slow wakes, last before the probe", true, walWakeProbe - 1, quiet, true},
+		{"quiet, slow wakes, probe due", true, walWakeProbe, quiet, false},
+		{"quiet, cheap wakes", false, 0, quiet, false},
+		{"a write just now", true, 0, busy, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &walFile{hint: walLone, slowWake: tc.slowWake, inlined: tc.inlined, lastWrite: tc.lastWrite}
+			require.Equal(t, tc.want, w.inlineLocked())
+			if tc.want {
+				require.Equal(t, tc.inlined+1, w.inlined, "an inline record counts toward the probe")
+			}
+		})
+	}
+	// A new walFile writes lone records inline until a wake is measured.
+	fs := vfs.NewMem()
+	f, err := fs.Create("/log")
+	require.NoError(t, err)
+	w := newWALFile(f)
+	w.lastWrite = quiet
+	require.True(t, w.slowWake)
+	// The probe: after walWakeProbe inline records, one is handed off.
+	for i := range walWakeProbe + 1 {
+		w.hint = walLone
+		w.lastWrite = quiet
+		_, err := w.Write([]byte{byte(i)})
+		require.NoError(t, err)
+		if i < walWakeProbe {
+			require.Len(t, fileBytes(fs, "/log"), i+1, "record %d is written inline", i)
+		}
+	}
+	require.Zero(t, w.inlined, "the hand-off measured a wake")
+	require.NoError(t, w.Close())
+	require.Len(t, readAll(t, fs, "/log"), walWakeProbe+1)
+}

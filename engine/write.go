@@ -76,7 +76,8 @@ func (b *writeBatch) Reset() {
 //     writes asked, and a sync write never joins a group led by an unsynced
 //     one. Without Sync, an acknowledged write is in the WAL's buffer and
 //     reaches the operating system when walFile's background writer hands
-//     the buffer on (up to walMaxPending bytes may wait behind a slow disk):
+//     the buffer on (up to walMaxPending bytes may wait behind a slow disk),
+//     or is already there when it was written alone (see walFile):
 //     a process crash (kill -9) can lose the last unsynced writes, a
 //     machine crash the ones the OS had not written back; never a synced
 //     write, nor any write before a synced one.
@@ -264,14 +265,21 @@ func (d *database) commitLocked(group []*writer, large bool) error {
 	first := d.mu.lastSeq + 1
 	d.mu.lastSeq += base.SeqNum(count)
 	mem := d.mu.mem
+	hint := walQueued
+	switch {
+	case syncWAL:
+		hint = walSyncing
+	case len(d.mu.writers) == len(group):
+		hint = walLone
+	}
 	d.mu.Unlock()
 	var inWAL bool
 	var err error
 	var lm *memTable
 	if large {
-		lm, inWAL, err = d.commitLarge(w, first, mem.logNum, syncWAL)
+		lm, inWAL, err = d.commitLarge(w, first, mem.logNum, syncWAL, hint)
 	} else {
-		inWAL, err = d.commitGroup(group, first, mem, syncWAL)
+		inWAL, err = d.commitGroup(group, first, mem, syncWAL, hint)
 	}
 	d.mu.Lock()
 	if err == nil && lm != nil {
@@ -342,7 +350,7 @@ func (d *database) standardArenaSize() int {
 // Recovery replays such a batch's WAL record into an ordinary (oversized)
 // memtable, as before large batches had memtables of their own: it runs
 // once per open, where indexing in place would save little.
-func (d *database) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, syncWAL bool) (_ *memTable, inWAL bool, err error) {
+func (d *database) commitLarge(w *writer, first base.SeqNum, logNum manifest.FileNum, syncWAL bool, hint walHint) (_ *memTable, inWAL bool, err error) {
 	b := w.batch
 	// The batch is indexed on the other core while the WAL is written.
 	// Neither side may write what the other reads: the header gets
@@ -361,7 +369,7 @@ func (d *database) commitLarge(w *writer, first base.SeqNum, logNum manifest.Fil
 		mt, err := memtable.NewFromBatchCmp(d.ucmp(), &view, first)
 		done <- indexed{mt, err}
 	}()
-	walErr := d.logGroup([]*writer{w}, first, syncWAL)
+	walErr := d.logGroup([]*writer{w}, first, syncWAL, hint)
 	ix := <-done
 	if walErr != nil {
 		return nil, true, walErr
@@ -380,8 +388,8 @@ func (d *database) commitLarge(w *writer, first base.SeqNum, logNum manifest.Fil
 // they are DisableWAL writes; see logGroup) and applies them to mem. It runs
 // without d.mu; only the leader calls it. inWAL reports that the error is the
 // WAL's, in which case no batch was applied.
-func (d *database) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool) (inWAL bool, err error) {
-	if err := d.logGroup(group, first, syncWAL); err != nil {
+func (d *database) commitGroup(group []*writer, first base.SeqNum, mem *memTable, syncWAL bool, hint walHint) (inWAL bool, err error) {
+	if err := d.logGroup(group, first, syncWAL, hint); err != nil {
 		return true, err
 	}
 	return false, d.applyGroup(group, first, mem)
@@ -390,9 +398,13 @@ func (d *database) commitGroup(group []*writer, first base.SeqNum, mem *memTable
 // logGroup writes the group's batches to the WAL as one record, the first
 // at sequence number first, and syncs it if syncWAL. A group of DisableWAL
 // writes (a group's writers agree on noWAL: see leadLocked) only counts
-// their bytes and marks the database as holding unlogged writes. Only the
-// leader calls it, without d.mu.
-func (d *database) logGroup(group []*writer, first base.SeqNum, syncWAL bool) error {
+// their bytes and marks the database as holding unlogged writes. hint tells
+// the WAL file whether other writes were queued behind the group when it
+// formed and whether it syncs (see walHint): a lone or synced record is
+// written to the file by the leader, an unsynced one behind which others
+// wait is handed to the file's background goroutine. Only the leader calls
+// it, without d.mu.
+func (d *database) logGroup(group []*writer, first base.SeqNum, syncWAL bool, hint walHint) error {
 	if group[0].noWAL {
 		for _, g := range group {
 			d.stats.RecordTick(statistics.BytesWritten, uint64(g.batch.Len()))
@@ -414,6 +426,7 @@ func (d *database) logGroup(group []*writer, first base.SeqNum, syncWAL bool) er
 		}
 	}
 	rec.SetSeqNum(first)
+	d.commit.logFile.hint = hint
 	if _, err := d.commit.log.WriteRecord(rec.Repr()); err != nil {
 		return errors.Wrapf(err, "engine: writing WAL %s", d.commit.logNum)
 	}

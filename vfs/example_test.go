@@ -100,6 +100,6 @@ func Example_diskFull() {
 	// Output:
 	// no space: true
 	// injected: true
-	// engine: background WAL write failed (no space left on device): writes are stopped until space is freed; the database flushes the memtables and switches to a new WAL by itself, retrying with backoff, and resumes writes once that succeeds, or call DB.Resume to retry now; a write that returns this error was not applied: engine: syncing WAL 000001: wal: sync after 48 bytes: engine: writing the WAL: write /db/000001.log: no space left on device
+	// engine: background WAL write failed (no space left on device): writes are stopped until space is freed; the database flushes the memtables and switches to a new WAL by itself, retrying with backoff, and resumes writes once that succeeds, or call DB.Resume to retry now; a write that returns this error was not applied: engine: syncing WAL 000001: wal: writing 24 bytes at offset 24: engine: writing the WAL: write /db/000001.log: no space left on device
 	// after resume: <nil>
 }
