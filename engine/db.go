@@ -112,6 +112,11 @@ type database struct {
 		lastSeq base.SeqNum
 		// writers is the queue of pending writes; the head is the leader.
 		writers []*writer
+		// groupedWrites is high while commit groups gather several
+		// writers, and 0 while writes come one at a time: +1 (up to 8) for
+		// each group of several writers, -1 for each lone one. A writer
+		// queued behind a lone leader spins only at 0 (see writerSpin).
+		groupedWrites int
 		// snapshots are the open snapshots, oldest first.
 		snapshots snapshotList
 		// bgErr is the background error, nil when there is none: a failed

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,6 +117,43 @@ type writer struct {
 	done bool
 	err  error
 	cond sync.Cond
+	// turn is set, under d.mu, when done is or when the writer comes to
+	// head the queue: a writer that spins for its turn (awaitTurn) reads it
+	// without d.mu.
+	turn atomic.Bool
+}
+
+// writerSpin bounds how long a queued writer spins for its turn before it
+// parks on its cond. A group commit takes a few microseconds; a parked
+// writer, once signalled, waits for the Go scheduler to run it again, and
+// where every processor is busy that is when the goroutine that signalled
+// it (the leader, now on to its next operation) next blocks or is
+// preempted: YCSB D with four goroutines on two processors had an insert
+// p99 of 0.8-1.4 ms, from the 2% of inserts another writer committed,
+// against Pebble's 9 µs. RocksDB's write thread spins before it blocks for
+// the same reason.
+const writerSpin = 20 * time.Microsecond
+
+// awaitTurn spins until w.turn is set or writerSpin has passed; the caller
+// then takes d.mu and parks if it must. It spins only where another
+// processor can run the leader meanwhile.
+func (w *writer) awaitTurn() {
+	if runtime.GOMAXPROCS(0) < 2 {
+		return
+	}
+	var start time.Time
+	for i := 0; ; i++ {
+		if w.turn.Load() {
+			return
+		}
+		if i&63 == 63 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) >= writerSpin {
+				return
+			}
+		}
+	}
 }
 
 var writerPool = sync.Pool{New: func() any { return new(writer) }}
@@ -178,6 +216,18 @@ func (d *database) writeOpts(ctx context.Context, b *batch.Batch, wo writeOption
 
 	d.mu.Lock()
 	d.mu.writers = append(d.mu.writers, w)
+	if len(d.mu.writers) == 2 && d.mu.groupedWrites == 0 {
+		// Writes come one at a time and only the leader is ahead: spin
+		// rather than park (writerSpin). Where writes come together,
+		// parked writers let the queue grow into larger groups, and a
+		// spinning one would take the processor the leader, the WAL's
+		// background goroutine and flushes need: with 4 goroutines
+		// filling on 2 processors, spinning cost 1.2-1.45x the time per
+		// write (BenchmarkFillConcurrent).
+		d.mu.Unlock()
+		w.awaitTurn()
+		d.mu.Lock()
+	}
 	for !w.done && d.mu.writers[0] != w {
 		w.cond.Wait()
 	}
@@ -600,9 +650,15 @@ func (d *database) syncLog() error {
 // finishGroupLocked wakes the group's writers with err and hands leadership
 // to the next queued writer.
 func (d *database) finishGroupLocked(group []*writer, err error) {
+	if len(group) > 1 {
+		d.mu.groupedWrites = min(d.mu.groupedWrites+1, 8)
+	} else {
+		d.mu.groupedWrites = max(d.mu.groupedWrites-1, 0)
+	}
 	for _, g := range group {
 		g.err, g.done = err, true
 		if g != group[0] {
+			g.turn.Store(true)
 			g.cond.Signal()
 		}
 	}
@@ -610,6 +666,7 @@ func (d *database) finishGroupLocked(group []*writer, err error) {
 	clear(d.mu.writers[n:])
 	d.mu.writers = d.mu.writers[:n]
 	if n > 0 {
+		d.mu.writers[0].turn.Store(true)
 		d.mu.writers[0].cond.Signal()
 	}
 }
