@@ -112,6 +112,11 @@ type database struct {
 		lastSeq base.SeqNum
 		// writers is the queue of pending writes; the head is the leader.
 		writers []*writer
+		// flushApplying is the table of the flush of d.mu.imm[0] while
+		// installEdit logs and applies it without d.mu: once the current
+		// version holds it, read states leave imm[0] out (see
+		// updateReadStateLocked).
+		flushApplying *manifest.FileMetadata
 		// groupedWrites is high while commit groups gather several
 		// writers, and 0 while writes come one at a time: +1 (up to 8) for
 		// each group of several writers, -1 for each lone one. A writer

@@ -6,6 +6,7 @@ import (
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/statistics"
+	"sync/atomic"
 )
 
 // Installing a version edit has one owner, installEdit, as in goleveldb,
@@ -112,6 +113,11 @@ func (d *database) installEdit(u *versionUpdate, workErr error) error {
 	return err
 }
 
+// installAppliedHook, when a test sets it, is called by logAndApply once
+// the edit is current and before d.mu is taken again: a test can build a
+// read state in that window, as a write switching memtables may.
+var installAppliedHook atomic.Pointer[func(d *database, u *versionUpdate)]
+
 // logAndApply logs u.edit to the MANIFEST, applies it and installs the
 // result in memory, for installEdit, which alone calls it.
 func (d *database) logAndApply(u *versionUpdate) error {
@@ -133,9 +139,18 @@ func (d *database) logAndApply(u *versionUpdate) error {
 		d.mu.ingesting = true
 	}
 	u.edit.SetLastSeqNum(d.mu.lastSeq)
+	if u.flushed != nil && len(u.edit.NewFiles) > 0 {
+		// From the moment LogAndApply makes the flush's table current
+		// until the memtable leaves d.mu.imm below, a read state built
+		// meanwhile (a write switching memtables) must not list both.
+		d.mu.flushApplying = u.edit.NewFiles[0].Meta
+	}
 	d.mu.Unlock()
 
 	err := d.vs.LogAndApply(u.edit)
+	if hook := installAppliedHook.Load(); hook != nil {
+		(*hook)(d, u)
+	}
 	if err != nil {
 		// The edit may or may not be durable. Set before the reservations
 		// end: until then only they keep deleteObsoleteFiles away from
@@ -150,6 +165,7 @@ func (d *database) logAndApply(u *versionUpdate) error {
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.mu.flushApplying = nil
 	if u.compaction != nil {
 		d.unmarkLocked(u.compaction)
 	}
