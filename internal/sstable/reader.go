@@ -991,12 +991,7 @@ func (r *Reader) readDataUncached(
 			loaded = err == nil
 			return v, err
 		})
-		if err != nil {
-			return nil, BlockPin{}, 0, err
-		}
-		v := hd.Value()
-		r.noteCacheAdd(loaded, len(v))
-		return v, BlockPin{h: hd}, locCache, nil
+		return r.cachedData(hd, loaded, err)
 	}
 	data, err = r.decompressTo(ct, raw, h, dest.dec)
 	if err != nil {
@@ -1031,12 +1026,7 @@ func (r *Reader) loadData(ctx context.Context, env *ReadEnv, h block.Handle, des
 		loaded = err == nil
 		return v, err
 	})
-	if err != nil {
-		return nil, BlockPin{}, 0, err
-	}
-	v := hd.Value()
-	r.noteCacheAdd(loaded, len(v))
-	return v, BlockPin{h: hd}, locCache, nil
+	return r.cachedData(hd, loaded, err)
 }
 
 // loadDataDirect is loadData for a block read on its own (a Get's of a
@@ -1082,6 +1072,13 @@ func (r *Reader) loadDataDirect(
 		loaded = err == nil
 		return v, err
 	})
+	return r.cachedData(hd, loaded, err)
+}
+
+// cachedData ends a data block's load through the cache (GetOrLoadUntil):
+// the block hd holds, pinned, with the insert counted when this call's
+// load made it (loaded).
+func (r *Reader) cachedData(hd cache.Handle, loaded bool, err error) ([]byte, BlockPin, blockLoc, error) {
 	if err != nil {
 		return nil, BlockPin{}, 0, err
 	}
